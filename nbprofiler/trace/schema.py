@@ -1,0 +1,89 @@
+"""The subset of the Chrome trace format that nbprofiler reads.
+
+msgspec decodes only the fields declared here and skips the rest without
+building Python objects for them, which is what keeps loading fast and small.
+Types are deliberately loose (``int | float | str``): real traces disagree on
+them (``"tid": "stream 7"``, ``"stream": "0x0"`` on ROCm, integer or fractional
+timestamps), and coercion to columns happens in one place, ``parser.py``.
+"""
+from __future__ import annotations
+
+import msgspec
+
+Scalar = int | float | str | None
+
+
+class Args(msgspec.Struct, omit_defaults=True):
+    """Event ``args``: only the keys some analysis needs."""
+
+    external_id: Scalar = msgspec.field(default=None, name="External id")
+    external_id_old: Scalar = msgspec.field(default=None, name="external id")
+    correlation: Scalar = None
+    device: Scalar = None
+    stream: Scalar = None
+    bytes: Scalar = None
+    blocks_per_sm: Scalar = msgspec.field(default=None, name="blocks per SM")
+    occupancy: Scalar = msgspec.field(default=None, name="est. achieved occupancy %")
+    seq: Scalar = msgspec.field(default=None, name="Sequence number")
+    fwd_thread: Scalar = msgspec.field(default=None, name="Fwd thread id")
+    python_id: Scalar = msgspec.field(default=None, name="Python id")
+    python_parent_id: Scalar = msgspec.field(default=None, name="Python parent id")
+    mem_device_type: Scalar = msgspec.field(default=None, name="Device Type")
+    mem_device_id: Scalar = msgspec.field(default=None, name="Device Id")
+    mem_bytes: Scalar = msgspec.field(default=None, name="Bytes")
+    total_allocated: Scalar = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Scalar = msgspec.field(default=None, name="Total Reserved")
+    addr: Scalar = msgspec.field(default=None, name="Addr")
+    # Kept raw: decoded only on demand (shapes, stacks), never for every event.
+    input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+    call_stack: Scalar = msgspec.field(default=None, name="Call stack")
+    module_hierarchy: Scalar = msgspec.field(default=None, name="Module Hierarchy")
+    name: Scalar = None  # metadata events: process_name / thread_name
+    labels: Scalar = None  # metadata events: process_labels
+
+
+class Event(msgspec.Struct):
+    """One entry of ``traceEvents``."""
+
+    ph: str = ""
+    name: Scalar = ""
+    cat: Scalar = None
+    pid: Scalar = None
+    tid: Scalar = None
+    ts: Scalar = None
+    dur: Scalar = None
+    id: Scalar = None
+    args: Args | None = None
+
+
+class DeviceProperties(msgspec.Struct):
+    """One entry of ``deviceProperties``."""
+
+    id: Scalar = None
+    name: Scalar = None
+    totalGlobalMem: Scalar = None
+    computeMajor: Scalar = None
+    computeMinor: Scalar = None
+    numSms: Scalar = None
+    warpSize: Scalar = None
+    maxThreadsPerMultiprocessor: Scalar = None
+
+
+class DistributedInfo(msgspec.Struct):
+    """``distributedInfo``: only what names a rank. The process-group list, which
+    can have thousands of entries, is skipped unread."""
+
+    rank: Scalar = None
+    world_size: Scalar = None
+    backend: Scalar = None
+
+
+class Header(msgspec.Struct):
+    """Everything but the events, which are decoded separately in batches."""
+
+    traceEvents: list[msgspec.Raw] | None = None
+    schemaVersion: Scalar = None
+    deviceProperties: list[DeviceProperties] | None = None
+    distributedInfo: DistributedInfo | None = None
+    baseTimeNanoseconds: Scalar = None
+    displayTimeUnit: Scalar = None

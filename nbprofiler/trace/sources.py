@@ -1,0 +1,95 @@
+"""Finding and reading trace files: plain or gzipped JSON, or TensorBoard directories.
+
+Everything that touches the file system for traces is here; the parser only
+sees bytes. Sizes are checked before anything large is read, so a 2 GB file
+is refused up front with a message that says what to do.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import TraceError
+
+# Decompressed JSON larger than this is refused; analysis needs about 3x this in RAM.
+DEFAULT_MAX_TRACE_BYTES = 1 << 30
+_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    path: Path
+    data: bytes
+
+
+def max_trace_bytes() -> int:
+    """The size limit, overridable with ``NBPROFILER_MAX_TRACE_BYTES``."""
+    raw = os.environ.get("NBPROFILER_MAX_TRACE_BYTES")
+    try:
+        return int(raw) if raw else DEFAULT_MAX_TRACE_BYTES
+    except ValueError:
+        return DEFAULT_MAX_TRACE_BYTES
+
+
+def find_trace_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The trace files ``path`` names: itself, or those a directory holds (recursively)."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise TraceError(p, "no such file or directory")
+    if p.is_file():
+        return [p]
+    found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(_TRACE_SUFFIXES))
+    preferred = [f for f in found if ".pt.trace.json" in f.name]
+    files = preferred or found
+    if not files:
+        raise TraceError(p, "the directory holds no trace files (*.pt.trace.json or *.json, optionally .gz)")
+    return files
+
+
+def read_trace_file(path: Path, limit: int | None = None) -> TraceFile:
+    """Read and, if gzipped, decompress one trace, refusing anything over ``limit`` bytes."""
+    limit = max_trace_bytes() if limit is None else limit
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(2)
+            if head == b"\x1f\x8b":
+                fh.seek(0)
+                data = _gunzip(fh, limit, path)
+            else:
+                if size > limit:
+                    raise TraceError(path, _too_big(size, limit))
+                fh.seek(0)
+                data = fh.read()
+    except OSError as exc:
+        raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
+    return TraceFile(path, data)
+
+
+def _gunzip(fh, limit: int, path: Path) -> bytes:
+    inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header, auto-detected
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        while block := fh.read(1 << 20):
+            out = inflater.decompress(block, limit + 1 - total)
+            total += len(out)
+            chunks.append(out)
+            if total > limit or inflater.unconsumed_tail:
+                raise TraceError(path, _too_big(total, limit, compressed=True))
+        chunks.append(inflater.flush())
+    except zlib.error as exc:
+        raise TraceError(path, f"corrupt gzip data ({exc})") from None
+    if not inflater.eof:
+        raise TraceError(path, "truncated gzip file (the download or copy did not finish)")
+    return b"".join(chunks)
+
+
+def _too_big(size: int, limit: int, compressed: bool = False) -> str:
+    what = "decompresses to more than" if compressed else f"is {size / 1e9:.1f} GB, over"
+    return (
+        f"trace {what} the {limit / 1e9:.1f} GB limit; profile fewer steps (e.g. --active 2) "
+        "or raise NBPROFILER_MAX_TRACE_BYTES"
+    )

@@ -1,0 +1,133 @@
+"""The immutable columnar event table: the one data model every analysis reads.
+
+Live runs and trace files both end up here, through ``parser.parse_trace``.
+Columns are read-only numpy arrays, so no analysis can change what another
+one sees; ``frame()`` exposes them as a pandas DataFrame (pandas copy-on-write
+keeps that view safe too).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+class Kind(enum.IntEnum):
+    """What an event is, across both trace schemas (2021 and current)."""
+
+    OTHER = 0
+    CPU_OP = 1  # "Operator" / "cpu_op"
+    USER_ANNOTATION = 2  # "user_annotation" (ProfilerStep#N, record_function, Optimizer.step#...)
+    PYTHON_FUNCTION = 3  # "python_function" (with_stack)
+    RUNTIME = 4  # "Runtime" / "cuda_runtime" / "cuda_driver"
+    KERNEL = 5  # "Kernel" / "kernel"
+    MEMCPY = 6  # "Memcpy" / "gpu_memcpy"
+    MEMSET = 7  # "Memset" / "gpu_memset"
+    GPU_ANNOTATION = 8  # "gpu_user_annotation"
+    SYNC = 9  # "cuda_sync" device-side sync records
+    MEMORY = 10  # "[memory]" instant events
+    TRACE_SPAN = 11  # the profiler's own "Trace" span
+
+    @property
+    def on_device(self) -> bool:
+        return self in DEVICE_KINDS
+
+
+DEVICE_KINDS = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION, Kind.SYNC})
+HOST_RANGE_KINDS = frozenset({Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION})
+
+# Integer columns use this for "absent"; float columns use NaN.
+MISSING = -1
+
+INT_COLUMNS = (
+    "pid", "tid", "correlation", "external_id", "device", "stream",
+    "seq", "fwd_thread", "python_id", "python_parent_id", "mem_device_type", "mem_device_id",
+)
+FLOAT_COLUMNS = (
+    "ts", "dur", "bytes", "blocks_per_sm", "occupancy", "total_allocated", "total_reserved",
+)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A GPU the trace describes (``deviceProperties``), or the host CPU."""
+
+    index: int
+    name: str
+    kind: str  # "cuda", "rocm" or "cpu"
+    total_memory_bytes: int | None = None
+    compute_capability: tuple[int, int] | None = None
+    sm_count: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        cc = self.compute_capability
+        return {
+            "index": self.index,
+            "name": self.name,
+            "kind": self.kind,
+            "total_memory_bytes": self.total_memory_bytes,
+            "compute_capability": None if cc is None else f"{cc[0]}.{cc[1]}",
+            "sm_count": self.sm_count,
+        }
+
+
+@dataclass(frozen=True)
+class TraceMeta:
+    """Trace-level facts that are not events."""
+
+    source: str  # a path, or "live"
+    schema: str  # "2021" or "current"
+    devices: tuple[DeviceInfo, ...] = ()
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    thread_names: tuple[tuple[int, str], ...] = ()
+    skipped_events: int = 0  # malformed events dropped while parsing
+
+
+@dataclass(frozen=True, eq=False)
+class EventTable:
+    """All events of one trace as parallel read-only columns.
+
+    ``kind`` is a ``Kind`` code, ``name_code`` indexes ``names``. Timestamps
+    and durations are float microseconds; instants have ``dur == 0``.
+    ``input_dims`` and ``call_stack`` hold raw JSON / text only where the
+    trace had them (``--shapes`` / 2021-schema stacks), else ``None``.
+    """
+
+    meta: TraceMeta
+    names: np.ndarray  # unique names, object dtype
+    kind: np.ndarray
+    name_code: np.ndarray
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+    input_dims: np.ndarray | None = None
+    call_stack: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for arr in (self.names, self.kind, self.name_code, *self.columns.values()):
+            arr.flags.writeable = False
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self.columns[column]
+
+    @cached_property
+    def name(self) -> pd.Categorical:
+        """Event names as a Categorical: one string per distinct name."""
+        return pd.Categorical.from_codes(self.name_code, categories=pd.Index(self.names, dtype=object))
+
+    def frame(self) -> pd.DataFrame:
+        """The table as a DataFrame (``kind`` as int, ``name`` as categorical)."""
+        data: dict[str, Any] = {"kind": self.kind, "name": self.name}
+        data.update(self.columns)
+        return pd.DataFrame(data, copy=False)
+
+    @property
+    def has_device(self) -> bool:
+        return bool(np.isin(self.kind, [int(k) for k in DEVICE_KINDS]).any())
