@@ -1,0 +1,164 @@
+"""The operator table: host and device time per operator name (and input shape).
+
+Device time reaches an operator through the launch link the profiler records:
+a kernel's ``External id`` is that of the innermost operator that launched it
+(2021 traces spell it ``external id``); where a kernel lacks it, its runtime
+call's correlation id leads to the same operator.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ..trace.table import MISSING, EventTable, Kind
+from .intervals import accumulate_to_ancestors, children_sum, parent_index
+
+OPERATOR_COLUMNS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
+DEVICE_WORK_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+
+
+@dataclass(frozen=True, eq=False)
+class OperatorTree:
+    """Host operator ranges with their nesting and the device time each launched.
+
+    ``index`` points into the event table; ``parent`` into ``index`` (-1 at a root).
+    """
+
+    table: EventTable
+
+    @cached_property
+    def index(self) -> np.ndarray:
+        kinds = self.table.kind
+        is_op = (kinds == Kind.CPU_OP) | (kinds == Kind.USER_ANNOTATION)
+        names = self.table.names
+        not_step = ~pd.Series(names, dtype=object).str.startswith("ProfilerStep#").to_numpy()
+        return np.flatnonzero(is_op & not_step[self.table.name_code])
+
+    @cached_property
+    def start(self) -> np.ndarray:
+        return self.table["ts"][self.index]
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        return self.start + self.dur
+
+    @cached_property
+    def thread(self) -> np.ndarray:
+        t = self.table
+        return t["pid"][self.index] * (1 << 32) + t["tid"][self.index]
+
+    @cached_property
+    def parent(self) -> np.ndarray:
+        return parent_index(self.start, self.end, self.thread)
+
+    @cached_property
+    def dur(self) -> np.ndarray:
+        """Durations as recorded (``end - start`` would lose precision on large timestamps)."""
+        return self.table["dur"][self.index]
+
+    @cached_property
+    def host_self_us(self) -> np.ndarray:
+        return np.maximum(self.dur - children_sum(self.dur, self.parent), 0.0)
+
+    @cached_property
+    def launcher(self) -> np.ndarray:
+        """For each device-work event (``device_events``), the position in ``index`` of
+        the operator that launched it, or -1."""
+        t = self.table
+        dev = self.device_events
+        op_ext = t["external_id"][self.index]
+        found = _lookup(op_ext, np.arange(len(op_ext)), t["external_id"][dev])
+        lacking = np.flatnonzero(found < 0)
+        if len(lacking):
+            # No usable External id: follow the correlation id to the runtime call,
+            # then take the innermost operator around that call on its thread.
+            runtime = np.flatnonzero(t.kind == Kind.RUNTIME)
+            rt = _lookup(t["correlation"][runtime], runtime, t["correlation"][dev][lacking])
+            has_rt = rt >= 0
+            thread = t["pid"][rt[has_rt]] * (1 << 32) + t["tid"][rt[has_rt]]
+            found[lacking[has_rt]] = self.enclosing(thread, t["ts"][rt[has_rt]])
+        return found
+
+    def enclosing(self, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """The innermost operator (position in ``index``) around each (thread, ts), or -1."""
+        order = np.lexsort((self.start, self.thread))
+        key_thread, key_start = self.thread[order], self.start[order]
+        # Last operator on the same thread that started at or before ts.
+        pos = np.searchsorted(key_thread, thread, side="right")
+        lo = np.searchsorted(key_thread, thread, side="left")
+        within = np.array([np.searchsorted(key_start[a:b], x, side="right") for a, b, x in zip(lo, pos, ts)], dtype=np.int64)
+        out = np.full(len(ts), -1, dtype=np.int64)
+        end, parent = self.end, self.parent
+        for i, (a, k, x) in enumerate(zip(lo.tolist(), within.tolist(), ts.tolist())):
+            if k == 0:
+                continue
+            cand = int(order[a + k - 1])
+            while cand >= 0 and end[cand] < x:
+                cand = int(parent[cand])
+            out[i] = cand
+        return out
+
+    @cached_property
+    def device_events(self) -> np.ndarray:
+        return np.flatnonzero(np.isin(self.table.kind, DEVICE_WORK_KINDS))
+
+    @cached_property
+    def device_self_us(self) -> np.ndarray:
+        out = np.zeros(len(self.index))
+        launched = self.launcher >= 0
+        np.add.at(out, self.launcher[launched], self.table["dur"][self.device_events][launched])
+        return out
+
+    @cached_property
+    def device_total_us(self) -> np.ndarray:
+        return accumulate_to_ancestors(self.device_self_us, self.parent)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``values`` at the position of each ``query`` in ``keys`` (first match), or -1."""
+    valid = keys != MISSING
+    keys, values = keys[valid], values[valid]
+    order = np.argsort(keys, kind="stable")
+    sk, sv = keys[order], values[order]
+    pos = np.searchsorted(sk, query)
+    pos_c = np.clip(pos, 0, max(len(sk) - 1, 0))
+    found = (len(sk) > 0) & (query != MISSING)
+    if len(sk):
+        found = found & (sk[pos_c] == query)
+    out = np.full(len(query), -1, dtype=np.int64)
+    if len(sk):
+        out[found] = sv[pos_c[found]]
+    return out
+
+
+def operator_table(tree: OperatorTree, by_shape: bool = False) -> pd.DataFrame:
+    """Per operator name (and input shape when ``by_shape``): calls and times in µs.
+
+    Sorted by device self time when any device time exists, else by host self time.
+    """
+    t = tree.table
+    frame = pd.DataFrame(
+        {
+            "name": pd.Categorical.from_codes(t.name_code[tree.index], categories=pd.Index(t.names, dtype=object)),
+            "host_self_us": tree.host_self_us,
+            "host_total_us": tree.dur,
+            "device_self_us": tree.device_self_us,
+            "device_total_us": tree.device_total_us,
+        }
+    )
+    keys = ["name"]
+    if by_shape and t.input_dims is not None:
+        dims = t.input_dims[tree.index]
+        frame["input_shapes"] = [d.decode("utf-8", "replace") if d is not None else "" for d in dims]
+        keys.append("input_shapes")
+    grouped = frame.groupby(keys, observed=True, sort=False)
+    out = grouped.sum()
+    out.insert(0, "calls", grouped.size())
+    out = out.reset_index()
+    out["name"] = out["name"].astype(object)
+    sort_key = "device_self_us" if out["device_self_us"].sum() > 0 else "host_self_us"
+    cols = ["name", "calls", *(["input_shapes"] if "input_shapes" in out else []), *OPERATOR_COLUMNS[2:]]
+    return out[cols].sort_values(sort_key, ascending=False, kind="stable").reset_index(drop=True)
