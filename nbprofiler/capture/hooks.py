@@ -1,0 +1,114 @@
+"""Step boundary hooks: optimizer steps, DataLoader batches, ``nbprofiler.step()``.
+
+Everything installed here is removed by ``StepHooks.remove`` (always called,
+from a ``finally``), and every hook checks the process id, so a DataLoader
+worker forked while a cell runs never acts on the parent's profiler.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+from .loaders import LoaderRecord
+
+
+class StepHooks:
+    """Installs the hooks for one profiled cell and reports events to ``listener``.
+
+    ``listener`` gets ``on_boundary(source)`` when a step ends, and
+    ``on_data_wait(seconds, record)`` for each batch fetched.
+    """
+
+    def __init__(self, listener: Any, step_on: str) -> None:
+        self.listener = listener
+        self.step_on = step_on
+        self.owner_pid = os.getpid()
+        self.loaders: dict[int, LoaderRecord] = {}
+        self.saw_optimizer_step = False
+        self._fetches_since_boundary = 0
+        self._removers: list[Callable[[], None]] = []
+
+    # -- installation -------------------------------------------------------------------
+    def install(self) -> None:
+        handle = register_optimizer_step_post_hook(self._after_optimizer_step)
+        self._removers.append(handle.remove)
+        self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next)
+        self._patch(DataLoader, "__iter__", self._wrap_iter)
+
+    def remove(self) -> None:
+        while self._removers:
+            self._removers.pop()()
+
+    def _patch(self, cls: type, attr: str, wrapper: Callable[[Callable], Callable]) -> None:
+        original = cls.__dict__[attr]
+        setattr(cls, attr, wrapper(original))
+        self._removers.append(lambda: setattr(cls, attr, original))
+
+    # -- hooks --------------------------------------------------------------------------
+    def _mine(self) -> bool:
+        return os.getpid() == self.owner_pid
+
+    def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if not self._mine():
+            return
+        self.saw_optimizer_step = True
+        if self.step_on in ("auto", "optimizer"):
+            self.listener.on_boundary("optimizer")
+
+    def _wrap_iter(self, original: Callable) -> Callable:
+        hooks = self
+
+        def __iter__(loader: DataLoader):  # noqa: N807 - the patched dunder
+            iterator = original(loader)
+            if hooks._mine():
+                record = hooks.loaders.get(id(loader))
+                if record is None:
+                    record = hooks.loaders[id(loader)] = LoaderRecord.of(loader)
+                    hooks.listener.on_loader(loader, record)
+                record.iterations_started += 1
+                try:
+                    iterator._nbprofiler_record = record
+                except AttributeError:  # an iterator type with __slots__: wait time goes unattributed
+                    pass
+            return iterator
+
+        return __iter__
+
+    def _wrap_next(self, original: Callable) -> Callable:
+        hooks = self
+
+        def __next__(iterator: _BaseDataLoaderIter):  # noqa: N807 - the patched dunder
+            if not hooks._mine():
+                return original(iterator)
+            record = getattr(iterator, "_nbprofiler_record", None)
+            if hooks._loader_ends_step():
+                hooks.listener.on_boundary("dataloader")
+            start = time.perf_counter()
+            try:
+                batch = original(iterator)
+            finally:
+                hooks.listener.on_data_wait(time.perf_counter() - start, record)
+            hooks._fetches_since_boundary += 1
+            if record is not None:
+                record.batches += 1
+            return batch
+
+        return __next__
+
+    def _loader_ends_step(self) -> bool:
+        """A fetch ends the step that the previous batch started (dataloader-driven steps)."""
+        if self._fetches_since_boundary == 0:
+            return False
+        if self.step_on == "dataloader":
+            return True
+        return self.step_on == "auto" and not self.saw_optimizer_step
+
+    def boundary_passed(self) -> None:
+        self._fetches_since_boundary = 0

@@ -1,0 +1,102 @@
+"""The per-step sampler: wall time, DataLoader wait and memory for every step.
+
+It runs on all steps, not only the profiled ones, so the report can show how a
+long cell behaved from its first step to its last. Each step costs a few
+fixed-size numbers (``array('d')``), so 2,000 steps take well under 1 MB.
+
+On CUDA, step time comes from CUDA events recorded at each boundary and read
+once at the end, so no step pays for a device-wide synchronize.
+"""
+from __future__ import annotations
+
+import time
+from array import array
+
+import pandas as pd
+import psutil
+import torch
+
+from ..options import ProfileOptions
+
+
+class StepSampler:
+    """Collects one row per completed step."""
+
+    def __init__(self, options: ProfileOptions, cuda: bool) -> None:
+        self.options = options
+        self.cuda = cuda
+        self.host_ms = array("d")
+        self.dataloader_ms = array("d")
+        self.mem_a = array("d")  # CUDA allocated, or RSS on CPU
+        self.mem_peak = array("d")
+        self.mem_reserved = array("d")
+        self._events: list[torch.cuda.Event] = []
+        self._process = psutil.Process()
+        self._wait_s = 0.0
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter()
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+            self._events.append(self._record_event())
+
+    def add_wait(self, seconds: float) -> None:
+        self._wait_s += seconds
+
+    def end_step(self) -> None:
+        now = time.perf_counter()
+        self.host_ms.append((now - self._t0) * 1e3)
+        self.dataloader_ms.append(self._wait_s * 1e3)
+        self._wait_s = 0.0
+        if self.cuda:
+            self._events.append(self._record_event())
+            self.mem_a.append(float(torch.cuda.memory_allocated()))
+            self.mem_peak.append(float(torch.cuda.max_memory_allocated()))
+            self.mem_reserved.append(float(torch.cuda.memory_reserved()))
+            torch.cuda.reset_peak_memory_stats()
+        else:
+            self.mem_a.append(float(self._process.memory_info().rss))
+        self._t0 = time.perf_counter()
+
+    @property
+    def count(self) -> int:
+        return len(self.host_ms)
+
+    @property
+    def pending_wait_s(self) -> float:
+        return self._wait_s
+
+    def nbytes(self) -> int:
+        """Memory the per-step columns hold (for the large-run guarantee)."""
+        cols = (self.host_ms, self.dataloader_ms, self.mem_a, self.mem_peak, self.mem_reserved)
+        return sum(c.buffer_info()[1] * c.itemsize for c in cols) + 64 * len(self._events)
+
+    def _record_event(self) -> torch.cuda.Event:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def frame(self) -> pd.DataFrame:
+        """``report.steps``: one row per completed step. Synchronizes once on CUDA."""
+        n = self.count
+        wall = list(self.host_ms)
+        if self.cuda and len(self._events) > n:
+            torch.cuda.synchronize()
+            device_ms = [self._events[i].elapsed_time(self._events[i + 1]) for i in range(n)]
+            wall = [max(h, d) for h, d in zip(wall, device_ms)]
+        df = pd.DataFrame(
+            {
+                "step": range(n),
+                "phase": [self.options.phase_of(i) for i in range(n)],
+                "wall_ms": wall,
+                "dataloader_ms": list(self.dataloader_ms),
+            }
+        )
+        if self.cuda:
+            df["mem_allocated_bytes"] = list(self.mem_a)
+            df["mem_peak_bytes"] = list(self.mem_peak)
+            df["mem_reserved_bytes"] = list(self.mem_reserved)
+        else:
+            df["rss_bytes"] = list(self.mem_a)
+        return df

@@ -1,0 +1,288 @@
+"""``nbprofiler.profile``: run code under a scheduled torch.profiler and build a Report.
+
+This is the one capture path; the ``%%torchprofile`` magic is a thin adapter
+over it. The guarantees live here: the profiler is always stopped and every
+hook removed (``finally``), the steps that completed are kept when the code
+raises or is interrupted, and the exception itself propagates unchanged.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import platform
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+import psutil
+import torch
+from torch.profiler import ProfilerActivity
+
+from ..errors import NestedProfileError, OptionError
+from ..options import ProfileOptions
+from ..trace.parser import parse_trace
+from ..trace.table import DeviceInfo, EventTable
+from .hooks import StepHooks
+from .loaders import LoaderRecord, name_in
+from .sampler import StepSampler
+
+_active_lock = threading.Lock()
+_active: "ProfileRun | None" = None
+_last_report: Any = None
+
+
+@dataclass
+class RunRecord:
+    """What a live run measured besides the trace; the Report's ``run``."""
+
+    options: ProfileOptions
+    device: DeviceInfo
+    steps: pd.DataFrame
+    loaders: tuple[LoaderRecord, ...]
+    step_source: str  # what ended the steps: "optimizer", "dataloader", "manual", "iterations", "none"
+    error: str | None = None  # "KeyboardInterrupt", "ValueError: ..." when the code raised
+    cell_source: str | None = None
+    cell_filename: str | None = None
+    sampler_bytes: int = 0
+    cpu_count: int = 1
+    wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+class ProfileRun:
+    """One profiled run. ``report`` is set when the ``with`` block ends, also on error."""
+
+    def __init__(self, options: ProfileOptions, namespace: dict[str, Any] | None = None,
+                 cell_source: str | None = None, cell_filename: str | None = None,
+                 on_step: Callable[["ProfileRun"], None] | None = None) -> None:
+        self.options = options
+        self.namespace = namespace
+        self.cell_source = cell_source
+        self.cell_filename = cell_filename
+        self.on_step = on_step
+        self.cuda = _use_cuda(options.device)
+        self.sampler = StepSampler(options, self.cuda)
+        self.hooks = StepHooks(self, "manual" if options.iterations else options.step_on)
+        self.report: Any = None
+        self._traces: list[bytes] = []
+        self._prof: torch.profiler.profile | None = None
+        self._boundaries: dict[str, int] = {}
+        self._t_start = 0.0
+        self._export_error: BaseException | None = None
+
+    # -- listener interface used by StepHooks -----------------------------------------------
+    def on_boundary(self, source: str) -> None:
+        self._boundaries[source] = self._boundaries.get(source, 0) + 1
+        self.sampler.end_step()
+        self.hooks.boundary_passed()
+        if self._prof is not None:
+            self._prof.step()
+        if self.on_step is not None:
+            self.on_step(self)
+
+    def on_data_wait(self, seconds: float, record: LoaderRecord | None) -> None:
+        self.sampler.add_wait(seconds)
+        if record is not None:
+            step = self.sampler.count
+            record.wait_ms_by_step[step] = record.wait_ms_by_step.get(step, 0.0) + seconds * 1e3
+
+    def on_loader(self, loader: Any, record: LoaderRecord) -> None:
+        record.name = name_in(self.namespace, loader)
+        record.dataset_name = name_in(self.namespace, loader.dataset)
+
+    # -- progress, for live status lines ----------------------------------------------------
+    @property
+    def steps_done(self) -> int:
+        return self.sampler.count
+
+    @property
+    def current_phase(self) -> str:
+        return self.options.phase_of(self.sampler.count)
+
+    @property
+    def last_step_s(self) -> float | None:
+        return self.sampler.host_ms[-1] / 1e3 if self.sampler.count else None
+
+    # -- the run ---------------------------------------------------------------------------
+    def _on_trace_ready(self, prof: torch.profiler.profile) -> None:
+        """Export each finished cycle. A failure is kept for the report, never raised
+        into the user's training loop (this runs inside ``optimizer.step()``)."""
+        fd, tmp = tempfile.mkstemp(prefix="nbprofiler-", suffix=".json")
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(tmp)
+            self._traces.append(Path(tmp).read_bytes())
+            if self.options.tensorboard:
+                torch.profiler.tensorboard_trace_handler(self.options.tensorboard)(prof)
+        except Exception as exc:
+            self._export_error = exc
+        finally:
+            os.unlink(tmp)
+
+    def _profiler(self) -> torch.profiler.profile:
+        o = self.options
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+        return torch.profiler.profile(
+            activities=activities,
+            schedule=torch.profiler.schedule(wait=o.wait, warmup=o.warmup, active=o.active, repeat=o.repeat,
+                                             skip_first=o.skip_first),
+            on_trace_ready=self._on_trace_ready,
+            record_shapes=o.shapes,
+            profile_memory=o.memory,
+            with_stack=o.stack,
+            with_modules=o.modules,
+        )
+
+    def __enter__(self) -> "ProfileRun":
+        global _active
+        with _active_lock:
+            if _active is not None:
+                raise NestedProfileError(
+                    "a profiled cell is already running; %%torchprofile cannot be nested (remove the inner one)"
+                )
+            if torch.autograd.profiler._is_profiler_enabled:
+                raise NestedProfileError(
+                    "another torch profiler is running; stop it (exit its `with` block) before %%torchprofile"
+                )
+            _active = self
+        try:
+            self._prof = self._profiler()
+            self.hooks.install()
+            self._t_start = time.perf_counter()
+            self.sampler.start()
+            self._prof.start()
+        except BaseException:
+            self._cleanup()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        self.finish(exc)
+
+    def finish(self, exc: BaseException | None = None) -> None:
+        """Stop the profiler, remove every hook, and build the report (also after an error)."""
+        try:
+            if self._prof is not None:
+                self._prof.stop()
+        except Exception as e:  # the final export failed inside torch: keep the steps
+            self._export_error = e
+        finally:
+            self._cleanup()
+        self.report = self._build_report(None if exc is None else _describe(exc))
+        global _last_report
+        _last_report = self.report
+
+    def _cleanup(self) -> None:
+        global _active
+        self.hooks.remove()
+        self._prof = None
+        with _active_lock:
+            if _active is self:
+                _active = None
+
+    def _build_report(self, error: str | None) -> Any:
+        from ..report import Report
+
+        record = RunRecord(
+            options=self.options,
+            device=_live_device(self.cuda),
+            steps=self.sampler.frame(),
+            loaders=tuple(self.hooks.loaders.values()),
+            step_source=self._step_source(),
+            error=error,
+            cell_source=self.cell_source,
+            cell_filename=self.cell_filename,
+            sampler_bytes=self.sampler.nbytes(),
+            cpu_count=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+            wall_s=time.perf_counter() - self._t_start,
+        )
+        if self._export_error is not None:
+            record.notes.append(
+                f"the trace export failed ({_describe(self._export_error)}); only per-step figures are shown"
+            )
+        table = self._table()
+        raw = self._traces[-1] if self._traces else None
+        if raw is not None:
+            self._write_outputs(raw)
+        return Report.from_live(table, record, raw_trace=raw)
+
+    def _table(self) -> EventTable | None:
+        if not self._traces:
+            return None
+        # With repeat > 1 each cycle is exported on its own; the report shows the last cycle.
+        return parse_trace(self._traces[-1], source="live")
+
+    def _write_outputs(self, raw: bytes) -> None:
+        if self.options.trace:
+            write_trace(raw, self.options.trace)
+
+    def _step_source(self) -> str:
+        if self.options.iterations:
+            return "iterations"
+        if not self._boundaries:
+            return "none"
+        return max(self._boundaries, key=self._boundaries.__getitem__)
+
+    def step(self) -> None:
+        self.on_boundary("manual")
+
+
+def write_trace(raw: bytes, path: str | os.PathLike[str]) -> Path:
+    """Write trace JSON bytes to ``path``, gzipped when it ends in ``.gz``."""
+    p = Path(path).expanduser()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(gzip.compress(raw, compresslevel=5) if p.name.endswith(".gz") else raw)
+    return p
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return type(exc).__name__ + (f": {text[0]}" if text else "")
+
+
+def _use_cuda(choice: str) -> bool:
+    if choice == "cuda":
+        if not torch.cuda.is_available():
+            raise OptionError("--device", "cuda was asked for, but torch.cuda.is_available() is False; use --device cpu")
+        return True
+    return choice == "auto" and torch.cuda.is_available()
+
+
+def _live_device(cuda: bool) -> DeviceInfo:
+    if cuda:
+        index = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        kind = "rocm" if getattr(torch.version, "hip", None) else "cuda"
+        return DeviceInfo(index=index, name=props.name, kind=kind, total_memory_bytes=int(props.total_memory),
+                          compute_capability=(props.major, props.minor), sm_count=props.multi_processor_count)
+    name = platform.processor() or platform.machine() or "CPU"
+    return DeviceInfo(index=-1, name=f"CPU ({name}, {os.cpu_count()} cores)", kind="cpu",
+                      total_memory_bytes=int(psutil.virtual_memory().total))
+
+
+def current_run() -> ProfileRun | None:
+    return _active
+
+
+def last_report() -> Any:
+    return _last_report
+
+
+@contextmanager
+def profile(options: ProfileOptions | None = None, **kwargs: Any) -> Iterator[ProfileRun]:
+    """Profile the ``with`` block; ``run.report`` holds the Report afterwards.
+
+    Takes the same options as ``%%torchprofile`` (as keyword arguments, e.g.
+    ``active=5, step_on="manual"``). Steps end on optimizer steps, DataLoader
+    batches or ``nbprofiler.step()``, as ``step_on`` says.
+    """
+    opts = (options or ProfileOptions()).replace(**kwargs) if kwargs else (options or ProfileOptions())
+    run = ProfileRun(opts)
+    with run:
+        yield run

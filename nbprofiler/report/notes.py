@@ -1,0 +1,59 @@
+"""The report's own caveats: short cells, interruptions, synthetic steps, skipped events.
+
+A report is never empty without a word: whatever limits what it can show is
+said here, once, and every renderer prints these notes.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .report import Report
+
+
+def is_partial(report: "Report") -> bool:
+    run = report.run
+    if run is None:
+        return False
+    if run.error is not None:
+        return True
+    needed = run.options.steps_needed
+    return needed is not None and len(run.steps) < needed
+
+
+def report_notes(report: "Report") -> list[str]:
+    notes: list[str] = []
+    run = report.run
+    if run is not None:
+        o = run.options
+        done = len(run.steps)
+        if run.error is not None:
+            notes.append(f"Partial report: the cell stopped with {run.error} after {done} completed step(s).")
+        needed = o.steps_needed
+        if needed is not None and done < needed:
+            active_done = int((run.steps["phase"] == "active").sum()) if done else 0
+            if report.table is None:
+                notes.append(
+                    f"The cell ran {done} step(s) but the schedule needs {needed} "
+                    f"(skip_first={o.skip_first}, wait={o.wait}, warmup={o.warmup}, active={o.active}, repeat={o.repeat}); "
+                    "no step was profiled. Run more steps, or lower --wait/--warmup (e.g. --wait 0 --warmup 0)."
+                )
+            elif run.error is None:
+                notes.append(
+                    f"The cell ended after {done} of the {needed} steps the schedule needs; "
+                    f"{active_done} active step(s) were profiled."
+                )
+        if run.step_source == "none":
+            notes.append(
+                "No step boundary was seen (no optimizer step, DataLoader batch or nbprofiler.step()); "
+                "the whole cell counted as one unfinished step. Use -n/--iterations for cells without a loop."
+            )
+        notes.extend(run.notes)
+    if report.table is not None:
+        steps = report.trace_steps
+        if len(steps) and bool(steps["synthetic"].iloc[0]):
+            notes.append("The trace has no ProfilerStep annotations, so the whole trace is treated as one step.")
+        skipped = report.table.meta.skipped_events
+        if skipped:
+            notes.append(f"{skipped} malformed trace event(s) were skipped.")
+    return notes

@@ -1,0 +1,187 @@
+"""``Report``: what one profiled run (or trace file) says, as pandas tables.
+
+A Report never changes after it is built. Each table is computed on first
+access by a pure analysis function and cached; renderers only read them.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.operators import OperatorTree, operator_table
+from ..analysis.steps import profiler_steps
+from ..trace.table import DeviceInfo, EventTable, Kind
+
+if TYPE_CHECKING:
+    from ..capture.session import RunRecord
+
+_DATALOADER_PREFIX = "enumerate(DataLoader)#"
+
+
+@dataclass(frozen=True, eq=False)
+class Report:
+    """A profile's tables and renderings.
+
+    ``table`` is the recorded trace (None when the run ended before any active
+    step); ``run`` holds what a live run measured on every step (None for
+    trace files); ``ranks`` maps rank to Report when a directory held several.
+    """
+
+    table: EventTable | None
+    run: "RunRecord | None" = None
+    raw_trace: bytes | None = field(default=None, repr=False)
+    source_path: str | None = None
+    ranks: Mapping[int, "Report"] = field(default_factory=dict)
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def from_live(cls, table: EventTable | None, run: "RunRecord", raw_trace: bytes | None) -> "Report":
+        return cls(table=table, run=run, raw_trace=raw_trace)
+
+    @classmethod
+    def from_trace(cls, table: EventTable, source_path: str, ranks: Mapping[int, "Report"] | None = None) -> "Report":
+        return cls(table=table, source_path=source_path, ranks=dict(ranks or {}))
+
+    # -- facts ---------------------------------------------------------------------------
+    @property
+    def is_live(self) -> bool:
+        return self.run is not None
+
+    @cached_property
+    def device(self) -> DeviceInfo:
+        """The device the work ran on: the live device, or the trace's busiest GPU."""
+        if self.run is not None:
+            return self.run.device
+        t = self.table
+        if t is not None and t.meta.devices:
+            kernels = t.kind == Kind.KERNEL
+            used = t["device"][kernels]
+            by_index = {d.index: d for d in t.meta.devices}
+            if len(used):
+                values, counts = np.unique(used, return_counts=True)
+                busiest = int(values[np.argmax(counts)])
+                if busiest in by_index:
+                    return by_index[busiest]
+            if t.has_device:
+                return t.meta.devices[0]
+        return DeviceInfo(index=-1, name="CPU", kind="cpu")
+
+    @property
+    def has_device_activity(self) -> bool:
+        return self.table is not None and self.table.has_device
+
+    @cached_property
+    def trace_steps(self) -> pd.DataFrame:
+        """The profiled steps as the trace records them (host ranges)."""
+        if self.table is None:
+            return pd.DataFrame(columns=["step", "start_us", "end_us", "pid", "tid", "synthetic"])
+        return profiler_steps(self.table)
+
+    @cached_property
+    def operator_tree(self) -> OperatorTree | None:
+        return None if self.table is None else OperatorTree(self.table)
+
+    @cached_property
+    def operators(self) -> pd.DataFrame:
+        """Per operator: ``name, calls, host_self_us, host_total_us, device_self_us, device_total_us``."""
+        if self.operator_tree is None:
+            return pd.DataFrame(columns=["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"])
+        by_shape = self.run.options.shapes if self.run is not None else False
+        return operator_table(self.operator_tree, by_shape=by_shape)
+
+    def operators_by_shape(self) -> pd.DataFrame:
+        """The operator table grouped by name and input shapes (needs shapes in the trace)."""
+        if self.operator_tree is None:
+            return self.operators
+        return operator_table(self.operator_tree, by_shape=True)
+
+    @cached_property
+    def steps(self) -> pd.DataFrame:
+        """One row per step: ``step, phase, wall_ms, dataloader_ms`` and memory columns.
+
+        Live runs list every step the cell ran (all phases); trace files list the
+        profiled steps, all ``active``.
+        """
+        if self.run is not None:
+            return self.run.steps
+        steps = self.trace_steps
+        dl = self._dataloader_ms_by_step(steps)
+        return pd.DataFrame(
+            {
+                "step": steps["step"].to_numpy(),
+                "phase": "active",
+                "wall_ms": (steps["end_us"] - steps["start_us"]).to_numpy() / 1e3,
+                "dataloader_ms": dl,
+            }
+        )
+
+    def _dataloader_ms_by_step(self, steps: pd.DataFrame) -> np.ndarray:
+        from ..analysis.steps import step_of
+
+        t = self.table
+        if t is None or steps.empty:
+            return np.zeros(len(steps))
+        is_dl = pd.Series(t.names, dtype=object).str.startswith(_DATALOADER_PREFIX).to_numpy()[t.name_code]
+        is_dl &= np.isin(t.kind, [Kind.CPU_OP, Kind.USER_ANNOTATION])
+        which = step_of(t["ts"][is_dl], steps)
+        sums = pd.Series(t["dur"][is_dl]).groupby(which).sum()
+        return np.array([sums.get(s, 0.0) / 1e3 for s in steps["step"]])
+
+    @cached_property
+    def notes(self) -> tuple[str, ...]:
+        """Plain-language remarks about what the report does and does not cover."""
+        from .notes import report_notes
+
+        return tuple(report_notes(self))
+
+    @property
+    def partial(self) -> bool:
+        """True when the run raised, was interrupted, or ended before its schedule finished."""
+        from .notes import is_partial
+
+        return is_partial(self)
+
+    # -- output --------------------------------------------------------------------------
+    def export_chrome_trace(self, path: str | os.PathLike[str]) -> Path:
+        """Write the recorded trace (opens in Perfetto or chrome://tracing); ``.gz`` compresses."""
+        from ..capture.session import write_trace
+
+        if self.raw_trace is not None:
+            return write_trace(self.raw_trace, path)
+        if self.source_path is not None and Path(self.source_path).is_file():
+            data = Path(self.source_path).read_bytes()
+            if data[:2] == b"\x1f\x8b":
+                data = gzip.decompress(data)
+            return write_trace(data, path)
+        raise ValueError("this report has no recorded trace to export (the run ended before any active step)")
+
+    def to_text(self) -> str:
+        from ..render.text import render_text
+
+        return render_text(self)
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The standalone static HTML report; written to ``path`` when given."""
+        from ..render.html import render_html
+
+        html = render_html(self, standalone=path is not None)
+        if path is not None:
+            Path(path).expanduser().write_text(html, encoding="utf-8")
+        return html
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from ..render.bundle import mimebundle
+
+        return mimebundle(self)
+
+    def __repr__(self) -> str:
+        from ..render.text import render_summary_line
+
+        return f"<nbprofiler.Report {render_summary_line(self)}>"
