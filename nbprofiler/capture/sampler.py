@@ -57,6 +57,11 @@ class StepSampler:
             torch.cuda.reset_peak_memory_stats()
         else:
             self.mem_a.append(float(self._process.memory_info().rss))
+        self.restart_clock()
+
+    def restart_clock(self) -> None:
+        """Start timing the next step; called again after the profiler's own work at a
+        boundary (trace export), so that work is not billed to the user's step."""
         self._t0 = time.perf_counter()
 
     @property

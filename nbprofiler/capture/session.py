@@ -83,6 +83,7 @@ class ProfileRun:
         self.hooks.boundary_passed()
         if self._prof is not None:
             self._prof.step()
+            self.sampler.restart_clock()
         if self.on_step is not None:
             self.on_step(self)
 

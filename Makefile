@@ -1,0 +1,34 @@
+# Set-up and checks. `make demo` and `make test` each create .venv and install
+# what is missing, so they work on a fresh machine.
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+TORCH   := torch==2.13.0
+STAMP   := $(VENV)/.installed
+
+.PHONY: demo test venv bench clean
+
+venv: $(STAMP)
+
+# torch is installed first and pinned: an unpinned `torch` requirement with no
+# torch present would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q $(TORCH)
+	$(VPY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	mkdir -p build
+	$(VPY) -m nbprofiler.demo
+
+test: $(STAMP)
+	$(VPY) -m pytest -q
+
+bench: $(STAMP)
+	$(VPY) bench/overhead.py
+	$(VPY) bench/analysis_speed.py
+
+clean:
+	rm -rf build dist .pytest_cache
