@@ -3,9 +3,18 @@
 Everything installed here is removed by ``StepHooks.remove`` (always called,
 from a ``finally``), and every hook checks the process id, so a DataLoader
 worker forked while a cell runs never acts on the parent's profiler.
+
+Optimizer steps end a profiler step *after* ``optimizer.step()`` returns, not
+inside it: torch runs its post-step hooks inside the ``Optimizer.step#...``
+range, and ending the step there would bill the profiler's own trace export
+to the optimizer and make that range straddle two steps. So each optimizer
+class's ``step`` gets an outer wrapper, and the global post-step hook only
+ends the step itself when no wrapper is around it (an optimizer whose bound
+``step`` was captured earlier, e.g. by an LR scheduler).
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -33,12 +42,17 @@ class StepHooks:
         self.loaders: dict[int, LoaderRecord] = {}
         self.saw_optimizer_step = False
         self._fetches_since_boundary = 0
+        self._step_depth = 0  # optimizer.step() calls in progress under our wrapper
+        self._boundary_pending = False
         self._removers: list[Callable[[], None]] = []
 
     # -- installation -------------------------------------------------------------------
     def install(self) -> None:
         handle = register_optimizer_step_post_hook(self._after_optimizer_step)
         self._removers.append(handle.remove)
+        for cls in _optimizer_classes():
+            if "step" in cls.__dict__:
+                self._patch(cls, "step", self._wrap_step)
         self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next)
         self._patch(DataLoader, "__iter__", self._wrap_iter)
 
@@ -60,7 +74,28 @@ class StepHooks:
             return
         self.saw_optimizer_step = True
         if self.step_on in ("auto", "optimizer"):
-            self.listener.on_boundary("optimizer")
+            if self._step_depth:
+                self._boundary_pending = True  # ended by the wrapper once step() returns
+            else:
+                self.listener.on_boundary("optimizer")
+
+    def _wrap_step(self, original: Callable) -> Callable:
+        hooks = self
+
+        @functools.wraps(original)  # keeps torch's ``hooked`` mark, so torch does not wrap again
+        def step(optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
+            if not hooks._mine():
+                return original(optimizer, *args, **kwargs)
+            hooks._step_depth += 1
+            try:
+                return original(optimizer, *args, **kwargs)
+            finally:
+                hooks._step_depth -= 1
+                if hooks._step_depth == 0 and hooks._boundary_pending:
+                    hooks._boundary_pending = False
+                    hooks.listener.on_boundary("optimizer")
+
+        return step
 
     def _wrap_iter(self, original: Callable) -> Callable:
         hooks = self
@@ -112,3 +147,16 @@ class StepHooks:
 
     def boundary_passed(self) -> None:
         self._fetches_since_boundary = 0
+
+
+def _optimizer_classes() -> list[type]:
+    """Every optimizer class defined so far (torch's and the user's)."""
+    seen: list[type] = []
+    todo = [torch.optim.Optimizer]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub not in seen:
+                seen.append(sub)
+                todo.append(sub)
+    return seen

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import platform
+import socket
 import tempfile
 import threading
 import time
@@ -118,9 +119,10 @@ class ProfileRun:
         os.close(fd)
         try:
             prof.export_chrome_trace(tmp)
-            self._traces.append(Path(tmp).read_bytes())
+            raw = Path(tmp).read_bytes()
+            self._traces.append(raw)
             if self.options.tensorboard:
-                torch.profiler.tensorboard_trace_handler(self.options.tensorboard)(prof)
+                write_tensorboard(raw, self.options.tensorboard)
         except Exception as exc:
             self._export_error = exc
         finally:
@@ -240,6 +242,16 @@ def write_trace(raw: bytes, path: str | os.PathLike[str]) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_bytes(gzip.compress(raw, compresslevel=5) if p.name.endswith(".gz") else raw)
     return p
+
+
+def write_tensorboard(raw: bytes, directory: str | os.PathLike[str]) -> Path:
+    """Write a trace where ``tensorboard_trace_handler`` would: ``DIR/<host>_<pid>.<ns>.pt.trace.json``.
+
+    torch allows one export per recorded cycle, so the bytes already exported
+    for the report are written again here instead of calling the handler.
+    """
+    worker = f"{socket.gethostname()}_{os.getpid()}"
+    return write_trace(raw, Path(directory).expanduser() / f"{worker}.{time.time_ns()}.pt.trace.json")
 
 
 def _describe(exc: BaseException) -> str:

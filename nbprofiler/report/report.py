@@ -82,7 +82,12 @@ class Report:
         """The profiled steps as the trace records them (host ranges)."""
         if self.table is None:
             return pd.DataFrame(columns=["step", "start_us", "end_us", "pid", "tid", "synthetic"])
-        return profiler_steps(self.table)
+        steps = profiler_steps(self.table)
+        if self.run is not None:
+            # A step the run never completed (the cell raised, broke out, or ended
+            # mid-step) is in the trace but is no whole step: leave it out.
+            steps = steps[steps["step"] < len(self.run.steps)].reset_index(drop=True)
+        return steps
 
     @cached_property
     def operator_tree(self) -> OperatorTree | None:

@@ -1,0 +1,111 @@
+/** Number formatting shared by the report view and its charts. */
+
+/** A duration given in microseconds, in the unit that reads best. */
+export function formatUs(us: number | null | undefined): string {
+  if (us === null || us === undefined || !Number.isFinite(us)) {
+    return '–';
+  }
+  const a = Math.abs(us);
+  if (a >= 1e6) {
+    return `${(us / 1e6).toFixed(a >= 1e7 ? 1 : 2)} s`;
+  }
+  if (a >= 1e3) {
+    return `${(us / 1e3).toFixed(a >= 1e5 ? 0 : a >= 1e4 ? 1 : 2)} ms`;
+  }
+  if (a >= 10 || us === 0) {
+    return `${us.toFixed(0)} µs`;
+  }
+  return `${us.toFixed(1)} µs`;
+}
+
+/** A duration given in milliseconds. */
+export function formatMs(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '–' : formatUs(ms * 1e3);
+}
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) {
+    return '–';
+  }
+  let v = bytes;
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < BYTE_UNITS.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${i === 0 ? v.toFixed(0) : v.toFixed(Math.abs(v) >= 100 ? 0 : 1)} ${BYTE_UNITS[i]}`;
+}
+
+/** A fraction in [0, 1] as a percentage. */
+export function formatShare(share: number | null | undefined): string {
+  if (share === null || share === undefined || !Number.isFinite(share)) {
+    return '–';
+  }
+  const pct = share * 100;
+  return `${pct >= 10 || pct === 0 ? pct.toFixed(0) : pct.toFixed(1)}%`;
+}
+
+export function formatCount(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) {
+    return '–';
+  }
+  return Math.round(n).toLocaleString('en-US');
+}
+
+export function formatRate(perSecond: number | null | undefined): string {
+  if (perSecond === null || perSecond === undefined || !Number.isFinite(perSecond)) {
+    return '–';
+  }
+  if (perSecond >= 1e6) {
+    return `${(perSecond / 1e6).toFixed(2)} M/s`;
+  }
+  if (perSecond >= 1e4) {
+    return `${(perSecond / 1e3).toFixed(1)} k/s`;
+  }
+  return `${perSecond >= 100 ? perSecond.toFixed(0) : perSecond.toFixed(1)} /s`;
+}
+
+/**
+ * "Nice" axis ticks from 0 to at least `max`: 1, 2 or 5 times a power of ten,
+ * about `count` of them.
+ */
+export function niceTicks(max: number, count = 5): number[] {
+  if (!(max > 0) || !Number.isFinite(max)) {
+    return [0, 1];
+  }
+  const raw = max / count;
+  const power = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 2.5, 5, 10].map(m => m * power).find(s => s >= raw) ?? 10 * power;
+  const ticks: number[] = [];
+  for (let t = 0; t < max + step * 0.999; t += step) {
+    ticks.push(Number(t.toPrecision(12)));
+  }
+  if (ticks.length < 2) {
+    ticks.push(step);
+  }
+  return ticks;
+}
+
+/** A unit to show a microsecond axis in, from its largest value. */
+export function timeAxisUnit(maxUs: number): { label: string; scale: number } {
+  if (maxUs >= 2e6) {
+    return { label: 's', scale: 1e6 };
+  }
+  if (maxUs >= 2e3) {
+    return { label: 'ms', scale: 1e3 };
+  }
+  return { label: 'µs', scale: 1 };
+}
+
+/** A unit to show a byte axis in, from its largest value. */
+export function byteAxisUnit(maxBytes: number): { label: string; scale: number } {
+  let i = 0;
+  let scale = 1;
+  while (maxBytes / scale >= 2048 && i < BYTE_UNITS.length - 1) {
+    scale *= 1024;
+    i++;
+  }
+  return { label: BYTE_UNITS[i], scale };
+}

@@ -1,0 +1,184 @@
+/**
+ * The report payload the Python side puts in a `%%torchprofile` output, under
+ * the MIME type `application/vnd.nbprofiler.report+json`.
+ *
+ * Everything here comes from a notebook file and from trace data, so it is
+ * untrusted: `parseReport` checks the shape and the view only ever writes it
+ * into the page as text.
+ */
+
+export const REPORT_MIME = 'application/vnd.nbprofiler.report+json';
+export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
+export const SCHEMA = 'nbprofiler.report/1';
+
+export type Cell = string | number | boolean | null;
+
+export interface ITable {
+  columns: string[];
+  rows: Cell[][];
+}
+
+export interface IDevice {
+  name: string;
+  kind: 'cpu' | 'cuda' | 'rocm' | string;
+  total_memory_bytes: number | null;
+  compute_capability: string | null;
+  sm_count: number | null;
+}
+
+export interface ISummary {
+  avg_step_us: number | null;
+  gpu_utilization: number | null;
+  sm_efficiency: number | null;
+  achieved_occupancy: number | null;
+  tensor_core_share: number | null;
+  steps_profiled: number;
+  samples_per_s: number | null;
+}
+
+export interface IBreakdown extends ITable {
+  kind: 'device' | 'phases' | string;
+}
+
+export interface ISuggestion {
+  kind: string;
+  title: string;
+  severity: 'high' | 'medium' | 'low' | string;
+  evidence: { [key: string]: unknown };
+  expected_gain: string;
+  code: string | null;
+}
+
+export interface IReport {
+  schema: string;
+  title: string;
+  source: string;
+  partial: boolean;
+  notes: string[];
+  device: IDevice;
+  summary: ISummary;
+  breakdown: IBreakdown;
+  operators: ITable;
+  steps: ITable;
+  suggestions: ISuggestion[];
+}
+
+/** Raised when the payload is not a report this renderer understands. */
+export class ReportFormatError extends Error {}
+
+function isObject(value: unknown): value is { [key: string]: unknown } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function str(value: unknown, fallback = ''): string {
+  if (typeof value === 'string') {
+    return value;
+  }
+  if (value === null || value === undefined) {
+    return fallback;
+  }
+  return String(value);
+}
+
+function num(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+function cell(value: unknown): Cell {
+  if (value === null || value === undefined) {
+    return null;
+  }
+  if (typeof value === 'number') {
+    return Number.isFinite(value) ? value : null;
+  }
+  if (typeof value === 'string' || typeof value === 'boolean') {
+    return value;
+  }
+  // Nested values (lists of shapes, ...) are shown as their JSON text.
+  return JSON.stringify(value);
+}
+
+function table(value: unknown, what: string): ITable {
+  if (value === undefined || value === null) {
+    return { columns: [], rows: [] };
+  }
+  if (!isObject(value) || !Array.isArray(value.columns) || !Array.isArray(value.rows)) {
+    throw new ReportFormatError(`"${what}" must be an object with "columns" and "rows" lists`);
+  }
+  const columns = value.columns.map(c => str(c));
+  const rows = value.rows.map((row, i) => {
+    if (!Array.isArray(row)) {
+      throw new ReportFormatError(`row ${i} of "${what}" is not a list`);
+    }
+    const out = row.slice(0, columns.length).map(cell);
+    while (out.length < columns.length) {
+      out.push(null);
+    }
+    return out;
+  });
+  return { columns, rows };
+}
+
+/**
+ * Check and normalise a payload. Unknown extra fields are ignored, missing
+ * optional ones get neutral values, and a payload of another schema major
+ * version is refused (with a message the renderer shows).
+ */
+export function parseReport(data: unknown): IReport {
+  if (!isObject(data)) {
+    throw new ReportFormatError('the report data is not a JSON object');
+  }
+  const schema = str(data.schema);
+  if (!schema.startsWith('nbprofiler.report/')) {
+    throw new ReportFormatError(`unknown report schema ${JSON.stringify(schema)}`);
+  }
+  if (schema.split('/')[1]?.split('.')[0] !== SCHEMA.split('/')[1]) {
+    throw new ReportFormatError(
+      `report schema ${JSON.stringify(schema)} is newer than this extension understands (${SCHEMA}); upgrade nbprofiler`
+    );
+  }
+  const device = isObject(data.device) ? data.device : {};
+  const summary = isObject(data.summary) ? data.summary : {};
+  const breakdown = table(data.breakdown, 'breakdown');
+  const suggestions = Array.isArray(data.suggestions) ? data.suggestions : [];
+  return {
+    schema,
+    title: str(data.title, 'Profile'),
+    source: str(data.source, 'live'),
+    partial: data.partial === true,
+    notes: Array.isArray(data.notes) ? data.notes.map(n => str(n)) : [],
+    device: {
+      name: str(device.name, 'unknown device'),
+      kind: str(device.kind, 'cpu'),
+      total_memory_bytes: num(device.total_memory_bytes),
+      compute_capability:
+        device.compute_capability === null || device.compute_capability === undefined
+          ? null
+          : str(device.compute_capability),
+      sm_count: num(device.sm_count)
+    },
+    summary: {
+      avg_step_us: num(summary.avg_step_us),
+      gpu_utilization: num(summary.gpu_utilization),
+      sm_efficiency: num(summary.sm_efficiency),
+      achieved_occupancy: num(summary.achieved_occupancy),
+      tensor_core_share: num(summary.tensor_core_share),
+      steps_profiled: num(summary.steps_profiled) ?? 0,
+      samples_per_s: num(summary.samples_per_s)
+    },
+    breakdown: {
+      kind: isObject(data.breakdown) ? str(data.breakdown.kind, 'phases') : 'phases',
+      ...breakdown
+    },
+    operators: table(data.operators, 'operators'),
+    steps: table(data.steps, 'steps'),
+    suggestions: suggestions.filter(isObject).map(s => ({
+      kind: str(s.kind),
+      title: str(s.title, 'Suggestion'),
+      severity: str(s.severity, 'low'),
+      evidence: isObject(s.evidence) ? s.evidence : {},
+      expected_gain: str(s.expected_gain),
+      code: s.code === null || s.code === undefined ? null : str(s.code)
+    }))
+  };
+}

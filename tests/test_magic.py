@@ -1,0 +1,235 @@
+"""%%torchprofile through a real IPython shell on real small training loops."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+import torch
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+from torch.optim.optimizer import _global_optimizer_post_hooks
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+import nbprofiler
+from conftest import TRAIN_CELL
+
+MIME = "application/vnd.nbprofiler.report+json"
+ORIGINAL_NEXT = _BaseDataLoaderIter.__dict__["__next__"]
+ORIGINAL_ITER = DataLoader.__dict__["__iter__"]
+
+
+def assert_no_hooks_left() -> None:
+    assert _BaseDataLoaderIter.__dict__["__next__"] is ORIGINAL_NEXT
+    assert DataLoader.__dict__["__iter__"] is ORIGINAL_ITER
+    assert len(_global_optimizer_post_hooks) == 0
+    assert not torch.autograd.profiler._is_profiler_enabled
+    assert nbprofiler.current_run() is None if hasattr(nbprofiler, "current_run") else True
+
+
+def run_magic(shell, line: str, cell: str):
+    with capture_output() as captured:
+        shell.run_cell_magic("torchprofile", line, cell)
+    return captured
+
+
+def test_optimizer_steps_define_the_schedule(shell):
+    captured = run_magic(shell, "--active 3 -o run", TRAIN_CELL)
+    run = shell.user_ns["run"]
+    assert isinstance(run, nbprofiler.Report)
+    steps = run.steps
+    # 12 batches, 12 optimizer steps, every one of them sampled.
+    assert list(steps["step"]) == list(range(12))
+    assert list(steps["phase"][:5]) == ["wait", "warmup", "active", "active", "active"]
+    assert set(steps["phase"][5:]) == {"none"}
+    assert (steps["wall_ms"] > 0).all()
+    assert (steps["rss_bytes"] > 0).all()
+    assert run.run.step_source == "optimizer"
+    # The trace holds exactly the three active steps, numbered like the sampler's.
+    assert list(run.trace_steps["step"]) == [2, 3, 4]
+    names = set(run.operators["name"])
+    assert {"aten::addmm", "aten::relu", "Optimizer.step#SGD.step"} <= names
+    assert not run.partial
+    assert nbprofiler.last() is run
+    # The output shown under the cell is one rich bundle with text, HTML and the data payload.
+    bundle = captured.outputs[-1].data
+    assert "nbprofiler report" in bundle["text/plain"]
+    assert "aten::addmm" in bundle["text/html"]
+    assert bundle[MIME]["schema"] == "nbprofiler.report/1"
+    assert_no_hooks_left()
+
+
+def test_operator_times_add_up(shell):
+    run_magic(shell, "-q -o run", TRAIN_CELL)
+    ops = shell.user_ns["run"].operators
+    assert (ops["host_self_us"] <= ops["host_total_us"] + 1e-6).all()
+    assert (ops["calls"] >= 1).all()
+    # Self time sums to at most the time the profiled steps took.
+    trace_steps = shell.user_ns["run"].trace_steps
+    span = float((trace_steps["end_us"] - trace_steps["start_us"]).sum())
+    assert ops["host_self_us"].sum() <= span * 1.01
+    # addmm runs twice per forward (two Linear layers), in each of the 3 active steps.
+    assert int(ops.loc[ops["name"] == "aten::addmm", "calls"].iloc[0]) == 6
+
+
+def test_dataloader_batches_end_steps_without_an_optimizer(shell):
+    cell = "for x, y in train_loader:\n    with torch.no_grad():\n        model(x)\n"
+    run_magic(shell, "-q -o run --wait 0 --warmup 1 --active 2", cell)
+    run = shell.user_ns["run"]
+    assert run.run.step_source == "dataloader"
+    assert len(run.steps) == 12  # each fetch (the last one raising StopIteration) ends the previous batch
+    assert list(run.steps["phase"][:3]) == ["warmup", "active", "active"]
+    loader = run.run.loaders[0]
+    assert loader.name == "train_loader" and loader.dataset_name == "train_ds"
+    assert loader.batch_size == 8 and loader.num_workers == 0 and loader.batches == 12
+    assert (run.steps["dataloader_ms"] > 0).all()
+    assert_no_hooks_left()
+
+
+def test_manual_steps_ignore_the_optimizer(shell):
+    cell = (
+        "import nbprofiler\n"
+        "for i, (x, y) in enumerate(train_loader):\n"
+        "    loss = F.cross_entropy(model(x), y)\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+        "    if i % 2 == 1:\n"
+        "        nbprofiler.step()\n"
+    )
+    run_magic(shell, "-q -o run --step-on manual --wait 0 --warmup 0 --active 2", cell)
+    run = shell.user_ns["run"]
+    assert len(run.steps) == 6  # 12 batches, a manual step every second one
+    assert run.run.step_source == "manual"
+    # Each recorded step holds two optimizer steps.
+    ops = run.operators
+    assert int(ops.loc[ops["name"] == "Optimizer.step#SGD.step", "calls"].iloc[0]) == 4
+
+
+def test_iterations_run_the_body_n_times(shell):
+    shell.run_cell("x0 = torch.randn(16, 20); calls = 0").raise_error()
+    run_magic(shell, "-q -o run -n 6 --wait 1 --warmup 1 --active 2", "calls += 1\ny = model(x0)")
+    run = shell.user_ns["run"]
+    assert shell.user_ns["calls"] == 6
+    assert list(run.steps["phase"]) == ["wait", "warmup", "active", "active", "none", "none"]
+    assert run.run.step_source == "iterations"
+    assert list(run.trace_steps["step"]) == [2, 3]
+
+
+def test_line_magic_profiles_a_statement(shell):
+    shell.run_cell("x0 = torch.randn(16, 20)").raise_error()
+    with capture_output():
+        shell.run_line_magic("torchprofile", "-q -o run -n 4 --wait 0 --warmup 0 --active 4 y = model(x0)")
+    run = shell.user_ns["run"]
+    assert len(run.steps) == 4 and "aten::addmm" in set(run.operators["name"])
+
+
+def test_too_few_steps_still_report_what_ran(shell):
+    cell = "for i, (x, y) in enumerate(train_loader):\n    loss = F.cross_entropy(model(x), y)\n    opt.zero_grad(); loss.backward(); opt.step()\n    if i == 2: break\n"
+    captured = run_magic(shell, "-o run --wait 1 --warmup 1 --active 5", cell)
+    run = shell.user_ns["run"]
+    assert len(run.steps) == 3
+    assert run.partial
+    assert list(run.trace_steps["step"]) == [2]  # the one active step that ran was recorded
+    assert any("3 of the 7 steps" in n for n in run.notes)
+    assert "3 of the 7 steps" in captured.outputs[-1].data["text/plain"]
+
+
+def test_cell_ending_in_warmup_says_nothing_was_profiled(shell):
+    cell = "for i, (x, y) in enumerate(train_loader):\n    loss = F.cross_entropy(model(x), y)\n    opt.zero_grad(); loss.backward(); opt.step()\n    if i == 1: break\n"
+    captured = run_magic(shell, "-o run --wait 1 --warmup 1 --active 3", cell)
+    run = shell.user_ns["run"]
+    assert len(run.trace_steps) == 0  # the step that had just begun is not a whole step
+    assert len(run.steps) == 2
+    text = captured.outputs[-1].data["text/plain"]
+    assert "no step was profiled" in text and "--wait 0 --warmup 0" in text
+
+
+def test_exception_in_step_3_shows_partial_report_and_raises(shell):
+    cell = (
+        "for i, (x, y) in enumerate(train_loader):\n"
+        "    if i == 3:\n"
+        "        raise ValueError('bad batch 3')\n"
+        "    loss = F.cross_entropy(model(x), y)\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+    )
+    with capture_output() as captured:
+        with pytest.raises(ValueError, match="bad batch 3") as info:
+            shell.run_cell_magic("torchprofile", "-o run --wait 0 --warmup 1 --active 3", cell)
+    run = shell.user_ns["run"]
+    assert run.partial and run.run.error == "ValueError: bad batch 3"
+    assert len(run.steps) == 3
+    assert list(run.trace_steps["step"]) == [1, 2]  # steps 1 and 2 were active and completed
+    assert "Partial report" in captured.outputs[-1].data["text/plain"]
+    # The user's own traceback: the innermost frame is the cell's raise.
+    tb = info.value.__traceback__
+    while tb.tb_next:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code.co_filename == run.run.cell_filename
+    assert_no_hooks_left()
+    # The next profiled cell works normally.
+    run_magic(shell, "-q -o run2", TRAIN_CELL)
+    assert len(shell.user_ns["run2"].steps) == 12 and not shell.user_ns["run2"].partial
+
+
+def test_keyboard_interrupt_is_reraised_after_cleanup(shell):
+    cell = (
+        "for i, (x, y) in enumerate(train_loader):\n"
+        "    loss = F.cross_entropy(model(x), y)\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+        "    if i == 3:\n"
+        "        raise KeyboardInterrupt\n"
+    )
+    with capture_output():
+        with pytest.raises(KeyboardInterrupt):
+            shell.run_cell_magic("torchprofile", "-q -o run --wait 0 --warmup 0 --active 10", cell)
+    run = shell.user_ns["run"]
+    assert run.run.error == "KeyboardInterrupt" and run.partial
+    assert len(run.steps) == 4 and list(run.trace_steps["step"]) == [0, 1, 2, 3]
+    assert_no_hooks_left()
+
+
+@pytest.mark.parametrize(
+    "line, option",
+    [("--active 0", "--active"), ("--step-on x", "--step-on"), ("--device tpu", "--device"),
+     ("--wait -1", "--wait"), ("--sort nope", "--sort"), ("--trace out.txt", "--trace"),
+     ("-n 0", "--iterations"), ("--active three", "--active")],
+)
+def test_bad_options_give_a_one_line_usage_error(shell, line, option):
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("torchprofile", line, TRAIN_CELL)
+    message = str(info.value)
+    assert option.lstrip("-").split("-")[0] in message and "\n" not in message
+    assert_no_hooks_left()
+
+
+def test_nesting_is_refused(shell):
+    inner = "get_ipython().run_cell_magic('torchprofile', '-q', 'y = model(torch.randn(2, 20))')"
+    with capture_output():
+        with pytest.raises(UsageError, match="cannot be nested"):
+            shell.run_cell_magic("torchprofile", "-q -n 1", inner)
+    assert_no_hooks_left()
+    with torch.profiler.profile():
+        with pytest.raises(UsageError, match="another torch profiler is running"):
+            shell.run_cell_magic("torchprofile", "-q", TRAIN_CELL)
+    assert_no_hooks_left()
+
+
+def test_trace_and_tensorboard_outputs(shell, tmp_path):
+    trace = tmp_path / "run.pt.trace.json.gz"
+    tb = tmp_path / "tb"
+    run_magic(shell, f"-q -o run --trace {trace} --tensorboard {tb}", TRAIN_CELL)
+    data = json.loads(gzip.decompress(trace.read_bytes()))
+    names = {e.get("name") for e in data["traceEvents"]}
+    assert {"ProfilerStep#2", "ProfilerStep#4", "aten::addmm"} <= names
+    tb_files = list(tb.glob("*.pt.trace.json"))
+    assert len(tb_files) == 1
+    # Both read back into the same operator table as the live report.
+    live_ops = shell.user_ns["run"].operators.set_index("name")["calls"]
+    for path in (trace, tb):
+        loaded = nbprofiler.load(path).operators.set_index("name")["calls"]
+        assert loaded.to_dict() == live_ops.to_dict()
+
+
+def test_help_text_is_the_docstring(ip):
+    doc = ip.find_cell_magic("torchprofile").__doc__
+    assert "Examples" in doc and "--active" in doc and "--step-on" in doc and "-o VAR" in doc
