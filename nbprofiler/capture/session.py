@@ -14,6 +14,7 @@ import socket
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -131,10 +132,14 @@ class ProfileRun:
     def _profiler(self) -> torch.profiler.profile:
         o = self.options
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+        with warnings.catch_warnings():
+            # torch warns when warmup is 0; here the user asked for it explicitly.
+            warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
+            schedule = torch.profiler.schedule(wait=o.wait, warmup=o.warmup, active=o.active, repeat=o.repeat,
+                                               skip_first=o.skip_first)
         return torch.profiler.profile(
             activities=activities,
-            schedule=torch.profiler.schedule(wait=o.wait, warmup=o.warmup, active=o.active, repeat=o.repeat,
-                                             skip_first=o.skip_first),
+            schedule=schedule,
             on_trace_ready=self._on_trace_ready,
             record_shapes=o.shapes,
             profile_memory=o.memory,

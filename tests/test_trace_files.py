@@ -1,0 +1,157 @@
+"""nbprofiler.load on the real shared GPU traces, and on files that are not traces."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+import nbprofiler
+from conftest import shared_trace
+
+GPU_TRACES = [
+    "v100_resnet50_train_num_workers_0.pt.trace.json.gz",
+    "v100_resnet50_train_num_workers_4.pt.trace.json.gz",
+    "v100_resnet_ns_timestamps.pt.trace.json.gz",
+    "a100_train.pt.trace.json.gz",
+    "a100_nccl_distributed.pt.trace.json.gz",
+    "a100_alexnet_small.pt.trace.json.gz",
+    "mi250_rocm_toy_train.pt.trace.json.gz",
+]
+
+
+@pytest.mark.parametrize("name", GPU_TRACES)
+def test_every_gpu_trace_loads_with_device_time_on_operators(name):
+    report = nbprofiler.load(shared_trace(name))
+    ops = report.operators
+    assert report.table.meta.skipped_events == 0
+    assert ops["device_self_us"].sum() > 0
+    # All device work that has a launching operator lands on one: the table's
+    # device self time equals the kernel+memcpy+memset time that was attributed.
+    tree = report.operator_tree
+    attributed = report.table["dur"][tree.device_events][tree.launcher >= 0].sum()
+    assert ops["device_self_us"].sum() == pytest.approx(attributed)
+    # Nearly all device work is attributed (the rest was launched outside any operator).
+    assert (tree.launcher >= 0).mean() > 0.95
+    assert report.device.kind in ("cuda", "rocm")
+
+
+def test_old_and_new_schemas_are_both_read():
+    old = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz"))
+    new = nbprofiler.load(shared_trace("v100_resnet_ns_timestamps.pt.trace.json.gz"))
+    assert old.table.meta.schema == "2021" and new.table.meta.schema == "current"
+    assert list(old.trace_steps["step"]) == [5, 6, 7, 8, 9, 10]
+    assert len(new.trace_steps) == 5
+    assert old.device.name == "Tesla V100-DGXS-32GB" and old.device.compute_capability == (7, 0)
+
+
+def test_kernels_reach_the_operator_that_launched_them():
+    report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz"))
+    ops = report.operators.set_index("name")
+    # Convolutions dominate ResNet-50 device time; their host wrappers own no kernels themselves.
+    assert ops.loc["aten::cudnn_convolution", "device_self_us"] > 0
+    assert ops.loc["aten::conv2d", "device_self_us"] == 0
+    assert ops.loc["aten::conv2d", "device_total_us"] >= ops.loc["aten::cudnn_convolution", "device_self_us"]
+    top = report.operators.iloc[0]
+    assert top["name"].startswith("aten::cudnn_convolution")
+
+
+def test_rocm_trace_is_a_rocm_device():
+    report = nbprofiler.load(shared_trace("mi250_rocm_toy_train.pt.trace.json.gz"))
+    assert report.device.kind == "rocm" and report.device.total_memory_bytes == 68702699520
+
+
+def test_trace_without_steps_is_one_step_and_says_so():
+    report = nbprofiler.load(shared_trace("a100_alexnet_small.pt.trace.json.gz"))
+    assert len(report.trace_steps) == 1 and bool(report.trace_steps["synthetic"].iloc[0])
+    assert any("no ProfilerStep" in n for n in report.notes)
+
+
+def test_cpu_only_trace_with_huge_process_group_list():
+    report = nbprofiler.load(shared_trace("cpu_only.pt.trace.json.gz"))
+    assert report.table.meta.rank == 34 and report.table.meta.world_size == 300
+    assert report.device.kind == "cpu"
+    assert "gloo:all_reduce" in set(report.operators["name"])
+
+
+def test_report_text_and_html_render_for_a_loaded_trace():
+    report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_4.pt.trace.json.gz"))
+    assert "Tesla V100" in report.to_text()
+    assert "aten::cudnn_convolution" in report.to_html()
+
+
+def test_export_chrome_trace_of_a_loaded_file(tmp_path):
+    report = nbprofiler.load(shared_trace("mi250_rocm_toy_train.pt.trace.json.gz"))
+    out = report.export_chrome_trace(tmp_path / "copy.json")
+    assert json.loads(out.read_text())["traceEvents"]
+
+
+# -- bad input: always a TraceError naming the file -------------------------------------------
+
+def _trace_error(path, fragment):
+    with pytest.raises(nbprofiler.TraceError) as info:
+        nbprofiler.load(path)
+    message = str(info.value)
+    assert str(path) in message and fragment in message and "\n" not in message
+    assert isinstance(info.value, ValueError)
+
+
+def test_missing_file(tmp_path):
+    _trace_error(tmp_path / "nope.json", "no such file")
+
+
+def test_empty_file(tmp_path):
+    (tmp_path / "e.json").write_bytes(b"")
+    _trace_error(tmp_path / "e.json", "empty")
+
+
+def test_not_json(tmp_path):
+    (tmp_path / "x.json").write_text("hello, world")
+    _trace_error(tmp_path / "x.json", "not valid JSON")
+
+
+def test_truncated_json(tmp_path):
+    data = gzip.decompress(shared_trace("mi250_rocm_toy_train.pt.trace.json.gz").read_bytes())
+    (tmp_path / "t.json").write_bytes(data[: len(data) // 2])
+    _trace_error(tmp_path / "t.json", "truncated")
+
+
+def test_truncated_gzip(tmp_path):
+    data = shared_trace("mi250_rocm_toy_train.pt.trace.json.gz").read_bytes()
+    (tmp_path / "t.json.gz").write_bytes(data[: len(data) // 2])
+    _trace_error(tmp_path / "t.json.gz", "truncated gzip")
+
+
+def test_json_list_and_foreign_json(tmp_path):
+    (tmp_path / "l.json").write_text("[1, 2, 3]")
+    _trace_error(tmp_path / "l.json", "JSON list")
+    (tmp_path / "o.json").write_text('{"hello": "world"}')
+    _trace_error(tmp_path / "o.json", "traceEvents")
+
+
+def test_directory_without_traces(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    _trace_error(tmp_path, "no trace files")
+
+
+def test_oversized_file_is_refused_up_front(tmp_path, monkeypatch):
+    monkeypatch.setenv("NBPROFILER_MAX_TRACE_BYTES", "1000")
+    path = tmp_path / "big.json"
+    path.write_bytes(b'{"traceEvents": [' + b'{"ph": "X"},' * 200 + b'{}]}')
+    _trace_error(path, "limit; profile fewer steps")
+
+
+def test_malformed_events_are_skipped_and_counted(tmp_path):
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::good", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::negative", "pid": 1, "tid": 1, "ts": 20, "dur": -5},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::nan", "pid": 1, "tid": 1, "ts": "NaN", "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::bad_args", "pid": 1, "tid": 1, "ts": 30, "dur": 1, "args": [1]},
+    ]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    report = nbprofiler.load(path)
+    assert list(report.operators["name"]) == ["aten::good"]
+    assert report.table.meta.skipped_events == 3
+    assert any("3 malformed" in n for n in report.notes)
+
