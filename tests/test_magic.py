@@ -18,6 +18,7 @@ from conftest import TRAIN_CELL
 MIME = "application/vnd.nbprofiler.report+json"
 ORIGINAL_NEXT = _BaseDataLoaderIter.__dict__["__next__"]
 ORIGINAL_ITER = DataLoader.__dict__["__iter__"]
+ORIGINAL_STEPS = {cls: cls.__dict__["step"] for cls in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)}
 
 
 def assert_no_hooks_left() -> None:
@@ -25,7 +26,9 @@ def assert_no_hooks_left() -> None:
     assert DataLoader.__dict__["__iter__"] is ORIGINAL_ITER
     assert len(_global_optimizer_post_hooks) == 0
     assert not torch.autograd.profiler._is_profiler_enabled
-    assert nbprofiler.current_run() is None if hasattr(nbprofiler, "current_run") else True
+    assert nbprofiler.current_run() is None
+    for cls, step in ORIGINAL_STEPS.items():
+        assert cls.__dict__["step"] is step
 
 
 def run_magic(shell, line: str, cell: str):

@@ -129,7 +129,7 @@ def _phase_masks(tree: OperatorTree, loop: int) -> list[tuple[str, np.ndarray]]:
 def _loop_thread(tree: OperatorTree, steps: pd.DataFrame) -> int:
     """The training loop's thread: the ProfilerStep ranges' thread, or, with no
     step annotations, the thread with the most top-level operator time."""
-    real = steps[steps["pid"] >= 0] if "pid" in steps else steps.iloc[0:0]
+    real = steps[~steps["synthetic"].astype(bool)]
     if len(real):
         keys = real["pid"].to_numpy(dtype=np.int64) * (1 << 32) + real["tid"].to_numpy(dtype=np.int64)
         values, counts = np.unique(keys, return_counts=True)

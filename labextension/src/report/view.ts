@@ -1,0 +1,666 @@
+/**
+ * The static report view: the saved report a notebook shows without a kernel.
+ *
+ * Plain DOM, independent of JupyterLab, so it can be unit-tested in jsdom.
+ * Every string from the payload goes in through text nodes (dom.ts), so
+ * operator names such as `<img src=x onerror=...>` show as text.
+ */
+import { legend, memoryChart, seriesColors, stackedBarChart } from './charts';
+import { copyText } from './copy';
+import { Child, clear, h, uid } from './dom';
+import {
+  formatBytes,
+  formatCount,
+  formatMs,
+  formatRate,
+  formatShare,
+  formatUs
+} from './format';
+import { Cell, IReport, ISuggestion, ITable } from './types';
+
+export const TAB_NAMES = ['Overview', 'Operators', 'Memory', 'Suggestions'] as const;
+export type TabName = (typeof TAB_NAMES)[number];
+
+export interface IViewOptions {
+  /** Clipboard writer (tests pass a fake). */
+  copy?: (text: string) => Promise<void>;
+  /** A line under the report saying where it comes from. */
+  footer?: string;
+  /** Operator rows shown at first. */
+  pageSize?: number;
+}
+
+export type SortDir = 'ascending' | 'descending';
+
+const COLUMN_LABELS: { [name: string]: string } = {
+  name: 'Operator',
+  calls: 'Calls',
+  host_self_us: 'Host self',
+  host_total_us: 'Host total',
+  device_self_us: 'Device self',
+  device_total_us: 'Device total',
+  input_shapes: 'Input shapes',
+  step: 'Step',
+  phase: 'Phase',
+  wall_ms: 'Wall time',
+  dataloader_ms: 'DataLoader',
+  mem_allocated_bytes: 'Allocated',
+  mem_reserved_bytes: 'Reserved',
+  mem_peak_bytes: 'Peak',
+  rss_bytes: 'Process RSS'
+};
+
+export function columnLabel(column: string): string {
+  if (COLUMN_LABELS[column]) {
+    return COLUMN_LABELS[column];
+  }
+  const bare = column.replace(/^mem_/, '').replace(/_(us|ms|bytes)$/, '').replace(/_/g, ' ');
+  return bare.charAt(0).toUpperCase() + bare.slice(1);
+}
+
+/** The text of one table cell, in the unit its column name says. */
+export function formatCell(column: string, value: Cell): string {
+  if (value === null || value === undefined) {
+    return '–';
+  }
+  if (typeof value !== 'number') {
+    return String(value);
+  }
+  if (column.endsWith('_us')) {
+    return formatUs(value);
+  }
+  if (column.endsWith('_ms')) {
+    return formatMs(value);
+  }
+  if (column.endsWith('_bytes')) {
+    return formatBytes(value);
+  }
+  if (column === 'calls' || column === 'step' || Number.isInteger(value)) {
+    return formatCount(value);
+  }
+  return value.toLocaleString('en-US', { maximumFractionDigits: 3 });
+}
+
+/**
+ * Rows sorted by one column, as a new array. Missing values go last in both
+ * directions; ties keep their original order.
+ */
+export function sortRows(rows: Cell[][], column: number, dir: SortDir): Cell[][] {
+  const sign = dir === 'ascending' ? 1 : -1;
+  return rows
+    .map((row, index) => ({ row, index }))
+    .sort((a, b) => {
+      const x = a.row[column];
+      const y = b.row[column];
+      const xm = x === null || x === undefined;
+      const ym = y === null || y === undefined;
+      if (xm || ym) {
+        return xm === ym ? a.index - b.index : xm ? 1 : -1;
+      }
+      let c: number;
+      if (typeof x === 'number' && typeof y === 'number') {
+        c = x - y;
+      } else {
+        c = String(x).localeCompare(String(y), 'en', { numeric: true, sensitivity: 'base' });
+      }
+      return c !== 0 ? sign * c : a.index - b.index;
+    })
+    .map(e => e.row);
+}
+
+/** Rows whose `column` contains `text`, case-insensitively. */
+export function filterRows(rows: Cell[][], column: number, text: string): Cell[][] {
+  const needle = text.trim().toLowerCase();
+  if (!needle || column < 0) {
+    return rows;
+  }
+  return rows.filter(row => String(row[column] ?? '').toLowerCase().includes(needle));
+}
+
+function isNumericColumn(table: ITable, column: number): boolean {
+  return table.rows.some(r => typeof r[column] === 'number');
+}
+
+function explain(text: string): HTMLElement {
+  return h('p', { class: 'nbp-explain' }, text);
+}
+
+function metric(label: string, value: string, hint?: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'nbp-metric', title: hint ?? null },
+    h('div', { class: 'nbp-metric-value' }, value),
+    h('div', { class: 'nbp-metric-label' }, label)
+  );
+}
+
+function severityBadge(severity: string): HTMLElement {
+  const known = ['high', 'medium', 'low'].includes(severity) ? severity : 'low';
+  return h('span', { class: `nbp-severity nbp-severity-${known}` }, severity || 'low');
+}
+
+function evidenceValue(value: unknown): string {
+  if (value === null || value === undefined) {
+    return '–';
+  }
+  if (typeof value === 'number') {
+    return Number.isInteger(value) ? formatCount(value) : value.toLocaleString('en-US', { maximumFractionDigits: 3 });
+  }
+  if (typeof value === 'string') {
+    return value;
+  }
+  return JSON.stringify(value);
+}
+
+const MEMORY_SUFFIX = '_bytes';
+
+/** Memory growing at every one of the last steps: the sign of tensors kept alive across steps. */
+export function memoryGrowth(values: (number | null)[]): { from: number; to: number; steps: number } | null {
+  const v = values.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
+  if (v.length < 3) {
+    return null;
+  }
+  let run = 1;
+  for (let i = v.length - 1; i > 0 && v[i] > v[i - 1]; i--) {
+    run++;
+  }
+  const from = v[v.length - run];
+  const to = v[v.length - 1];
+  if (run >= 3 && to - from > Math.max(1 << 20, 0.05 * from)) {
+    return { from, to, steps: run };
+  }
+  return null;
+}
+
+export class ReportView {
+  readonly node: HTMLElement;
+  private readonly report: IReport;
+  private readonly options: IViewOptions;
+  private readonly tabs = new Map<TabName, { tab: HTMLButtonElement; panel: HTMLElement }>();
+  private current: TabName = 'Overview';
+
+  // Operator table state.
+  private opSort: { column: number; dir: SortDir } | null = null;
+  private opFilter = '';
+  private opLimit: number;
+  private opBody: HTMLTableSectionElement | null = null;
+  private opHead: HTMLTableRowElement | null = null;
+  private opCount: HTMLElement | null = null;
+
+  constructor(report: IReport, options: IViewOptions = {}) {
+    this.report = report;
+    this.options = options;
+    this.opLimit = options.pageSize ?? 50;
+    this.node = h('div', { class: 'nbp-report', 'data-nbprofiler-report': report.schema });
+    this.build();
+  }
+
+  get tabNames(): TabName[] {
+    return [...this.tabs.keys()];
+  }
+
+  get currentTab(): TabName {
+    return this.current;
+  }
+
+  selectTab(name: TabName): void {
+    for (const [key, { tab, panel }] of this.tabs) {
+      const on = key === name;
+      tab.setAttribute('aria-selected', on ? 'true' : 'false');
+      tab.tabIndex = on ? 0 : -1;
+      tab.classList.toggle('nbp-mod-selected', on);
+      panel.hidden = !on;
+    }
+    this.current = name;
+  }
+
+  /** Sort the operator table by a column name, as a header click does. */
+  sortOperators(column: string, dir?: SortDir): void {
+    const index = this.report.operators.columns.indexOf(column);
+    if (index < 0) {
+      return;
+    }
+    if (!dir) {
+      if (this.opSort && this.opSort.column === index) {
+        dir = this.opSort.dir === 'descending' ? 'ascending' : 'descending';
+      } else {
+        dir = isNumericColumn(this.report.operators, index) ? 'descending' : 'ascending';
+      }
+    }
+    this.opSort = { column: index, dir };
+    this.renderOperatorRows();
+  }
+
+  filterOperators(text: string): void {
+    this.opFilter = text;
+    this.renderOperatorRows();
+  }
+
+  private build(): void {
+    const r = this.report;
+    const source = r.source === 'live' ? 'live run' : `trace file ${r.source}`;
+    const dev = r.device;
+    this.node.appendChild(
+      h(
+        'div',
+        { class: 'nbp-header' },
+        h('span', { class: 'nbp-title' }, r.title),
+        h('span', { class: 'nbp-subtitle' }, `${source} · ${dev.name} (${dev.kind})`)
+      )
+    );
+    if (r.partial) {
+      this.node.appendChild(
+        h(
+          'div',
+          { class: 'nbp-banner nbp-banner-warn', role: 'note' },
+          'Partial report: the run stopped before its schedule finished, so the figures cover only the steps that were recorded.'
+        )
+      );
+    }
+    const tablist = h('div', { class: 'nbp-tabs', role: 'tablist', 'aria-label': 'Report sections' });
+    this.node.appendChild(tablist);
+    const builders: { [K in TabName]: () => HTMLElement } = {
+      Overview: () => this.buildOverview(),
+      Operators: () => this.buildOperators(),
+      Memory: () => this.buildMemory(),
+      Suggestions: () => this.buildSuggestions()
+    };
+    for (const name of TAB_NAMES) {
+      const tabId = uid('nbp-tab');
+      const panelId = uid('nbp-panel');
+      const label = name === 'Suggestions' && r.suggestions.length ? `Suggestions (${r.suggestions.length})` : name;
+      const tab = h(
+        'button',
+        { class: 'nbp-tab', role: 'tab', id: tabId, 'aria-controls': panelId, type: 'button', 'data-tab': name },
+        label
+      );
+      const panel = h('div', { class: 'nbp-panel', role: 'tabpanel', id: panelId, 'aria-labelledby': tabId, 'data-tab': name });
+      panel.appendChild(builders[name]());
+      tab.addEventListener('click', () => this.selectTab(name));
+      tab.addEventListener('keydown', (event: KeyboardEvent) => this.onTabKey(event, name));
+      tablist.appendChild(tab);
+      this.node.appendChild(panel);
+      this.tabs.set(name, { tab, panel });
+    }
+    if (this.options.footer) {
+      this.node.appendChild(h('div', { class: 'nbp-footer' }, this.options.footer));
+    }
+    this.selectTab('Overview');
+  }
+
+  private onTabKey(event: KeyboardEvent, name: TabName): void {
+    const i = TAB_NAMES.indexOf(name);
+    let next = -1;
+    if (event.key === 'ArrowRight') {
+      next = (i + 1) % TAB_NAMES.length;
+    } else if (event.key === 'ArrowLeft') {
+      next = (i + TAB_NAMES.length - 1) % TAB_NAMES.length;
+    } else if (event.key === 'Home') {
+      next = 0;
+    } else if (event.key === 'End') {
+      next = TAB_NAMES.length - 1;
+    }
+    if (next >= 0) {
+      event.preventDefault();
+      this.selectTab(TAB_NAMES[next]);
+      this.tabs.get(TAB_NAMES[next])?.tab.focus();
+    }
+  }
+
+  // -- Overview ----------------------------------------------------------------------
+  private buildOverview(): HTMLElement {
+    const r = this.report;
+    const sm = r.summary;
+    const onDevice = r.device.kind !== 'cpu';
+    const metrics: HTMLElement[] = [
+      metric('average step', formatUs(sm.avg_step_us), 'Mean wall time of the profiled steps'),
+      metric('steps profiled', formatCount(sm.steps_profiled))
+    ];
+    if (sm.samples_per_s !== null) {
+      metrics.push(metric('samples / s', formatRate(sm.samples_per_s), 'Batch size divided by the average step time'));
+    }
+    if (onDevice || sm.gpu_utilization !== null) {
+      metrics.push(metric('GPU utilization', formatShare(sm.gpu_utilization), 'Share of the steps span with a kernel running'));
+    }
+    if (sm.sm_efficiency !== null) {
+      metrics.push(metric('SM efficiency (est.)', formatShare(sm.sm_efficiency), 'Share of SMs busy while kernels ran, weighted by time'));
+    }
+    if (sm.achieved_occupancy !== null) {
+      metrics.push(metric('achieved occupancy (est.)', formatShare(sm.achieved_occupancy)));
+    }
+    if (sm.tensor_core_share !== null) {
+      metrics.push(metric('tensor-core share', formatShare(sm.tensor_core_share), 'Kernel time in kernels that use tensor cores'));
+    }
+    const out = h('div', { class: 'nbp-overview' });
+    out.appendChild(
+      explain('Headline numbers of the profiled (active) steps, the step time split by where it went, and what to change first.')
+    );
+    out.appendChild(h('div', { class: 'nbp-metrics' }, ...metrics));
+    out.appendChild(this.buildBreakdown());
+    out.appendChild(this.buildDevice());
+
+    const top = r.suggestions.slice(0, 3);
+    out.appendChild(h('h4', { class: 'nbp-h' }, 'Top suggestions'));
+    if (top.length) {
+      const list = h('ol', { class: 'nbp-top-suggestions' });
+      for (const sug of top) {
+        list.appendChild(
+          h(
+            'li',
+            null,
+            severityBadge(sug.severity),
+            ' ',
+            h('span', { class: 'nbp-top-title' }, sug.title),
+            sug.expected_gain ? h('span', { class: 'nbp-gain' }, ` — ${sug.expected_gain}`) : null
+          )
+        );
+      }
+      out.appendChild(list);
+      const more = h('button', { class: 'nbp-link', type: 'button' }, 'All suggestions, with code →');
+      more.addEventListener('click', () => this.selectTab('Suggestions'));
+      out.appendChild(more);
+    } else {
+      out.appendChild(h('p', { class: 'nbp-muted' }, 'No suggestions: nothing in this profile crossed a rule’s threshold.'));
+    }
+    if (r.notes.length) {
+      out.appendChild(h('h4', { class: 'nbp-h' }, 'Notes'));
+      out.appendChild(h('ul', { class: 'nbp-notes' }, ...r.notes.map(n => h('li', null, n))));
+    }
+    return out;
+  }
+
+  private buildBreakdown(): HTMLElement {
+    const b = this.report.breakdown;
+    const wrap = h('div', { class: 'nbp-breakdown' });
+    const title = b.kind === 'device' ? 'Step time by device activity' : 'Step time by phase';
+    wrap.appendChild(h('h4', { class: 'nbp-h' }, title));
+    const stepCol = b.columns.indexOf('step');
+    const cats = b.columns.map((c, i) => ({ c, i })).filter(({ i }) => i !== (stepCol >= 0 ? stepCol : 0));
+    if (!b.rows.length || !cats.length) {
+      wrap.appendChild(h('p', { class: 'nbp-muted' }, 'No step breakdown: the profile recorded no complete step.'));
+      return wrap;
+    }
+    wrap.appendChild(
+      explain(
+        b.kind === 'device'
+          ? 'One bar per profiled step. Each instant of a step goes to one category, by priority: Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec, then Other.'
+          : 'One bar per profiled step, split by what the host was doing (no device activity was recorded).'
+      )
+    );
+    const names = cats.map(({ c }) => columnLabel(c));
+    const colors = seriesColors(cats.map(({ c }) => c));
+    const steps = b.rows.map(row => String(row[stepCol >= 0 ? stepCol : 0] ?? ''));
+    const series = cats.map(({ c, i }, k) => ({
+      name: names[k],
+      values: b.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : null))
+    }));
+    wrap.appendChild(stackedBarChart(steps, series, colors, { title }));
+    const avgs = series.map(ser => {
+      const v = ser.values.filter((x): x is number => x !== null);
+      return v.length ? v.reduce((a, x) => a + x, 0) / b.rows.length : 0;
+    });
+    const total = avgs.reduce((a, x) => a + x, 0);
+    wrap.appendChild(
+      legend(
+        names,
+        colors,
+        avgs.map(a => `${formatUs(a)} / step · ${formatShare(total > 0 ? a / total : null)}`)
+      )
+    );
+    return wrap;
+  }
+
+  private buildDevice(): HTMLElement {
+    const d = this.report.device;
+    const facts: [string, string][] = [
+      ['Device', `${d.name} (${d.kind})`]
+    ];
+    if (d.total_memory_bytes !== null) {
+      facts.push(['Memory', formatBytes(d.total_memory_bytes)]);
+    }
+    if (d.compute_capability) {
+      facts.push(['Compute capability', d.compute_capability]);
+    }
+    if (d.sm_count !== null) {
+      facts.push(['SMs', formatCount(d.sm_count)]);
+    }
+    return h(
+      'dl',
+      { class: 'nbp-facts' },
+      ...facts.flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v)])
+    );
+  }
+
+  // -- Operators ---------------------------------------------------------------------
+  private buildOperators(): HTMLElement {
+    const t = this.report.operators;
+    const out = h('div', { class: 'nbp-operators' });
+    out.appendChild(
+      explain(
+        'Every torch operator of the profiled steps. Self time excludes the operators it called; total time includes them. Click a column header to sort.'
+      )
+    );
+    if (!t.rows.length) {
+      out.appendChild(h('p', { class: 'nbp-muted' }, 'No operators were recorded.'));
+      return out;
+    }
+    const filter = h('input', {
+      class: 'nbp-filter',
+      type: 'search',
+      placeholder: 'Filter by name',
+      'aria-label': 'Filter operators by name'
+    });
+    filter.addEventListener('input', () => this.filterOperators(filter.value));
+    const limit = h('select', { class: 'nbp-limit-select', 'aria-label': 'Rows to show' });
+    for (const n of [25, 50, 100, 250, 0]) {
+      const opt = h('option', { value: n }, n === 0 ? 'all' : String(n));
+      if (n === this.opLimit) {
+        opt.selected = true;
+      }
+      limit.appendChild(opt);
+    }
+    limit.addEventListener('change', () => {
+      this.opLimit = Number(limit.value);
+      this.renderOperatorRows();
+    });
+    this.opCount = h('span', { class: 'nbp-count', 'aria-live': 'polite' });
+    out.appendChild(h('div', { class: 'nbp-controls' }, filter, h('label', null, 'show ', limit), this.opCount));
+
+    this.opHead = h('tr');
+    t.columns.forEach((column, i) => {
+      const numeric = isNumericColumn(t, i);
+      const button = h('button', { type: 'button', class: 'nbp-sort', 'data-column': column }, columnLabel(column));
+      button.addEventListener('click', () => this.sortOperators(column));
+      this.opHead!.appendChild(
+        h('th', { scope: 'col', class: numeric ? 'nbp-num' : null, 'data-column': column, 'aria-sort': 'none' }, button)
+      );
+    });
+    this.opBody = h('tbody');
+    out.appendChild(
+      h(
+        'div',
+        { class: 'nbp-table-wrap' },
+        h('table', { class: 'nbp-table nbp-operator-table' }, h('thead', null, this.opHead), this.opBody)
+      )
+    );
+    this.renderOperatorRows();
+    return out;
+  }
+
+  private renderOperatorRows(): void {
+    const t = this.report.operators;
+    if (!this.opBody || !this.opHead) {
+      return;
+    }
+    let rows = filterRows(t.rows, t.columns.indexOf('name'), this.opFilter);
+    if (this.opSort) {
+      rows = sortRows(rows, this.opSort.column, this.opSort.dir);
+    }
+    const matched = rows.length;
+    if (this.opLimit > 0) {
+      rows = rows.slice(0, this.opLimit);
+    }
+    Array.from(this.opHead.children).forEach((th, i) => {
+      const dir = this.opSort && this.opSort.column === i ? this.opSort.dir : 'none';
+      th.setAttribute('aria-sort', dir);
+      th.classList.toggle('nbp-sorted', dir !== 'none');
+    });
+    const sortCol = this.opSort?.column ?? -1;
+    const sortMax =
+      sortCol >= 0 && isNumericColumn(t, sortCol)
+        ? Math.max(0, ...t.rows.map(r => (typeof r[sortCol] === 'number' ? (r[sortCol] as number) : 0)))
+        : 0;
+    clear(this.opBody);
+    for (const row of rows) {
+      const tr = h('tr');
+      row.forEach((value, i) => {
+        const column = t.columns[i];
+        const numeric = typeof value === 'number';
+        const td = h('td', { class: numeric ? 'nbp-num' : 'nbp-text' }, formatCell(column, value));
+        if (column === 'name' && value !== null) {
+          td.title = String(value);
+        }
+        if (i === sortCol && sortMax > 0 && numeric) {
+          const pct = Math.max(0, Math.min(100, ((value as number) / sortMax) * 100));
+          td.appendChild(h('span', { class: 'nbp-cellbar', style: `width:${pct.toFixed(1)}%`, 'aria-hidden': 'true' }));
+        }
+        tr.appendChild(td);
+      });
+      this.opBody.appendChild(tr);
+    }
+    if (this.opCount) {
+      this.opCount.textContent =
+        matched === t.rows.length
+          ? `${formatCount(rows.length)} of ${formatCount(t.rows.length)} operators`
+          : `${formatCount(rows.length)} of ${formatCount(matched)} matching (${formatCount(t.rows.length)} in all)`;
+    }
+  }
+
+  // -- Memory ------------------------------------------------------------------------
+  private buildMemory(): HTMLElement {
+    const t = this.report.steps;
+    const out = h('div', { class: 'nbp-memory' });
+    out.appendChild(
+      explain(
+        'Memory sampled at the end of each step of the cell, with the schedule’s wait, warmup and active steps shaded. A line that keeps rising means something keeps tensors alive from step to step.'
+      )
+    );
+    const stepIdx = t.columns.indexOf('step');
+    const phaseIdx = t.columns.indexOf('phase');
+    const memCols = t.columns.map((c, i) => ({ c, i })).filter(({ c }) => c.endsWith(MEMORY_SUFFIX));
+    if (!t.rows.length) {
+      out.appendChild(h('p', { class: 'nbp-muted' }, 'No steps were recorded.'));
+      return out;
+    }
+    if (memCols.length) {
+      const names = memCols.map(({ c }) => columnLabel(c));
+      const colors = seriesColors(memCols.map(({ c }) => c));
+      const steps = t.rows.map((row, k) => (typeof row[stepIdx] === 'number' ? (row[stepIdx] as number) : k));
+      const phases = t.rows.map(row => (phaseIdx >= 0 && row[phaseIdx] !== null ? String(row[phaseIdx]) : null));
+      const series = memCols.map(({ i }, k) => ({
+        name: names[k],
+        values: t.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : null))
+      }));
+      const title = this.report.device.kind === 'cpu' ? 'Process memory over the steps' : 'Device memory over the steps';
+      out.appendChild(h('h4', { class: 'nbp-h' }, title));
+      out.appendChild(
+        memoryChart(steps, phases, series, colors, { title, limitBytes: this.report.device.total_memory_bytes })
+      );
+      const peak = Math.max(0, ...series.flatMap(ser => ser.values.filter((v): v is number => v !== null)));
+      const extras = series.map(ser => {
+        const v = ser.values.filter((x): x is number => x !== null);
+        return v.length ? `max ${formatBytes(Math.max(...v))}` : '';
+      });
+      out.appendChild(legend(names, colors, extras));
+      const total = this.report.device.total_memory_bytes;
+      if (total) {
+        out.appendChild(
+          h('p', { class: 'nbp-muted' }, `Highest sample ${formatBytes(peak)}, ${formatShare(peak / total)} of the ${formatBytes(total)} ${this.report.device.kind === 'cpu' ? 'of RAM' : 'of device memory'}.`)
+        );
+      }
+      const primary = series.find(ser => /allocated|rss/i.test(ser.name)) ?? series[0];
+      const growth = memoryGrowth(primary.values);
+      if (growth) {
+        out.appendChild(
+          h(
+            'div',
+            { class: 'nbp-banner nbp-banner-warn', role: 'note' },
+            `${primary.name} memory grew at each of the last ${growth.steps} steps, from ${formatBytes(growth.from)} to ${formatBytes(growth.to)}. ` +
+              'Something keeps tensors alive across steps: for example, accumulating `loss` instead of `loss.item()` keeps each step’s graph.'
+          )
+        );
+      }
+    } else {
+      out.appendChild(
+        h('p', { class: 'nbp-muted' }, 'This report has no per-step memory samples (trace files carry none); the step table follows.')
+      );
+    }
+    out.appendChild(h('h4', { class: 'nbp-h' }, 'Steps'));
+    const head = h('tr', null, ...t.columns.map((c, i) => h('th', { scope: 'col', class: isNumericColumn(t, i) ? 'nbp-num' : null }, columnLabel(c))));
+    const body = h('tbody');
+    for (const row of t.rows) {
+      const phase = phaseIdx >= 0 ? String(row[phaseIdx] ?? '') : '';
+      body.appendChild(
+        h(
+          'tr',
+          { class: phase ? `nbp-row-${/^[a-z]+$/.test(phase) ? phase : 'other'}` : null },
+          ...row.map((v, i) => h('td', { class: typeof v === 'number' ? 'nbp-num' : 'nbp-text' }, formatCell(t.columns[i], v)))
+        )
+      );
+    }
+    out.appendChild(h('div', { class: 'nbp-table-wrap' }, h('table', { class: 'nbp-table nbp-steps-table' }, h('thead', null, head), body)));
+    return out;
+  }
+
+  // -- Suggestions -------------------------------------------------------------------
+  private buildSuggestions(): HTMLElement {
+    const out = h('div', { class: 'nbp-suggestions' });
+    out.appendChild(
+      explain('What to change, most promising first: each card gives the measurement behind it, the expected gain and code to paste.')
+    );
+    if (!this.report.suggestions.length) {
+      out.appendChild(h('p', { class: 'nbp-muted' }, 'No suggestions: nothing in this profile crossed a rule’s threshold.'));
+      return out;
+    }
+    for (const sug of this.report.suggestions) {
+      out.appendChild(this.buildCard(sug));
+    }
+    return out;
+  }
+
+  private buildCard(sug: ISuggestion): HTMLElement {
+    const evidence = Object.entries(sug.evidence);
+    const children: Child[] = [
+      h('div', { class: 'nbp-card-head' }, severityBadge(sug.severity), h('span', { class: 'nbp-card-title' }, sug.title)),
+      sug.expected_gain ? h('p', { class: 'nbp-gain' }, h('strong', null, 'Expected gain: '), sug.expected_gain) : null,
+      evidence.length
+        ? h(
+            'dl',
+            { class: 'nbp-evidence' },
+            ...evidence.flatMap(([k, v]) => [h('dt', null, k.replace(/_/g, ' ')), h('dd', null, evidenceValue(v))])
+          )
+        : null
+    ];
+    if (sug.code) {
+      const code = sug.code;
+      const button = h('button', { type: 'button', class: 'nbp-copy', title: 'Copy the code to the clipboard' }, 'Copy');
+      button.addEventListener('click', () => {
+        const write = this.options.copy ?? copyText;
+        write(code).then(
+          () => this.flash(button, 'Copied'),
+          () => this.flash(button, 'Copy failed: select the code')
+        );
+      });
+      children.push(h('div', { class: 'nbp-code' }, button, h('pre', null, h('code', null, code))));
+    }
+    const severity = ['high', 'medium', 'low'].includes(sug.severity) ? sug.severity : 'low';
+    return h('div', { class: `nbp-card nbp-card-${severity}`, 'data-kind': sug.kind }, ...children);
+  }
+
+  private flash(button: HTMLButtonElement, text: string): void {
+    button.textContent = text;
+    window.setTimeout(() => {
+      button.textContent = 'Copy';
+    }, 1500);
+  }
+}

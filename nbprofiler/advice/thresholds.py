@@ -1,0 +1,92 @@
+"""Every number the suggestion rules compare against, in one place.
+
+A rule never hard-codes a limit: it reads it from here, so the documentation,
+the tests and the rules cannot disagree. Each value says why it is what it is.
+Shares are fractions of the step time (0.05 = 5%); speed-ups are factors.
+"""
+from __future__ import annotations
+
+# -- DataLoader ------------------------------------------------------------------------------
+# Waiting for batches above 5% of the step is worth a change of settings; below it the loader
+# keeps up and we say nothing (the old plugin used the same 5%, so we never alarm more often).
+DATALOADER_WAIT_SHARE = 0.05
+# Severity bands for the waiting share: above 30% the run is mostly waiting for data.
+DATALOADER_HIGH_SHARE = 0.30
+DATALOADER_MEDIUM_SHARE = 0.15
+# Workers needed = per-batch load time / compute time, times this margin, because batch load
+# times vary and a worker that is exactly as fast as the step still makes it wait now and then.
+WORKER_MARGIN = 1.25
+# One CPU core stays with the training process itself (Python, the optimizer, kernel launches).
+CORES_KEPT_FOR_MAIN = 1
+# A step whose wait is this many times the median wait (and at least STARTUP_MIN_MS longer)
+# is a worker start-up, not steady-state loading: that is what persistent_workers removes.
+STARTUP_SPIKE_FACTOR = 4.0
+STARTUP_MIN_MS = 5.0
+# With workers and still waiting, prefetching deeper only helps when waiting is bursty: the
+# median step's wait is under this fraction of the mean (a few steps wait long, most not).
+PREFETCH_BURSTY_RATIO = 0.5
+# The prefetch_factor we suggest (PyTorch's default is 2 batches per worker).
+PREFETCH_SUGGESTED = 4
+
+# -- Batch size --------------------------------------------------------------------------------
+# A GPU busy under 50% of the time it is not waiting for data has room for more work per step
+# (the old plugin's threshold, applied after removing the data wait it could not tell apart).
+LOW_GPU_UTILIZATION = 0.50
+# The largest batch we suggest keeps the estimated peak under 85% of device memory: the rest
+# covers fragmentation, cuDNN workspaces and batches that are larger than the measured ones.
+MEMORY_TARGET_SHARE = 0.85
+# A peak above 90% of device memory is near the limit: one larger batch or longer sequence away
+# from an out-of-memory error (the old plugin's threshold).
+MEMORY_NEAR_LIMIT_SHARE = 0.90
+MEMORY_CRITICAL_SHARE = 0.95
+# Only suggest a larger batch when it is at least this many times the current one.
+MIN_BATCH_GROWTH = 2
+# On CPU: the part of the step that is fixed cost per operator call and Python around it. Above
+# 50% a batch several times larger costs little more time, so samples/s rises.
+CPU_OVERHEAD_SHARE = 0.50
+# A typical operator's fixed cost is estimated from the fast end of the operator durations.
+CPU_FIXED_COST_QUANTILE = 0.10
+# The larger CPU batch we suggest: this many times the current one (a power of two).
+CPU_BATCH_GROWTH = 4
+
+# -- AMP / tensor cores ------------------------------------------------------------------------
+# Tensor cores exist from compute capability 7.0 (Volta); bf16 needs 8.0 (Ampere).
+TENSOR_CORE_MIN_CC = (7, 0)
+BF16_MIN_CC = (8, 0)
+# Below 1% of kernel time on tensor-core kernels counts as "no kernel uses tensor cores".
+TENSOR_CORE_SHARE_MAX = 0.01
+# Matmul/conv kernels must be at least 10% of the step for AMP to be worth the change.
+AMP_ELIGIBLE_MIN_SHARE = 0.10
+# The bound assumes eligible kernels get at most 8x faster: the fp16 tensor-core peak over the
+# fp32 peak on a V100 (125 / 15.7 TFLOP/s). Real speed-ups are usually 2-3x.
+TENSOR_CORE_SPEEDUP_MAX = 8.0
+
+# -- Host-device syncs ---------------------------------------------------------------------------
+# A sync inside the step is worth removing when the GPU then sits idle for at least 1% of the
+# step waiting for the host to queue work again.
+SYNC_IDLE_SHARE = 0.01
+
+# -- Launch-bound steps --------------------------------------------------------------------------
+# The GPU idle for more than 30% of the step, with the idle time not explained by data waiting or
+# syncs, means the host cannot queue kernels as fast as the GPU runs them.
+LAUNCH_IDLE_SHARE = 0.30
+# Kernels under 10 microseconds finish faster than the host can launch the next one (a launch
+# costs roughly 5-10 us); half the kernels that short marks a step of many tiny kernels.
+TINY_KERNEL_US = 10.0
+TINY_KERNEL_SHARE = 0.50
+
+# -- Conv nets on GPU -----------------------------------------------------------------------------
+# Convolutions at 20% or more of the GPU time make cuDNN's algorithm choice and layout matter.
+CONV_MIN_SHARE = 0.20
+# cudnn.benchmark picks the fastest algorithm per input shape; the bound assumes it makes conv
+# kernels at most 1.3x faster (typical gains are a few percent to 20%).
+CONV_TUNING_SPEEDUP_MAX = 1.3
+
+# -- Memory growth -------------------------------------------------------------------------------
+# Growth needs this many steps to be told apart from warm-up.
+GROWTH_MIN_STEPS = 5
+# Memory that rises on at least 70% of step-to-step changes, by at least 1 MiB a step and 5% of
+# the first step's level overall, is growing, not fluctuating.
+GROWTH_RISING_SHARE = 0.70
+GROWTH_MIN_BYTES_PER_STEP = 1 << 20
+GROWTH_MIN_TOTAL_SHARE = 0.05

@@ -1,0 +1,220 @@
+"""The step-time breakdown: where each step's wall time went, one category per instant.
+
+The definitions are those of the PyTorch Profiler TensorBoard plugin, so that a
+user moving from it sees the same figures:
+
+* Steps are the ``ProfilerStep#N`` host ranges. When any step launched device
+  work, each step is *stretched*: it starts at the later of its host start and
+  the previous step's stretched end, and ends at the later of its host end and
+  the end of the last device activity (kernel, memcpy, memset) it launched. A
+  device activity belongs to the step whose host range wholly contains the
+  runtime call that launched it (matched through the correlation id), whichever
+  thread made the call.
+* Trailing steps that launched no device work are dropped, and so is the last
+  remaining step when it launched fewer than 80% of the device activities of
+  the step before it: the profiler most likely stopped before its kernels ran.
+* Each instant of a step goes to exactly one category, by priority
+  Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec,
+  and whatever no category covers is Other. A category gets the union of its
+  intervals minus what the higher ones already took.
+
+What falls in each category:
+
+* ``kernel``: GPU kernels, except NCCL ones.
+* ``memcpy`` / ``memset``: GPU copy and fill activities.
+* ``communication``: NCCL kernels (name contains ``nccl``, any case: RCCL keeps
+  that prefix too) and the collective's own host range, named ``nccl:<op>`` or
+  ``gloo:<op>``. The wrappers around it (``record_param_comms``,
+  ``c10d::allreduce_``) stay CPU Exec: they also hold bucketing and bookkeeping
+  that is host computation, and the plugin counted them so.
+* ``runtime``: CUDA / HIP runtime and driver calls on the host.
+* ``dataloader``: host ranges named ``enumerate(DataLoader)#...__next__``.
+* ``cpu_exec``: every other host operator, Python function or annotation
+  range, except the ``ProfilerStep#N`` ranges themselves.
+
+On a trace without device work nothing is stretched or dropped, and the device
+categories are 0: the breakdown is then about host time only.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.table import MISSING, EventTable, Kind
+from .intervals import union
+
+CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
+BREAKDOWN_COLUMNS = ["step", *CATEGORIES, "other", "total"]
+STEP_SPAN_COLUMNS = ["step", "start_us", "end_us", "host_start_us", "host_end_us", "device_activities"]
+# The last step is kept only when it launched at least this share of the previous step's device work.
+LAST_STEP_MIN_SHARE = 0.8
+
+DEVICE_WORK = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+HOST_RANGES = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION)
+_COMM_OP_PREFIXES = ("nccl:", "gloo:")
+_DATALOADER_PREFIX = "enumerate(DataLoader)#"
+_DATALOADER_SUFFIX = ".__next__"
+_STEP_PREFIX = "ProfilerStep#"
+
+
+def launching_runtime(table: EventTable, events: np.ndarray) -> np.ndarray:
+    """For each event index in ``events``, the index of the runtime call with the same
+    correlation id (the call that launched it), or -1.
+
+    The first such call wins when several share an id, as the profiler records
+    one launch per correlation id.
+    """
+    runtime = np.flatnonzero(table.kind == Kind.RUNTIME)
+    keys = table["correlation"][runtime]
+    valid = keys != MISSING
+    keys, runtime = keys[valid], runtime[valid]
+    order = np.argsort(keys, kind="stable")
+    keys, runtime = keys[order], runtime[order]
+    query = table["correlation"][events]
+    out = np.full(len(events), -1, dtype=np.int64)
+    if len(keys) == 0:
+        return out
+    pos = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+    hit = (keys[pos] == query) & (query != MISSING)
+    out[hit] = runtime[pos[hit]]
+    return out
+
+
+def stretched_steps(table: EventTable, host_steps: pd.DataFrame) -> pd.DataFrame:
+    """The steps the breakdown uses: ``step, start_us, end_us, host_start_us, host_end_us,
+    device_activities`` (device activities each step launched), stretched and trimmed
+    as the module docstring says.
+
+    ``host_steps`` is ``profiler_steps(table)``: host ranges sorted by start.
+    """
+    if host_steps.empty:
+        return pd.DataFrame(columns=STEP_SPAN_COLUMNS)
+    host_start = host_steps["start_us"].to_numpy(dtype=np.float64)
+    host_end = host_steps["end_us"].to_numpy(dtype=np.float64)
+    n = len(host_start)
+    ts, dur = table["ts"], table["dur"]
+    dev = np.flatnonzero(np.isin(table.kind, DEVICE_WORK))
+    rt = launching_runtime(table, dev)
+    launched = rt >= 0
+    dev, rt = dev[launched], rt[launched]
+    rt_start, rt_end = ts[rt], ts[rt] + dur[rt]
+    step = np.searchsorted(host_start, rt_start, side="right") - 1
+    inside = (step >= 0) & (rt_end <= host_end[np.maximum(step, 0)])
+    step = step[inside]
+    count = np.bincount(step, minlength=n)
+    start, end = host_start, host_end
+    keep = n
+    if count.any():
+        device_end = np.full(n, -np.inf)
+        np.maximum.at(device_end, step, (ts[dev] + dur[dev])[inside])
+        # end_i = max(host_end_i, device_end_i, start_i) with start_i = max(host_start_i, end_{i-1}):
+        # host_start_i <= host_end_i, so the recurrence is a running maximum.
+        end = np.maximum.accumulate(np.maximum(host_end, device_end))
+        start = np.maximum(host_start, np.concatenate(([host_start[0]], end[:-1])))
+        last = int(np.flatnonzero(count)[-1])
+        keep = last + 1
+        if last > 0 and count[last] < LAST_STEP_MIN_SHARE * count[last - 1]:
+            keep = last
+    return pd.DataFrame(
+        {
+            "step": host_steps["step"].to_numpy()[:keep],
+            "start_us": start[:keep],
+            "end_us": end[:keep],
+            "host_start_us": host_start[:keep],
+            "host_end_us": host_end[:keep],
+            "device_activities": count[:keep],
+        }
+    )
+
+
+def category_masks(table: EventTable) -> dict[str, np.ndarray]:
+    """For each category, which events fall in it (boolean masks over the table)."""
+    names = pd.Series(table.names, dtype=object).astype(str)
+    code = table.name_code
+    nccl = names.str.lower().str.contains("nccl", regex=False).to_numpy()[code]
+    comm_op = names.str.startswith(_COMM_OP_PREFIXES).to_numpy()[code]
+    dataloader = (names.str.startswith(_DATALOADER_PREFIX) & names.str.endswith(_DATALOADER_SUFFIX)).to_numpy()[code]
+    step = names.str.startswith(_STEP_PREFIX).to_numpy()[code]
+    kind = table.kind
+    kernel = kind == Kind.KERNEL
+    host = np.isin(kind, HOST_RANGES)
+    return {
+        "kernel": kernel & ~nccl,
+        "memcpy": kind == Kind.MEMCPY,
+        "memset": kind == Kind.MEMSET,
+        "communication": (kernel & nccl) | (host & comm_op),
+        "runtime": kind == Kind.RUNTIME,
+        "dataloader": host & dataloader & ~comm_op,
+        "cpu_exec": host & ~dataloader & ~comm_op & ~step,
+    }
+
+
+def covered_length(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """For disjoint sorted intervals, the length they cover inside each window ``[lo, hi]``.
+
+    Works from the covered length before a time point (a prefix sum of interval
+    lengths plus the part of the interval the point falls in), so each window
+    costs two binary searches however many intervals it holds.
+    """
+    lengths = end - start
+    before = np.concatenate(([0.0], np.cumsum(lengths)))
+
+    def covered_before(x: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(start, x, side="right") - 1
+        ok = i >= 0
+        out = np.zeros(len(x))
+        j = i[ok]
+        out[ok] = before[j] + np.minimum(x[ok] - start[j], lengths[j])
+        return out
+
+    if len(start) == 0:
+        return np.zeros(len(lo))
+    return np.maximum(covered_before(hi) - covered_before(lo), 0.0)
+
+
+def step_breakdown(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
+    """One row per step of ``spans`` (``stretched_steps``), in µs: ``step``, the
+    categories, ``other`` and ``total`` (the step's wall time).
+
+    Priority attribution by prefix unions: the time category *c* takes in a step
+    is the length of (categories 1..c together) in the step minus that of
+    (categories 1..c-1), so the columns add up to ``total`` exactly and no
+    instant is counted twice.
+    """
+    if spans.empty:
+        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    lo = spans["start_us"].to_numpy(dtype=np.float64)
+    hi = spans["end_us"].to_numpy(dtype=np.float64)
+    ts, dur = table["ts"], table["dur"]
+    out: dict[str, object] = {"step": spans["step"].to_numpy()}
+    acc_start, acc_end = np.empty(0), np.empty(0)
+    covered_so_far = np.zeros(len(lo))
+    for name, mask in category_masks(table).items():
+        s = ts[mask]
+        cat_start, cat_end = union(s, s + dur[mask])
+        acc_start, acc_end = union(np.concatenate((acc_start, cat_start)), np.concatenate((acc_end, cat_end)))
+        covered = covered_length(acc_start, acc_end, lo, hi)
+        out[name] = covered - covered_so_far
+        covered_so_far = covered
+    total = hi - lo
+    out["other"] = np.maximum(total - covered_so_far, 0.0)
+    out["total"] = total
+    return pd.DataFrame(out, columns=BREAKDOWN_COLUMNS)
+
+
+def breakdown_shares(breakdown: pd.DataFrame, per_step: bool = False) -> pd.Series | pd.DataFrame:
+    """Each category as a fraction of the step; the fractions add up to 1.
+
+    By default one Series over all steps, as the plugin's overview gives it: the
+    category's mean over the steps divided by the mean step time (so long steps
+    weigh more). ``per_step=True`` gives each step's own fractions instead.
+    """
+    parts = [*CATEGORIES, "other"]
+    if per_step:
+        shares = breakdown[parts].div(breakdown["total"].where(breakdown["total"] > 0), axis=0)
+        shares.insert(0, "step", breakdown["step"].to_numpy())
+        return shares
+    total = float(breakdown["total"].sum()) if len(breakdown) else 0.0
+    if total <= 0:
+        return pd.Series(np.nan, index=parts, dtype=np.float64)
+    return breakdown[parts].sum().astype(np.float64) / total

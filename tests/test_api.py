@@ -1,0 +1,91 @@
+"""The Python API for scripts: nbprofiler.profile, nbprofiler.step, nbprofiler.last."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+import nbprofiler
+
+
+def _model():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 2))
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+def test_profile_context_manager_counts_optimizer_steps():
+    model, opt = _model()
+    with nbprofiler.profile(wait=0, warmup=1, active=2) as run:
+        for _ in range(6):
+            loss = model(torch.randn(4, 16)).sum()
+            opt.zero_grad(); loss.backward(); opt.step()
+    report = run.report
+    assert report is nbprofiler.last()
+    assert list(report.steps["phase"]) == ["warmup", "active", "active", "none", "none", "none"]
+    assert list(report.trace_steps["step"]) == [1, 2]
+    assert "Optimizer.step#Adam.step" in set(report.operators["name"])
+
+
+def test_optimizer_range_does_not_straddle_steps():
+    """The step ends after optimizer.step() returns, so its range lies inside one step."""
+    model, opt = _model()
+    with nbprofiler.profile(wait=0, warmup=0, active=3) as run:
+        for _ in range(3):
+            loss = model(torch.randn(4, 16)).sum()
+            opt.zero_grad(); loss.backward(); opt.step()
+    frame = run.report.table.frame()
+    steps = run.report.trace_steps
+    opt_ranges = frame[frame["name"] == "Optimizer.step#Adam.step"]
+    assert len(opt_ranges) == 3
+    for start, dur in zip(opt_ranges["ts"], opt_ranges["dur"]):
+        inside = (steps["start_us"] <= start) & (start + dur <= steps["end_us"] + 1e-3)
+        assert inside.sum() == 1
+
+
+def test_manual_step_function():
+    with nbprofiler.profile(step_on="manual", wait=0, warmup=0, active=2) as run:
+        for _ in range(4):
+            torch.randn(64, 64) @ torch.randn(64, 64)
+            nbprofiler.step()
+    assert len(run.report.steps) == 4
+    assert "aten::mm" in set(run.report.operators["name"])
+
+
+def test_step_outside_a_profile_does_nothing():
+    nbprofiler.step()  # no run: nothing to end, no error
+    assert nbprofiler.current_run() is None
+
+
+def test_exception_in_api_keeps_report_and_propagates():
+    model, opt = _model()
+    with pytest.raises(RuntimeError, match="boom"):
+        with nbprofiler.profile(wait=0, warmup=0, active=5) as run:
+            for i in range(5):
+                loss = model(torch.randn(4, 16)).sum()
+                opt.zero_grad(); loss.backward(); opt.step()
+                if i == 1:
+                    raise RuntimeError("boom")
+    assert run.report.partial and len(run.report.steps) == 2
+    assert nbprofiler.current_run() is None
+
+
+def test_bad_option_in_api_names_it():
+    with pytest.raises(nbprofiler.OptionError, match="--active"):
+        with nbprofiler.profile(active=0):
+            pass
+
+
+@pytest.mark.cuda
+def test_live_cuda_run_records_kernels_and_device_memory():
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbprofiler.profile(wait=1, warmup=1, active=3) as run:
+        for _ in range(6):
+            loss = model(torch.randn(64, 256, device="cuda")).sum()
+            opt.zero_grad(); loss.backward(); opt.step()
+    report = run.report
+    assert report.device.kind == "cuda"
+    assert {"mem_allocated_bytes", "mem_peak_bytes", "mem_reserved_bytes"} <= set(report.steps.columns)
+    assert (report.steps["mem_peak_bytes"] >= report.steps["mem_allocated_bytes"]).all()
+    assert report.operators["device_self_us"].sum() > 0
