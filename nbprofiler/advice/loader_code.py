@@ -1,0 +1,162 @@
+"""Rebuild the user's own ``DataLoader(...)`` call, with the changed arguments marked.
+
+A suggestion is only paste-able when it uses the user's names: their loader
+variable, their dataset variable and the arguments they already pass. Each
+argument we change carries a trailing ``# changed: was ...`` comment, so the
+user sees exactly what differs from their code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from ..capture.loaders import LoaderRecord, name_in
+
+# Arguments a snippet can show, in the order a DataLoader call usually lists them.
+ARG_ORDER = ("batch_size", "shuffle", "drop_last", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
+# PyTorch's defaults: an argument equal to its default is left out, unless we change it.
+DEFAULTS: dict[str, Any] = {
+    "batch_size": None,  # never left out: always shown
+    "shuffle": False,
+    "drop_last": False,
+    "num_workers": 0,
+    "pin_memory": False,
+    "persistent_workers": False,
+    "prefetch_factor": None,
+}
+ONE_LINE_MAX = 100
+CHANGED = "# changed: was "
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Source text shown as is (a variable name, ``train_loader.collate_fn``), not as a repr."""
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class LoaderArgs:
+    """The parts of a DataLoader call that a snippet shows.
+
+    ``extra`` holds further keyword arguments as source text (``collate_fn``
+    pointing at the old loader's), which only a live loader can tell us.
+    ``shuffle`` is None when the loader uses a sampler of its own.
+    """
+
+    loader_name: str
+    dataset: Expr
+    batch_size: Any
+    shuffle: bool | None = False
+    drop_last: bool = False
+    num_workers: Any = 0
+    pin_memory: bool = False
+    persistent_workers: bool = False
+    prefetch_factor: int | None = None
+    extra: tuple[tuple[str, Expr], ...] = field(default_factory=tuple)
+
+    def value(self, arg: str) -> Any:
+        return getattr(self, arg)
+
+
+def args_from_record(record: LoaderRecord) -> LoaderArgs:
+    """What a profiled run recorded about a loader, with the user's variable names."""
+    loader_name = record.name or "loader"
+    if record.dataset_name:
+        dataset = Expr(record.dataset_name)
+    elif record.name:
+        dataset = Expr(f"{record.name}.dataset")
+    else:
+        dataset = Expr("dataset")
+    return LoaderArgs(
+        loader_name=loader_name,
+        dataset=dataset,
+        batch_size=record.batch_size,
+        shuffle=record.shuffle,
+        drop_last=record.drop_last,
+        num_workers=record.num_workers,
+        pin_memory=record.pin_memory,
+        persistent_workers=record.persistent_workers,
+        prefetch_factor=record.prefetch_factor if record.num_workers > 0 else None,
+    )
+
+
+def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) -> LoaderArgs:
+    """A live DataLoader's arguments; names come from ``namespace`` (the notebook's) when given.
+
+    Arguments the record does not keep (a custom ``collate_fn``, ``sampler`` or
+    ``worker_init_fn``) are passed on from the old loader by name, so the new
+    call keeps them without the user having to retype them.
+    """
+    from torch.utils.data import RandomSampler, SequentialSampler
+    from torch.utils.data._utils.collate import default_collate
+
+    ns = dict(namespace) if namespace else None
+    record = LoaderRecord.of(loader)
+    record.name = name_in(ns, loader)
+    record.dataset_name = name_in(ns, loader.dataset)
+    base = args_from_record(record)
+    owner = record.name or "loader"
+    extra: list[tuple[str, Expr]] = []
+    if loader.batch_size is not None and not isinstance(loader.sampler, (RandomSampler, SequentialSampler)) \
+            and type(loader.sampler).__name__ != "_InfiniteConstantSampler":
+        extra.append(("sampler", Expr(f"{owner}.sampler")))
+    if loader.batch_size is None and loader.batch_sampler is not None:
+        extra.append(("batch_sampler", Expr(f"{owner}.batch_sampler")))
+    if loader.collate_fn is not default_collate and getattr(loader, "_auto_collation", True):
+        extra.append(("collate_fn", Expr(f"{owner}.collate_fn")))
+    if loader.worker_init_fn is not None:
+        extra.append(("worker_init_fn", Expr(f"{owner}.worker_init_fn")))
+    return replace(base, extra=tuple(extra))
+
+
+def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, *, preamble: str = "") -> str:
+    """``name = DataLoader(dataset, ...)`` with ``changes`` applied and marked.
+
+    Arguments at their PyTorch default are left out unless changed. With no
+    worker processes, ``persistent_workers`` and ``prefetch_factor`` are dropped
+    (DataLoader rejects them then). Unchanged calls that fit stay on one line.
+    """
+    changes = dict(changes or {})
+    unknown = set(changes) - set(ARG_ORDER)
+    if unknown:
+        raise ValueError(f"cannot change DataLoader argument(s) {sorted(unknown)}; known: {', '.join(ARG_ORDER)}")
+    new = {a: changes.get(a, args.value(a)) for a in ARG_ORDER}
+    no_workers = new["num_workers"] == 0
+    items: list[tuple[str, str]] = [(repr(args.dataset), "")]
+    for arg in ARG_ORDER:
+        value, old = new[arg], args.value(arg)
+        changed = arg in changes and value != old
+        if no_workers and arg in ("persistent_workers", "prefetch_factor"):
+            continue
+        if arg == "shuffle" and value is None:
+            continue  # a sampler of its own: passed on in ``extra`` or kept by the user
+        if arg != "batch_size" and not changed and value == DEFAULTS[arg]:
+            continue
+        note = f"{CHANGED}{old!r}" if changed else ""
+        items.append((f"{arg}={value!r}", note))
+    items.extend((f"{key}={expr!r}", "") for key, expr in args.extra)
+    head = f"{args.loader_name} = DataLoader("
+    body = _one_line(head, items) if not any(note for _, note in items) else None
+    if body is None or len(body) > ONE_LINE_MAX:
+        lines = [head]
+        lines += [f"    {text},{'  ' + note if note else ''}" for text, note in items]
+        lines.append(")")
+        body = "\n".join(lines)
+    return f"{preamble.rstrip()}\n{body}" if preamble else body
+
+
+def _one_line(head: str, items: list[tuple[str, str]]) -> str:
+    return head + ", ".join(text for text, _ in items) + ")"
+
+
+def changed_args(code: str) -> list[str]:
+    """The argument names a snippet marks as changed (for tests and renderers)."""
+    out = []
+    for line in code.splitlines():
+        if CHANGED in line:
+            out.append(line.strip().split("=", 1)[0])
+    return out
