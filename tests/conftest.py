@@ -61,3 +61,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+def execute_notebook(name: str, timeout: int = 300):
+    """Execute ``notebooks/<name>`` with nbclient, from the notebooks folder, and return it."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = ROOT / "notebooks" / name
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def cell_outputs(nb, startswith: str) -> list[dict]:
+    """The outputs of the first code cell whose source starts with ``startswith``."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.source.lstrip().startswith(startswith):
+            return list(cell.get("outputs", []))
+    raise AssertionError(f"no cell starts with {startswith!r}")

@@ -92,7 +92,7 @@ def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) ->
     call keeps them without the user having to retype them.
     """
     from torch.utils.data import RandomSampler, SequentialSampler
-    from torch.utils.data._utils.collate import default_collate
+    from torch.utils.data._utils.collate import default_collate, default_convert
 
     ns = dict(namespace) if namespace else None
     record = LoaderRecord.of(loader)
@@ -106,7 +106,7 @@ def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) ->
         extra.append(("sampler", Expr(f"{owner}.sampler")))
     if loader.batch_size is None and loader.batch_sampler is not None:
         extra.append(("batch_sampler", Expr(f"{owner}.batch_sampler")))
-    if loader.collate_fn is not default_collate and getattr(loader, "_auto_collation", True):
+    if loader.collate_fn not in (default_collate, default_convert):
         extra.append(("collate_fn", Expr(f"{owner}.collate_fn")))
     if loader.worker_init_fn is not None:
         extra.append(("worker_init_fn", Expr(f"{owner}.worker_init_fn")))
@@ -152,11 +152,3 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
 def _one_line(head: str, items: list[tuple[str, str]]) -> str:
     return head + ", ".join(text for text, _ in items) + ")"
 
-
-def changed_args(code: str) -> list[str]:
-    """The argument names a snippet marks as changed (for tests and renderers)."""
-    out = []
-    for line in code.splitlines():
-        if CHANGED in line:
-            out.append(line.strip().split("=", 1)[0])
-    return out

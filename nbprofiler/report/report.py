@@ -139,6 +139,62 @@ class Report:
         sums = pd.Series(t["dur"][is_dl]).groupby(which).sum()
         return np.array([sums.get(s, 0.0) / 1e3 for s in steps["step"]])
 
+    # -- GPU-aware analysis (nbprofiler.analysis.breakdown / gpu / sync) ------------------
+    @cached_property
+    def stretched_steps(self) -> pd.DataFrame:
+        """The steps the breakdown, summary and idle tables use: host ranges stretched
+        to cover the device work they launched, trailing incomplete steps dropped."""
+        from ..analysis.breakdown import STEP_SPAN_COLUMNS, stretched_steps
+
+        if self.table is None:
+            return pd.DataFrame(columns=STEP_SPAN_COLUMNS)
+        return stretched_steps(self.table, self.trace_steps)
+
+    @cached_property
+    def breakdown(self) -> pd.DataFrame:
+        """Per step, µs by category: ``step, kernel, memcpy, memset, communication,
+        runtime, dataloader, cpu_exec, other, total``. Shares: ``breakdown_shares``."""
+        from ..analysis.breakdown import BREAKDOWN_COLUMNS, step_breakdown
+
+        if self.table is None:
+            return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+        return step_breakdown(self.table, self.stretched_steps)
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """``avg_step_us, steps, gpu_utilization, sm_efficiency, achieved_occupancy,
+        tensor_core_share``; device metrics are None without device activity."""
+        from ..analysis.gpu import gpu_summary
+
+        return gpu_summary(self.table, self.stretched_steps, self.device.index)
+
+    @cached_property
+    def kernels(self) -> pd.DataFrame:
+        """Per kernel name: calls, times, blocks per SM, occupancy, tensor cores, launching operator."""
+        from ..analysis.gpu import KERNEL_COLUMNS, kernel_table
+
+        if self.operator_tree is None:
+            return pd.DataFrame(columns=KERNEL_COLUMNS)
+        return kernel_table(self.operator_tree)
+
+    @cached_property
+    def syncs(self) -> pd.DataFrame:
+        """Per step and synchronising call (``cudaStreamSynchronize``, ``aten::item``, ...): calls and µs."""
+        from ..analysis.sync import SYNC_COLUMNS, sync_calls
+
+        if self.table is None:
+            return pd.DataFrame(columns=SYNC_COLUMNS)
+        return sync_calls(self.table, self.trace_steps)
+
+    @cached_property
+    def idle(self) -> pd.DataFrame:
+        """Per step, device idle µs split into waiting for the host and other idle time."""
+        from ..analysis.sync import IDLE_COLUMNS, idle_time
+
+        if self.table is None:
+            return pd.DataFrame(columns=IDLE_COLUMNS)
+        return idle_time(self.table, self.stretched_steps, self.device.index)
+
     @cached_property
     def notes(self) -> tuple[str, ...]:
         """Plain-language remarks about what the report does and does not cover."""

@@ -1,0 +1,276 @@
+"""Memory over time, per step, per operator, and growth from step to step.
+
+Everything here reads the profiler's ``[memory]`` instant events: one per
+allocator allocation (``Bytes`` > 0) or free (``Bytes`` < 0), with the
+allocator's running ``Total Allocated`` / ``Total Reserved`` in current
+traces. 2021 traces have no totals, so the running total is rebuilt from the
+cumulative ``Bytes`` per device. The trace cannot say what was allocated
+before it started, so a rebuilt total is counted from the lowest level the
+events allow (the level before the first event is chosen so that the running
+total never drops below 0): a lower bound, marked ``reconstructed``.
+
+A live run's per-step sampler (``report.run.steps``) covers every step the cell
+ran, while the trace covers only the active ones; ``memory_steps`` puts the
+two side by side and ``memory_growth`` prefers the longer series.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..trace.table import EventTable, Kind
+from .operators import OperatorTree
+from .steps import step_of
+
+TIMELINE_COLUMNS = ["ts", "device", "allocated_bytes", "reserved_bytes", "delta_bytes", "reconstructed"]
+STEP_COLUMNS = ["step", "device", "start_allocated_bytes", "end_allocated_bytes", "peak_allocated_bytes",
+                "peak_reserved_bytes"]
+OPERATOR_COLUMNS = ["name", "device", "allocations", "allocated_bytes", "held_bytes"]
+GROWTH_COLUMNS = ["device", "source", "measure", "steps", "first_bytes", "last_bytes", "slope_bytes_per_step",
+                  "rising_share", "flagged"]
+SAMPLER_MEMORY_COLUMNS = ("mem_allocated_bytes", "mem_peak_bytes", "mem_reserved_bytes", "rss_bytes")
+NO_OPERATOR = "(no operator)"
+
+# c10::DeviceType codes, as the profiler writes them in "Device Type".
+_DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 9: "xla", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia",
+                 20: "privateuseone"}
+
+# Growth detection (see ``memory_growth``).
+GROWTH_MIN_STEPS = 4
+GROWTH_MIN_RISING_SHARE = 2 / 3
+GROWTH_MIN_RISE_BYTES = 1 << 20
+GROWTH_MIN_RISE_FRACTION = 0.01
+_THEIL_SEN_MAX_POINTS = 1000
+
+
+def device_label(device_type: np.ndarray, device_id: np.ndarray) -> np.ndarray:
+    """``'cpu'``, ``'cuda:0'``...: the names torch uses for ``torch.device``."""
+    out = np.empty(len(device_type), dtype=object)
+    for t, i in set(zip(device_type.tolist(), device_id.tolist())):
+        kind = _DEVICE_TYPES.get(t, "unknown" if t < 0 else f"device_type_{t}")
+        label = kind if kind == "cpu" or i < 0 else f"{kind}:{i}"
+        out[(device_type == t) & (device_id == i)] = label
+    return out
+
+
+def memory_timeline(table: EventTable) -> pd.DataFrame:
+    """``ts, device, allocated_bytes, reserved_bytes, delta_bytes, reconstructed``: one row per
+    ``[memory]`` event, sorted by time, allocated being the device's running total after it."""
+    idx = _memory_events(table)
+    if len(idx) == 0:
+        return pd.DataFrame(columns=TIMELINE_COLUMNS)
+    device = device_label(table["mem_device_type"][idx], table["mem_device_id"][idx])
+    ts, delta = table["ts"][idx], table["bytes"][idx]
+    allocated = table["total_allocated"][idx].copy()
+    reserved = table["total_reserved"][idx]
+    reconstructed = np.zeros(len(idx), dtype=bool)
+    for label in np.unique(device):
+        on = device == label
+        if np.isnan(allocated[on]).all():
+            running = np.cumsum(np.nan_to_num(delta[on]))
+            allocated[on] = running - min(0.0, float(running.min()))
+            reconstructed[on] = True
+    frame = pd.DataFrame({"ts": ts, "device": device, "allocated_bytes": allocated, "reserved_bytes": reserved,
+                          "delta_bytes": delta, "reconstructed": reconstructed})
+    return frame
+
+
+def memory_steps(timeline: pd.DataFrame, steps: pd.DataFrame, sampler: pd.DataFrame | None = None,
+                 sampler_device: str | None = None) -> pd.DataFrame:
+    """Per step and device: allocated at the step's start and end, its peaks (bytes).
+
+    ``timeline`` is ``memory_timeline``; ``steps`` the trace's host steps. With a
+    live run's ``sampler`` (``run.steps``), its memory columns join on ``step``
+    for ``sampler_device`` and every sampled step gets a row, so steps outside
+    the profiled window show the sampler's figures with the trace's left empty.
+    """
+    rows = []
+    if len(timeline) and len(steps):
+        a = steps["start_us"].to_numpy(dtype=np.float64)
+        b = steps["end_us"].to_numpy(dtype=np.float64)
+        for label, g in timeline.groupby("device", sort=True):
+            ts = g["ts"].to_numpy()
+            alloc = g["allocated_bytes"].to_numpy(dtype=np.float64)
+            reserved = g["reserved_bytes"].to_numpy(dtype=np.float64)
+            # The level before each step: after the last event before it (or before the first event).
+            level_before_first = alloc[0] - float(np.nan_to_num(g["delta_bytes"].to_numpy()[0]))
+            first = np.searchsorted(ts, a, side="left")
+            last = np.searchsorted(ts, b, side="right")
+            for k, step in enumerate(steps["step"].tolist()):
+                start_level = alloc[first[k] - 1] if first[k] > 0 else level_before_first
+                end_level = alloc[last[k] - 1] if last[k] > 0 else level_before_first
+                inside = slice(first[k], last[k])
+                peak = max(start_level, float(alloc[inside].max())) if last[k] > first[k] else start_level
+                r = reserved[max(first[k] - 1, 0):last[k]]
+                peak_reserved = float(np.nanmax(r)) if len(r) and not np.isnan(r).all() else np.nan
+                rows.append((step, label, start_level, end_level, peak, peak_reserved))
+    frame = pd.DataFrame(rows, columns=STEP_COLUMNS)
+    frame["step"] = frame["step"].astype(np.int64)
+    if sampler is None or sampler_device is None or sampler.empty:
+        return frame
+    sampled = sampler[["step", *[c for c in SAMPLER_MEMORY_COLUMNS if c in sampler]]].copy()
+    sampled["device"] = sampler_device
+    merged = frame.merge(sampled, on=["step", "device"], how="outer")
+    merged["phase"] = merged["step"].map(sampler.set_index("step")["phase"])
+    cols = ["step", "phase", "device", *STEP_COLUMNS[2:], *[c for c in SAMPLER_MEMORY_COLUMNS if c in merged]]
+    return merged[cols].sort_values(["step", "device"], kind="stable").reset_index(drop=True)
+
+
+def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per operator name and device: ``allocations, allocated_bytes, held_bytes``.
+
+    Each allocation inside a profiled step goes to the innermost operator
+    running on its thread at that moment (``OperatorTree.enclosing``), or to
+    ``(no operator)``. ``held_bytes`` is what of it was still allocated when its
+    step ended (summed over steps): activations kept for backward, gradients,
+    optimizer state, or a leak.
+
+    The trace does not link a free to its allocation here, so they are paired
+    by device and size, the most recent live allocation of that size first
+    (freeing in reverse order is what temporaries do). The per-step total held
+    is exact either way; only which operator is credited can swap between two
+    same-size allocations that are freed out of order.
+    """
+    table = tree.table
+    idx = _memory_events(table)
+    if len(idx) == 0 or steps.empty:
+        return pd.DataFrame(columns=OPERATOR_COLUMNS)
+    ts = table["ts"][idx]
+    delta = np.nan_to_num(table["bytes"][idx])
+    device = device_label(table["mem_device_type"][idx], table["mem_device_id"][idx])
+    free_ts = _paired_free_time(ts, delta, device)
+    step = step_of(ts, steps)
+    alloc = np.flatnonzero((delta > 0) & (step >= 0))
+    if len(alloc) == 0:
+        return pd.DataFrame(columns=OPERATOR_COLUMNS)
+    step_end = pd.Series(steps["end_us"].to_numpy(), index=steps["step"].to_numpy())
+    ends = step_end.reindex(step[alloc]).to_numpy()
+    held = ~(free_ts[alloc] < ends)  # never freed in the trace, or freed after its step ended
+    thread = table["pid"][idx[alloc]] * (1 << 32) + table["tid"][idx[alloc]]
+    owner = tree.enclosing(thread, ts[alloc])
+    op_names = np.asarray(table.names, dtype=object)[table.name_code[tree.index]]
+    names = np.where(owner >= 0, op_names[np.maximum(owner, 0)], NO_OPERATOR)
+    frame = pd.DataFrame({"name": names, "device": device[alloc], "allocated_bytes": delta[alloc],
+                          "held_bytes": np.where(held, delta[alloc], 0.0)})
+    grouped = frame.groupby(["name", "device"], sort=False)
+    out = grouped[["allocated_bytes", "held_bytes"]].sum()
+    out.insert(0, "allocations", grouped.size())
+    out = out.reset_index()
+    return out[OPERATOR_COLUMNS].sort_values(["allocated_bytes", "name"], ascending=[False, True],
+                                             kind="stable").reset_index(drop=True)
+
+
+Series = tuple[str, str, str, np.ndarray, np.ndarray]  # device, source, measure, steps, bytes
+
+
+def memory_growth(series: Iterable[Series]) -> pd.DataFrame:
+    """Flag memory that rises step after step, as a leak does.
+
+    ``series`` holds ``(device, source, measure, steps, bytes)``: a level per
+    step taken at the step's end (``measure`` ``"allocated"`` bytes, or
+    ``"rss"`` on a live CPU run). One row per series: the robust slope in bytes per step, the share of step-to-step
+    changes that were rises, and ``flagged``.
+
+    The slope is Theil-Sen's (the median of the slopes between all pairs of
+    steps), so a one-off jump, such as optimizer state created on the first
+    step or the allocator growing its cache once, does not make a loop look
+    leaky. A series is flagged when all of these hold:
+
+    - at least ``GROWTH_MIN_STEPS`` (4) steps, so there is a trend to see;
+    - the slope is positive and at least ``GROWTH_MIN_RISING_SHARE`` (2/3) of
+      the step-to-step changes are rises: a consistent climb, not noise that
+      goes both ways;
+    - the rise the slope predicts over the observed steps is at least 1 MiB
+      and at least 1% of the median level, so allocator and RSS jitter on a
+      large process is not reported as a leak.
+    """
+    rows = []
+    for device, source, measure, steps, values in series:
+        ok = np.isfinite(values)
+        x, y = np.asarray(steps, dtype=np.float64)[ok], np.asarray(values, dtype=np.float64)[ok]
+        n = len(y)
+        if n < 2:
+            level = float(y[0]) if n else np.nan
+            rows.append((device, source, measure, n, level, level, np.nan, np.nan, False))
+            continue
+        slope = _theil_sen(x, y)
+        diffs = np.diff(y)
+        rising = float((diffs > 0).mean())
+        rise = slope * (x[-1] - x[0])
+        flagged = bool(
+            n >= GROWTH_MIN_STEPS
+            and slope > 0
+            and rising >= GROWTH_MIN_RISING_SHARE
+            and rise >= max(GROWTH_MIN_RISE_BYTES, GROWTH_MIN_RISE_FRACTION * float(np.median(y)))
+        )
+        rows.append((device, source, measure, n, float(y[0]), float(y[-1]), slope, rising, flagged))
+    return pd.DataFrame(rows, columns=GROWTH_COLUMNS)
+
+
+def growth_series(step_table: pd.DataFrame, sampler_device: str | None) -> list[Series]:
+    """The per-step levels ``memory_growth`` judges, from ``memory_steps``' table.
+
+    The live sampler's series (every step the cell ran) for its device; the
+    trace's end-of-step allocated bytes (profiled steps only) for every device.
+    """
+    out: list[Series] = []
+    if sampler_device is not None:
+        for column, measure in (("mem_allocated_bytes", "allocated"), ("rss_bytes", "rss")):
+            if column in step_table:
+                rows = step_table[(step_table["device"] == sampler_device) & step_table[column].notna()]
+                out.append((sampler_device, "sampler", measure, rows["step"].to_numpy(), rows[column].to_numpy()))
+    traced = step_table[step_table["end_allocated_bytes"].notna()]
+    for device, rows in traced.groupby("device", sort=True):
+        out.append((str(device), "trace", "allocated", rows["step"].to_numpy(), rows["end_allocated_bytes"].to_numpy()))
+    return out
+
+
+def _memory_events(table: EventTable) -> np.ndarray:
+    """``[memory]`` events sorted by time (stable, so same-time events keep trace order)."""
+    idx = np.flatnonzero(table.kind == Kind.MEMORY)
+    return idx[np.argsort(table["ts"][idx], kind="stable")]
+
+
+def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray) -> np.ndarray:
+    """For each allocation event, the time of the free paired with it (+inf when none).
+
+    Within one (device, size) group, pairing each free with the most recent
+    unpaired allocation is bracket matching: with ``depth`` the number of live
+    allocations after each event, an allocation that raises the depth to ``d``
+    is freed by the next event in the group that lowers it from ``d``. Sorting
+    by (group, level, time) puts those two next to each other, so the matching
+    is one sort, no loop.
+    """
+    n = len(ts)
+    out = np.full(n, np.inf)
+    sign = np.sign(delta).astype(np.int64)
+    size = np.abs(delta)
+    _, dev_code = np.unique(device, return_inverse=True)
+    _, size_code = np.unique(size, return_inverse=True)
+    group = dev_code.astype(np.int64) * (int(size_code.max(initial=0)) + 1) + size_code
+    order = np.lexsort((np.arange(n), group))  # by group, then time (events are time-sorted)
+    g, s = group[order], sign[order]
+    depth = np.cumsum(s)
+    group_start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    offset = np.repeat(depth[group_start] - s[group_start], np.diff(np.concatenate((group_start, [n]))))
+    depth = depth - offset
+    level = np.where(s > 0, depth, depth + 1)  # the depth an allocation rises to, or a free falls from
+    pair_order = np.lexsort((np.arange(n), level, g))
+    pos = order[pair_order]
+    same = (g[pair_order][1:] == g[pair_order][:-1]) & (level[pair_order][1:] == level[pair_order][:-1])
+    matched = same & (s[pair_order][:-1] > 0) & (s[pair_order][1:] < 0)
+    out[pos[:-1][matched]] = ts[pos[1:][matched]]
+    return out
+
+
+def _theil_sen(x: np.ndarray, y: np.ndarray) -> float:
+    """Median of pairwise slopes; long series are thinned evenly to bound the O(n^2) pairs."""
+    if len(x) > _THEIL_SEN_MAX_POINTS:
+        keep = np.linspace(0, len(x) - 1, _THEIL_SEN_MAX_POINTS).round().astype(np.int64)
+        x, y = x[keep], y[keep]
+    i, j = np.triu_indices(len(x), k=1)
+    dx = x[j] - x[i]
+    valid = dx != 0
+    return float(np.median((y[j] - y[i])[valid] / dx[valid])) if valid.any() else 0.0
