@@ -122,13 +122,16 @@ class TorchProfileMagics(Magics):
                     run.on_boundary("iterations")
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after the report is shown
             failure = exc
-        finally:
+        try:
             run.finish(failure)
+        except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the final export: show the report, then raise
+            failure = failure or exc
+        finally:
             status.close()
         report = run.report
-        if output is not None:
+        if output is not None and report is not None:
             namespace[output] = report
-        if not options.quiet:
+        if not options.quiet and report is not None:
             from IPython.display import display
 
             display(report)

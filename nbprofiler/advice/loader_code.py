@@ -44,7 +44,9 @@ class LoaderArgs:
 
     ``extra`` holds further keyword arguments as source text (``collate_fn``
     pointing at the old loader's), which only a live loader can tell us.
-    ``shuffle`` is None when the loader uses a sampler of its own.
+    ``shuffle`` is None when the loader uses a sampler of its own. Arguments in
+    ``unknown`` (a trace does not say how many workers a loader had) are left
+    out unless changed, and then marked ``# changed`` without an old value.
     """
 
     loader_name: str
@@ -57,6 +59,7 @@ class LoaderArgs:
     persistent_workers: bool = False
     prefetch_factor: int | None = None
     extra: tuple[tuple[str, Expr], ...] = field(default_factory=tuple)
+    unknown: frozenset[str] = frozenset()
 
     def value(self, arg: str) -> Any:
         return getattr(self, arg)
@@ -121,22 +124,23 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
     (DataLoader rejects them then). Unchanged calls that fit stay on one line.
     """
     changes = dict(changes or {})
-    unknown = set(changes) - set(ARG_ORDER)
-    if unknown:
-        raise ValueError(f"cannot change DataLoader argument(s) {sorted(unknown)}; known: {', '.join(ARG_ORDER)}")
+    bad = set(changes) - set(ARG_ORDER)
+    if bad:
+        raise ValueError(f"cannot change DataLoader argument(s) {sorted(bad)}; known: {', '.join(ARG_ORDER)}")
     new = {a: changes.get(a, args.value(a)) for a in ARG_ORDER}
-    no_workers = new["num_workers"] == 0
+    no_workers = new["num_workers"] == 0 and "num_workers" not in args.unknown - set(changes)
     items: list[tuple[str, str]] = [(repr(args.dataset), "")]
     for arg in ARG_ORDER:
         value, old = new[arg], args.value(arg)
-        changed = arg in changes and value != old
+        unknown = arg in args.unknown
+        changed = arg in changes and (unknown or value != old)
         if no_workers and arg in ("persistent_workers", "prefetch_factor"):
             continue
         if arg == "shuffle" and value is None:
             continue  # a sampler of its own: passed on in ``extra`` or kept by the user
-        if arg != "batch_size" and not changed and value == DEFAULTS[arg]:
+        if not changed and (unknown or (arg != "batch_size" and value == DEFAULTS[arg])):
             continue
-        note = f"{CHANGED}{old!r}" if changed else ""
+        note = ("# changed" if unknown else f"{CHANGED}{old!r}") if changed else ""
         items.append((f"{arg}={value!r}", note))
     items.extend((f"{key}={expr!r}", "") for key, expr in args.extra)
     head = f"{args.loader_name} = DataLoader("

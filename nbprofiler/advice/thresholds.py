@@ -6,13 +6,16 @@ Shares are fractions of the step time (0.05 = 5%); speed-ups are factors.
 """
 from __future__ import annotations
 
+# -- Severity ----------------------------------------------------------------------------------
+# A change that can make steps 1.5x faster or more is "high"; from 1.15x "medium"; below that
+# "low". Changes that do not speed steps up (memory) set their severity from their own risk.
+SEVERITY_HIGH_GAIN = 1.5
+SEVERITY_MEDIUM_GAIN = 1.15
+
 # -- DataLoader ------------------------------------------------------------------------------
 # Waiting for batches above 5% of the step is worth a change of settings; below it the loader
 # keeps up and we say nothing (the old plugin used the same 5%, so we never alarm more often).
 DATALOADER_WAIT_SHARE = 0.05
-# Severity bands for the waiting share: above 30% the run is mostly waiting for data.
-DATALOADER_HIGH_SHARE = 0.30
-DATALOADER_MEDIUM_SHARE = 0.15
 # Workers needed = per-batch load time / compute time, times this margin, because batch load
 # times vary and a worker that is exactly as fast as the step still makes it wait now and then.
 WORKER_MARGIN = 1.25
@@ -76,7 +79,7 @@ TINY_KERNEL_US = 10.0
 TINY_KERNEL_SHARE = 0.50
 
 # -- Conv nets on GPU -----------------------------------------------------------------------------
-# Convolutions at 20% or more of the GPU time make cuDNN's algorithm choice and layout matter.
+# Convolution kernels running 20% or more of the step make cuDNN's algorithm choice and layout matter.
 CONV_MIN_SHARE = 0.20
 # cudnn.benchmark picks the fastest algorithm per input shape; the bound assumes it makes conv
 # kernels at most 1.3x faster (typical gains are a few percent to 20%).

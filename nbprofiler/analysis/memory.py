@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..trace.table import EventTable, Kind
+from ..trace.table import DeviceInfo, EventTable, Kind
 from .operators import OperatorTree
 from .steps import step_of
 
@@ -44,6 +44,8 @@ GROWTH_MIN_RISE_BYTES = 1 << 20
 GROWTH_MIN_RISE_FRACTION = 0.01
 _THEIL_SEN_MAX_POINTS = 1000
 
+GrowthSeries = tuple[str, str, str, np.ndarray, np.ndarray]  # device, source, measure, steps, bytes per step
+
 
 def device_label(device_type: np.ndarray, device_id: np.ndarray) -> np.ndarray:
     """``'cpu'``, ``'cuda:0'``...: the names torch uses for ``torch.device``."""
@@ -53,6 +55,12 @@ def device_label(device_type: np.ndarray, device_id: np.ndarray) -> np.ndarray:
         label = kind if kind == "cpu" or i < 0 else f"{kind}:{i}"
         out[(device_type == t) & (device_id == i)] = label
     return out
+
+
+def sampler_device(device: DeviceInfo) -> str:
+    """The timeline's label for the device a live run's sampler measured (ROCm
+    reports itself as CUDA in ``[memory]`` events, as in ``torch.device``)."""
+    return "cpu" if device.kind == "cpu" else f"cuda:{max(device.index, 0)}"
 
 
 def memory_timeline(table: EventTable) -> pd.DataFrame:
@@ -127,11 +135,14 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
     step ended (summed over steps): activations kept for backward, gradients,
     optimizer state, or a leak.
 
-    The trace does not link a free to its allocation here, so they are paired
-    by device and size, the most recent live allocation of that size first
-    (freeing in reverse order is what temporaries do). The per-step total held
-    is exact either way; only which operator is credited can swap between two
-    same-size allocations that are freed out of order.
+    The event table does not carry the allocation addresses, so a free is
+    paired with the most recent live allocation of the same device and size
+    (temporaries are freed in reverse order). When two allocations of one size
+    are alive and the *older* is freed first (``relu(linear(x))`` frees the
+    linear output just after ReLU made a same-size one), the two swap: the
+    bytes held are right but can be credited to the other one's operator, or
+    step. Bytes allocated per operator, and the levels in ``memory_steps``,
+    are exact.
     """
     table = tree.table
     idx = _memory_events(table)
@@ -162,10 +173,7 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
                                              kind="stable").reset_index(drop=True)
 
 
-Series = tuple[str, str, str, np.ndarray, np.ndarray]  # device, source, measure, steps, bytes
-
-
-def memory_growth(series: Iterable[Series]) -> pd.DataFrame:
+def memory_growth(series: Iterable[GrowthSeries]) -> pd.DataFrame:
     """Flag memory that rises step after step, as a leak does.
 
     ``series`` holds ``(device, source, measure, steps, bytes)``: a level per
@@ -209,22 +217,35 @@ def memory_growth(series: Iterable[Series]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=GROWTH_COLUMNS)
 
 
-def growth_series(step_table: pd.DataFrame, sampler_device: str | None) -> list[Series]:
+def growth_series(step_table: pd.DataFrame, sampler_device: str | None) -> list[GrowthSeries]:
     """The per-step levels ``memory_growth`` judges, from ``memory_steps``' table.
 
-    The live sampler's series (every step the cell ran) for its device; the
+    The live sampler's series (every step the cell ran) for its device, and the
     trace's end-of-step allocated bytes (profiled steps only) for every device.
+    RSS also moves with the profiler's own event buffers while it records
+    (``warmup`` and ``active`` steps) and with the trace export that follows
+    the last active step, which would look like a leak on a steady loop; so an
+    RSS series keeps only the steps the profiler left alone. The CUDA
+    allocator's figures do not see host buffers and keep every step.
     """
-    out: list[Series] = []
+    out: list[GrowthSeries] = []
     if sampler_device is not None:
         for column, measure in (("mem_allocated_bytes", "allocated"), ("rss_bytes", "rss")):
             if column in step_table:
                 rows = step_table[(step_table["device"] == sampler_device) & step_table[column].notna()]
+                if measure == "rss":
+                    rows = rows[_unprofiled(rows["phase"].to_numpy())]
                 out.append((sampler_device, "sampler", measure, rows["step"].to_numpy(), rows[column].to_numpy()))
     traced = step_table[step_table["end_allocated_bytes"].notna()]
     for device, rows in traced.groupby("device", sort=True):
         out.append((str(device), "trace", "allocated", rows["step"].to_numpy(), rows["end_allocated_bytes"].to_numpy()))
     return out
+
+
+def _unprofiled(phase: np.ndarray) -> np.ndarray:
+    """Steps in which the profiler neither recorded nor exported (phases in step order)."""
+    after_active = np.concatenate(([False], phase[:-1] == "active"))
+    return np.isin(phase, ("wait", "none")) & ~after_active
 
 
 def _memory_events(table: EventTable) -> np.ndarray:

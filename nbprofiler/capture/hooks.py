@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,8 +43,9 @@ class StepHooks:
         self.loaders: dict[int, LoaderRecord] = {}
         self.saw_optimizer_step = False
         self._fetches_since_boundary = 0
-        self._step_depth = 0  # optimizer.step() calls in progress under our wrapper
-        self._boundary_pending = False
+        # Per thread: two threads stepping their own optimizers at once must each end
+        # their own step, not share one depth counter and one pending flag.
+        self._thread = _StepState()
         self._removers: list[Callable[[], None]] = []
 
     # -- installation -------------------------------------------------------------------
@@ -57,8 +59,16 @@ class StepHooks:
         self._patch(DataLoader, "__iter__", self._wrap_iter)
 
     def remove(self) -> None:
+        """Undo every patch. One undo that raises (Ctrl-C arriving mid-way) does not
+        stop the others; the first error is re-raised once all have run."""
+        error: BaseException | None = None
         while self._removers:
-            self._removers.pop()()
+            try:
+                self._removers.pop()()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below
+                error = error or exc
+        if error is not None:
+            raise error
 
     def _patch(self, cls: type, attr: str, wrapper: Callable[[Callable], Callable]) -> None:
         original = cls.__dict__[attr]
@@ -74,8 +84,8 @@ class StepHooks:
             return
         self.saw_optimizer_step = True
         if self.step_on in ("auto", "optimizer"):
-            if self._step_depth:
-                self._boundary_pending = True  # ended by the wrapper once step() returns
+            if self._thread.depth:
+                self._thread.pending = True  # ended by the wrapper once step() returns
             else:
                 self.listener.on_boundary("optimizer")
 
@@ -86,13 +96,14 @@ class StepHooks:
         def step(optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
             if not hooks._mine():
                 return original(optimizer, *args, **kwargs)
-            hooks._step_depth += 1
+            state = hooks._thread
+            state.depth += 1
             try:
                 return original(optimizer, *args, **kwargs)
             finally:
-                hooks._step_depth -= 1
-                if hooks._step_depth == 0 and hooks._boundary_pending:
-                    hooks._boundary_pending = False
+                state.depth -= 1
+                if state.depth == 0 and state.pending:
+                    state.pending = False
                     hooks.listener.on_boundary("optimizer")
 
         return step
@@ -147,6 +158,14 @@ class StepHooks:
 
     def boundary_passed(self) -> None:
         self._fetches_since_boundary = 0
+
+
+class _StepState(threading.local):
+    """One thread's ``optimizer.step()`` nesting: calls in progress under our wrapper,
+    and whether the post-step hook asked for a boundary once the outermost returns."""
+
+    depth = 0
+    pending = False
 
 
 def _optimizer_classes() -> list[type]:

@@ -31,6 +31,7 @@ from ..options import ProfileOptions
 from ..trace.parser import parse_trace
 from ..trace.table import DeviceInfo, EventTable
 from .hooks import StepHooks
+from .lines import LineMarks, LineRecorder
 from .loaders import LoaderRecord, name_in
 from .sampler import StepSampler
 
@@ -47,10 +48,11 @@ class RunRecord:
     device: DeviceInfo
     steps: pd.DataFrame
     loaders: tuple[LoaderRecord, ...]
-    step_source: str  # what ended the steps: "optimizer", "dataloader", "manual", "iterations", "none"
+    step_source: str  # what ended the steps: "optimizer", "dataloader", "manual", "iterations", "none", "other thread"
     error: str | None = None  # "KeyboardInterrupt", "ValueError: ..." when the code raised
     cell_source: str | None = None
     cell_filename: str | None = None
+    line_marks: LineMarks | None = None  # with --stack in a cell: which cell line ran when
     sampler_bytes: int = 0
     cpu_count: int = 1
     wall_s: float = 0.0
@@ -67,6 +69,7 @@ class ProfileRun:
         self.namespace = namespace
         self.cell_source = cell_source
         self.cell_filename = cell_filename
+        self.lines = LineRecorder(cell_filename) if options.stack and cell_filename else None
         self.on_step = on_step
         self.cuda = _use_cuda(options.device)
         self.sampler = StepSampler(options, self.cuda)
@@ -77,9 +80,17 @@ class ProfileRun:
         self._boundaries: dict[str, int] = {}
         self._t_start = 0.0
         self._export_error: BaseException | None = None
+        self._cell_thread: int | None = None  # the thread that started the profiler
+        self._other_thread_steps = 0
 
     # -- listener interface used by StepHooks -----------------------------------------------
     def on_boundary(self, source: str) -> None:
+        if threading.get_ident() != self._cell_thread:
+            # torch.profiler records only the thread that started it, and stepping or
+            # stopping it from another thread crashes the process (segfault in the
+            # export): another thread's steps are counted for a note, never ended here.
+            self._other_thread_steps += 1
+            return
         self._boundaries[source] = self._boundaries.get(source, 0) + 1
         self.sampler.end_step()
         self.hooks.boundary_passed()
@@ -90,6 +101,8 @@ class ProfileRun:
             self.on_step(self)
 
     def on_data_wait(self, seconds: float, record: LoaderRecord | None) -> None:
+        if threading.get_ident() != self._cell_thread:
+            return  # a producer thread's fetch is not the loop's wait
         self.sampler.add_wait(seconds)
         if record is not None:
             step = self.sampler.count
@@ -116,9 +129,10 @@ class ProfileRun:
     def _on_trace_ready(self, prof: torch.profiler.profile) -> None:
         """Export each finished cycle. A failure is kept for the report, never raised
         into the user's training loop (this runs inside ``optimizer.step()``)."""
-        fd, tmp = tempfile.mkstemp(prefix="nbprofiler-", suffix=".json")
-        os.close(fd)
+        tmp: str | None = None
         try:
+            fd, tmp = tempfile.mkstemp(prefix="nbprofiler-", suffix=".json")  # fails if TMPDIR is unwritable
+            os.close(fd)
             prof.export_chrome_trace(tmp)
             raw = Path(tmp).read_bytes()
             self._traces.append(raw)
@@ -127,7 +141,8 @@ class ProfileRun:
         except Exception as exc:
             self._export_error = exc
         finally:
-            os.unlink(tmp)
+            if tmp is not None:
+                os.unlink(tmp)
 
     def _profiler(self) -> torch.profiler.profile:
         o = self.options
@@ -143,7 +158,8 @@ class ProfileRun:
             on_trace_ready=self._on_trace_ready,
             record_shapes=o.shapes,
             profile_memory=o.memory,
-            with_stack=o.stack,
+            # torch records nn.Module calls only through its Python tracer, which with_stack turns on.
+            with_stack=o.stack or o.modules,
             with_modules=o.modules,
         )
 
@@ -163,8 +179,11 @@ class ProfileRun:
             self._prof = self._profiler()
             self.hooks.install()
             self._t_start = time.perf_counter()
+            self._cell_thread = threading.get_ident()
             self.sampler.start()
             self._prof.start()
+            if self.lines is not None:
+                self.lines.start()
         except BaseException:
             self._cleanup()
             raise
@@ -174,25 +193,39 @@ class ProfileRun:
         self.finish(exc)
 
     def finish(self, exc: BaseException | None = None) -> None:
-        """Stop the profiler, remove every hook, and build the report (also after an error)."""
+        """Stop the profiler, remove every hook, and build the report (also after an error).
+
+        Ctrl-C while the final trace export runs (it can take seconds) still leaves
+        a partial report: the interrupt is held, the report built, then re-raised.
+        """
+        interrupt: BaseException | None = None
         try:
             if self._prof is not None:
                 self._prof.stop()
         except Exception as e:  # the final export failed inside torch: keep the steps
             self._export_error = e
+        except BaseException as e:  # noqa: BLE001 - re-raised below, once the report exists
+            interrupt = e
         finally:
             self._cleanup()
-        self.report = self._build_report(None if exc is None else _describe(exc))
+        failure = exc if exc is not None else interrupt
+        self.report = self._build_report(None if failure is None else _describe(failure))
         global _last_report
         _last_report = self.report
+        if interrupt is not None:
+            raise interrupt
 
     def _cleanup(self) -> None:
         global _active
-        self.hooks.remove()
-        self._prof = None
-        with _active_lock:
-            if _active is self:
-                _active = None
+        try:
+            if self.lines is not None:
+                self.lines.stop()
+            self.hooks.remove()
+        finally:  # even if interrupted mid-way: a stale _active would refuse every later cell as nested
+            self._prof = None
+            with _active_lock:
+                if _active is self:
+                    _active = None
 
     def _build_report(self, error: str | None) -> Any:
         from ..report import Report
@@ -206,13 +239,22 @@ class ProfileRun:
             error=error,
             cell_source=self.cell_source,
             cell_filename=self.cell_filename,
+            line_marks=self.lines.marks() if self.lines is not None and not self.lines.skipped else None,
             sampler_bytes=self.sampler.nbytes(),
             cpu_count=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
             wall_s=time.perf_counter() - self._t_start,
         )
+        if self.lines is not None and self.lines.skipped:
+            record.notes.append("another trace function (a debugger or coverage tool) was active, so the time per cell line was not recorded")
+        if self._other_thread_steps:
+            record.notes.append(
+                f"{self._other_thread_steps} step(s) ended in another thread and were not profiled: torch.profiler "
+                "records only the thread that runs the cell; run the training loop in the cell itself"
+            )
         if self._export_error is not None:
             record.notes.append(
-                f"the trace export failed ({_describe(self._export_error)}); only per-step figures are shown"
+                f"the trace export failed ({_describe(self._export_error)}); only per-step figures are shown. "
+                f"Make sure {tempfile.gettempdir()} is writable and has free space (or set TMPDIR), then run again"
             )
         table = self._table()
         raw = self._traces[-1] if self._traces else None
@@ -234,7 +276,7 @@ class ProfileRun:
         if self.options.iterations:
             return "iterations"
         if not self._boundaries:
-            return "none"
+            return "other thread" if self._other_thread_steps else "none"
         return max(self._boundaries, key=self._boundaries.__getitem__)
 
     def step(self) -> None:
@@ -285,7 +327,10 @@ def _live_device(cuda: bool) -> DeviceInfo:
 
 
 def current_run() -> ProfileRun | None:
-    return _active
+    """The run in progress in this process. A DataLoader worker forked during a run
+    inherits ``_active`` but is not that run, so ``nbprofiler.step()`` there does nothing."""
+    run = _active
+    return run if run is not None and run.hooks.owner_pid == os.getpid() else None
 
 
 def last_report() -> Any:

@@ -1,11 +1,22 @@
-"""The Report's mimebundle: text/plain, static text/html, and the report data.
+"""The Report's mimebundle: the explorer, static HTML, text and the report data, in one output.
 
-The JSON payload (``MIME_TYPE``) is what the JupyterLab extension renders
-when a saved notebook is reopened without a kernel, so it carries every table
-a reader needs, already reduced to plain lists.
+Why one output: a notebook saved with it shows the report wherever it is
+opened. With a live kernel, JupyterLab shows the explorer widget (the
+labextension's renderer for ``MIME_TYPE`` ranks first and hands over to the
+widget renderer while the widget's comm is open). Reopened without a kernel,
+the labextension draws the report from ``MIME_TYPE``; nbconvert, GitHub and
+VS Code without a kernel fall back to ``text/html``; a terminal gets
+``text/plain``. None of them shows "Error displaying widget: model not found".
+
+The widget goes in only where a person runs the cell in a widget front end:
+an ipykernel with comm support, running a request that allows stdin. nbclient,
+papermill and ``nbconvert --execute`` send no stdin, and there a widget would
+only leave saved widget state behind, which makes nbconvert's HTML export show
+an empty widget instead of the static report.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from .html import render_html
@@ -16,11 +27,53 @@ if TYPE_CHECKING:
     from ..report import Report
 
 MIME_TYPE = "application/vnd.nbprofiler.report+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def mimebundle(report: "Report") -> dict[str, Any]:
-    return {
-        "text/plain": render_text(report),
-        "text/html": render_html(report),
-        MIME_TYPE: report_payload(report),
-    }
+def widget_frontend() -> bool:
+    """True inside an ipykernel, with comms, serving an interactive front end."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None or getattr(kernel, "comm_manager", None) is None:
+        return False
+    if not getattr(kernel, "_allow_stdin", True):
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def rich_output() -> bool:
+    """False in terminal IPython, whose display shows only ``text/plain``."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return True
+    shell = get_ipython()
+    return shell is None or "text/html" in shell.display_formatter.active_types
+
+
+def mimebundle(report: "Report", include: Collection[str] | None = None,
+               exclude: Collection[str] | None = None) -> dict[str, Any]:
+    """The bundle for ``display(report)``, honouring IPython's ``include``/``exclude``."""
+    def wanted(mime: str) -> bool:
+        return (include is None or mime in include) and not (exclude and mime in exclude)
+
+    bundle: dict[str, Any] = {"text/plain": render_text(report)}
+    if not rich_output():
+        return bundle
+    if wanted("text/html"):
+        bundle["text/html"] = render_html(report)
+    if wanted(MIME_TYPE):
+        bundle[MIME_TYPE] = report_payload(report)
+    if wanted(WIDGET_MIME) and widget_frontend():
+        from .widget import Explorer
+
+        bundle[WIDGET_MIME] = Explorer(report)._repr_mimebundle_()[WIDGET_MIME]
+    return bundle

@@ -1,27 +1,61 @@
-"""The static HTML report: self-contained (inline styles and images, no network).
+"""The static HTML report: every section, self-contained, for saved notebooks and files.
 
-Every name from a trace is untrusted text and goes through ``esc``.
+It is what nbconvert, GitHub and VS Code show without a kernel, and what
+``report.to_html(path)`` writes: inline styles, charts as inline PNG images,
+no script and no network (a standalone file adds one inline script, for the
+Copy buttons of the suggestions).
+
+Every name that comes from a trace (operators, kernels, annotations, modules,
+the cell's source) is untrusted text and goes through ``esc``.
 """
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .format import fmt_bytes, fmt_us, shorten
+from .charts import chart
+from .format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import operator_view, render_summary_line
+from .views import LABELS, breakdown_parts, growth_warnings, headline, memory_device, phase_summary, ranked_suggestions
 
 if TYPE_CHECKING:
+    from ..advice.suggestion import Suggestion
     from ..report import Report
 
-_STYLE = """
-.nbp{font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.4;max-width:1100px}
-.nbp h3{font-size:15px;margin:6px 0}.nbp h4{font-size:13px;margin:12px 0 4px}
-.nbp table{border-collapse:collapse;margin:4px 0}.nbp td,.nbp th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
-.nbp td.n,.nbp th.n{text-align:left;font-family:ui-monospace,monospace;max-width:520px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.nbp .note{color:#8a5a00;margin:2px 0}.nbp .partial{color:#b00020;font-weight:600}
+MAX_STEP_ROWS = 50
+TOP_OPERATORS = 25
+TOP_KERNELS = 15
+TOP_MEMORY_OPS = 15
+MAX_MODULE_ROWS = 200
+
+STYLE = """
+.nbp{font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.45;max-width:1100px;color:#222}
+.nbp h3{font-size:16px;margin:6px 0 4px}.nbp h4{font-size:14px;margin:16px 0 4px;border-bottom:1px solid #ddd;padding-bottom:2px}
+.nbp table{border-collapse:collapse;margin:4px 0}.nbp td,.nbp th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
+.nbp th{background:#f6f6f6;font-weight:600}
+.nbp td.n,.nbp th.n{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace;max-width:560px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.nbp .how{color:#666;margin:2px 0 6px}.nbp .note{color:#8a5a00;margin:2px 0}.nbp .warn{color:#b00020;margin:4px 0;font-weight:600}
+.nbp .metrics{display:flex;flex-wrap:wrap;gap:8px;margin:6px 0}.nbp .metric{border:1px solid #ddd;border-radius:6px;padding:4px 10px;min-width:110px}
+.nbp .metric b{display:block;font-size:16px}.nbp .metric span{color:#666;font-size:11px}
+.nbp .card{border:1px solid #ddd;border-left:4px solid #999;border-radius:4px;padding:6px 10px;margin:6px 0}
+.nbp .card.high{border-left-color:#c0392b}.nbp .card.medium{border-left-color:#e67e22}.nbp .card.low{border-left-color:#7f8c8d}
+.nbp pre{background:#f6f8fa;padding:6px 8px;border-radius:4px;overflow-x:auto;margin:4px 0;font-size:12px}
+.nbp .bar{display:inline-block;height:10px;vertical-align:middle}.nbp img{max-width:100%}
+.nbp code{font-family:ui-monospace,Menlo,Consolas,monospace}
 """
+
+_COPY_SCRIPT = """<script>
+document.addEventListener("click", function (e) {
+  var b = e.target.closest && e.target.closest("button.nbp-copy");
+  if (!b) return;
+  var text = b.parentNode.querySelector("pre").innerText;
+  navigator.clipboard.writeText(text).then(function () { b.textContent = "Copied"; });
+});
+</script>"""
 
 
 def esc(value: object) -> str:
@@ -29,37 +63,312 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def html_table(df: pd.DataFrame, formats: dict[str, object], name_cols: tuple[str, ...] = ("name",)) -> str:
-    head = "".join(f'<th class="{"n" if c in name_cols else ""}">{esc(c)}</th>' for c in df.columns)
-    rows = []
-    for rec in df.itertuples(index=False):
+@dataclass(frozen=True)
+class Col:
+    """How a table shows one column: its header, cell text, and whether it holds a name."""
+
+    key: str
+    label: str
+    fmt: Callable[[Any], str] = str
+    name: bool = False
+
+
+def us_col(key: str, label: str) -> Col:
+    return Col(key, label, fmt_us)
+
+
+def html_table(df: pd.DataFrame, cols: Sequence[Col], name_width: int = 80) -> str:
+    """A table of ``df``'s rows; name cells are cut to ``name_width`` with the full text as title."""
+    present = [c for c in cols if c.key in df.columns]
+    head = "".join(f'<th class="{"n" if c.name else ""}">{esc(c.label)}</th>' for c in present)
+    body = []
+    for rec in df[[c.key for c in present]].itertuples(index=False):
         cells = []
-        for col, value in zip(df.columns, rec):
-            fmt = formats.get(col)
-            text = fmt(value) if fmt else value  # type: ignore[operator]
-            if col in name_cols:
-                cells.append(f'<td class="n" title="{esc(value)}">{esc(shorten(str(value), 80))}</td>')
+        for col, value in zip(present, rec):
+            if col.name:
+                cells.append(f'<td class="n" title="{esc(value)}">{esc(shorten(str(value), name_width))}</td>')
             else:
-                cells.append(f"<td>{esc(text)}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+                cells.append(f"<td>{esc(col.fmt(value))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def img(uri: str | None, alt: str) -> str:
+    return "" if uri is None else f'<img src="{uri}" alt="{esc(alt)}">'
+
+
+def how(text: str) -> str:
+    """The one line under a section heading that says how to read it."""
+    return f'<div class="how">{esc(text)}</div>'
+
+
+def _count(v: Any) -> str:
+    return f"{int(v):,}"
+
+
+def _ms(v: Any) -> str:
+    return fmt_us(float(v) * 1e3)
+
+
+# -- sections ---------------------------------------------------------------------------------
+def metrics_html(report: "Report") -> str:
+    h = headline(report)
+    boxes = [("average step", fmt_us(h["avg_step_us"]), f"{h['steps_profiled']} profiled steps")]
+    if h["samples_per_s"] is not None:
+        boxes.append(("samples / s", f"{h['samples_per_s']:,.0f}", f"batch size {h['batch_size']}"))
+    if h["gpu_utilization"] is not None:
+        boxes.append(("GPU utilization", fmt_pct(h["gpu_utilization"]), "kernel time / step time"))
+        boxes.append(("SM efficiency", fmt_pct(h["sm_efficiency"]), "estimated"))
+        boxes.append(("occupancy", fmt_pct(h["achieved_occupancy"]), "estimated, achieved"))
+        boxes.append(("tensor cores", fmt_pct(h["tensor_core_share"]), "share of kernel time"))
+    return '<div class="metrics">' + "".join(
+        f'<div class="metric"><span>{esc(a)}</span><b>{esc(b)}</b><span>{esc(c)}</span></div>' for a, b, c in boxes
+    ) + "</div>"
+
+
+def breakdown_table(report: "Report") -> pd.DataFrame:
+    """Per part: mean µs per step and share of the step, as the chart's legend reads."""
+    _, parts = breakdown_parts(report)
+    means = parts.drop(columns="step").mean()
+    total = float(means.sum())
+    return pd.DataFrame({
+        "part": [LABELS.get(c, c) for c in means.index],
+        "per_step_us": means.to_numpy(),
+        "share": means.to_numpy() / total if total > 0 else float("nan"),
+    })
+
+
+def device_html(report: "Report") -> str:
+    d = report.device
+    facts = [f"<b>{esc(d.name)}</b> ({esc(d.kind)})"]
+    if d.total_memory_bytes:
+        facts.append(f"{esc(fmt_bytes(d.total_memory_bytes))} memory")
+    if d.compute_capability:
+        facts.append(f"compute capability {d.compute_capability[0]}.{d.compute_capability[1]}")
+    if d.sm_count:
+        facts.append(f"{d.sm_count} SMs")
+    return "<div>Device: " + " · ".join(facts) + "</div>"
+
+
+def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
+    parts = [f'<div class="card {esc(s.severity)}"><b>{esc(s.title)}</b> <span class="how">[{esc(s.severity)}]</span>']
+    if s.detail:
+        parts.append(f"<div>{esc(s.detail)}</div>")
+    if s.evidence:
+        items = ", ".join(f"{esc(k)} = <code>{esc(_evidence(v))}</code>" for k, v in s.evidence.items())
+        parts.append(f"<div>Evidence: {items}</div>")
+    if s.expected_gain:
+        parts.append(f"<div>Expected gain: {esc(s.expected_gain)}</div>")
+    if s.code:
+        button = '<button class="nbp-copy" type="button">Copy</button>' if copy_button else ""
+        parts.append(f"<div>{button}<pre>{esc(s.code)}</pre></div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _evidence(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def overview_section(report: "Report") -> str:
+    kind, _ = breakdown_parts(report)
+    out = ["<h4>Overview</h4>", how("The average step, and where its time goes: one bar per profiled step. "
+                                    + ("Each instant goes to one device category, by priority."
+                                       if kind == "device" else "Host time by training phase (no device activity)."))]
+    out.append(metrics_html(report))
+    out.append(device_html(report))
+    uri = chart(report, "breakdown")
+    if uri:
+        out.append(img(uri, "step time breakdown"))
+        out.append(html_table(breakdown_table(report), [Col("part", "part"), us_col("per_step_us", "per step"),
+                                                         Col("share", "share", fmt_pct)]))
+    return "".join(out)
+
+
+def steps_section(report: "Report") -> str:
+    steps = report.steps
+    if steps.empty:
+        return ""
+    fmts = [Col("step", "step"), Col("phase", "phase"), Col("wall_ms", "wall", _ms), Col("dataloader_ms", "data wait", _ms)]
+    fmts += [Col(c, c.removesuffix("_bytes").replace("_", " "), fmt_bytes) for c in steps.columns if c.endswith("_bytes")]
+    out = ["<h4>Steps</h4>", how("Every step the cell ran, by schedule phase; only the active steps are traced.")]
+    out.append(html_table(phase_summary(steps), [Col("phase", "phase"), Col("steps", "steps", _count),
+                                                 Col("mean_wall_ms", "mean wall", _ms),
+                                                 Col("mean_dataloader_ms", "mean data wait", _ms)]))
+    active = steps[steps["phase"] == "active"]
+    shown = active.head(MAX_STEP_ROWS)
+    if len(shown):
+        more = f" (first {len(shown)} of {len(active)})" if len(active) > len(shown) else ""
+        out.append(f"<div>Profiled steps{more}:</div>" + html_table(shown, fmts))
+    return "".join(out)
+
+
+def operators_section(report: "Report") -> str:
+    ops = operator_view(report, TOP_OPERATORS)
+    if ops.empty:
+        return ""
+    cols = [Col("name", "operator", name=True), Col("calls", "calls", _count), Col("input_shapes", "input shapes", name=True),
+            us_col("host_self_us", "host self"), us_col("host_total_us", "host total")]
+    if report.has_device_activity:
+        cols += [us_col("device_self_us", "device self"), us_col("device_total_us", "device total")]
+    return (f"<h4>Top operators ({len(ops)} of {len(report.operators)})</h4>"
+            + how("Self time excludes the ops an operator calls; total includes them. Device time is the work an "
+                  "operator launched.") + html_table(ops, cols))
+
+
+def kernels_section(report: "Report") -> str:
+    k = report.kernels
+    if k.empty:
+        return ""
+    cols = [Col("name", "kernel", name=True), Col("calls", "calls", _count), us_col("total_us", "total"),
+            us_col("mean_us", "mean"), us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct),
+            Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"), Col("operator", "launched by", name=True)]
+    return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them; the pie groups "
+                                      "them by what they compute.")
+            + img(chart(report, "kernels"), "kernel time by category") + html_table(k.head(TOP_KERNELS), cols, 60))
+
+
+def memory_section(report: "Report") -> str:
+    device = memory_device(report)
+    if device is None:
+        return ""
+    out = ["<h4>Memory</h4>", how("Memory at the end of every step (wait, warmup and active shaded), then through the "
+                                  "profiled steps, then which operators allocated it.")]
+    out += [f'<div class="warn">{esc(w)}</div>' for w in growth_warnings(report)]
+    out.append(img(chart(report, "memory"), "memory over steps"))
+    out.append(img(chart(report, "memory_timeline"), "memory during the profiled steps"))
+    ops = report.memory_by_operator
+    ops = ops[ops["device"] == device].head(TOP_MEMORY_OPS)
+    if len(ops):
+        out.append(f"<div>Allocations on {esc(device)} by operator (held = still allocated at the step's end):</div>")
+        out.append(html_table(ops, [Col("name", "operator", name=True), Col("allocations", "allocations", _count),
+                                    Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]))
+    return "".join(out)
+
+
+def line_rows(report: "Report") -> pd.DataFrame:
+    """Every line of the cell, with its time (0 where none): the source as the user wrote it."""
+    run = report.run
+    source = (run.cell_source or "") if run is not None else ""
+    text = source.splitlines()
+    timed = report.lines.set_index("line")
+    host = timed["host_us"].reindex(range(1, len(text) + 1), fill_value=0.0).to_numpy()
+    device = timed["device_us"].reindex(range(1, len(text) + 1), fill_value=0.0).to_numpy()
+    return pd.DataFrame({"line": range(1, len(text) + 1), "source": text, "host_us": host, "device_us": device})
+
+
+def heat_bar(share: float, color: str, width_px: int = 120) -> str:
+    w = max(0, min(width_px, round(share * width_px)))
+    return (f'<span class="bar" style="width:{w}px;background:{color}"></span>'
+            f'<span class="bar" style="width:{width_px - w}px;background:#f0f0f0"></span>')
+
+
+def lines_section(report: "Report") -> str:
+    if report.lines.empty:
+        return ""
+    rows = line_rows(report)
+    device = report.has_device_activity
+    key = "device_us" if device and rows["device_us"].sum() > 0 else "host_us"
+    top = float(rows[key].max()) or 1.0
+    body = []
+    for r in rows.itertuples(index=False):
+        bar = heat_bar(getattr(r, key) / top, "#d62728") if getattr(r, key) > 0 else heat_bar(0.0, "#d62728")
+        figures = f"<td>{esc(fmt_us(r.host_us) if r.host_us else '')}</td>"
+        if device:
+            figures += f"<td>{esc(fmt_us(r.device_us) if r.device_us else '')}</td>"
+        body.append(f'<tr><td>{r.line}</td><td>{bar}</td>{figures}<td class="n"><code>{esc(r.source)}</code></td></tr>')
+    head = "<th>line</th><th>share</th><th>host</th>" + ("<th>device</th>" if device else "") + '<th class="n">source</th>'
+    return ("<h4>Cell lines</h4>" + how("Your cell, each line with the time of the torch ops it ran (calls into "
+                                         "functions and modules count for the calling line); the bar is relative "
+                                         "to the costliest line.")
+            + f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def modules_section(report: "Report") -> str:
+    mods = report.modules
+    if mods.empty:
+        return ""
+    shown = mods.head(MAX_MODULE_ROWS)
+    body = []
+    device = report.has_device_activity
+    for r in shown.itertuples(index=False):
+        leaf = str(r.module).rsplit(".", 1)[-1]
+        cells = [f'<td class="n" title="{esc(r.module)}" style="padding-left:{8 + 16 * int(r.depth)}px">{esc(leaf)}</td>',
+                 f"<td>{int(r.calls):,}</td>", f"<td>{esc(fmt_us(r.forward_host_us))}</td>",
+                 f"<td>{esc(fmt_us(r.backward_host_us))}</td>"]
+        if device:
+            cells += [f"<td>{esc(fmt_us(r.forward_device_us))}</td>", f"<td>{esc(fmt_us(r.backward_device_us))}</td>"]
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    head = '<th class="n">module</th><th>calls</th><th>forward host</th><th>backward host</th>'
+    if device:
+        head += "<th>forward device</th><th>backward device</th>"
+    more = f"<div>First {len(shown)} of {len(mods)} modules.</div>" if len(mods) > len(shown) else ""
+    return ("<h4>Modules</h4>" + how("Each nn.Module with its submodules indented under it, in call order; every "
+                                      "figure includes the submodules.")
+            + f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}")
+
+
+def suggestions_section(report: "Report", copy_button: bool) -> str:
+    ranked = ranked_suggestions(report)
+    if not ranked:
+        return ""
+    return ("<h4>Suggestions</h4>" + how("Largest expected gain first; each with the measurements behind it and code "
+                                          "to paste.") + "".join(suggestion_card(s, copy_button) for s in ranked))
+
+
+def communication_section(report: "Report") -> str:
+    comm = report.communication
+    if comm.empty or not (comm["communication_us"] > 0).any():
+        return ""
+    cols = [Col("step", "step"), Col("kernels", "kernels", _count), Col("host_ops", "host ops", _count),
+            us_col("communication_us", "communication"), Col("share", "share of step", fmt_pct),
+            Col("overlap_share", "overlapped with compute", fmt_pct)]
+    return "<h4>Communication</h4>" + how("Collectives (NCCL, gloo) per step, and how much of them ran under "
+                                          "computation.") + html_table(comm, cols)
+
+
+def gpu_wait_section(report: "Report") -> str:
+    idle = report.idle
+    if idle.empty:
+        return ""
+    syncs = report.syncs.groupby("name", as_index=False)[["calls", "total_us"]].sum() if len(report.syncs) else None
+    out = ["<h4>GPU idle time and synchronisation</h4>",
+           how("Device idle time within each step, split into waiting for the host to launch work and other gaps; "
+               "then the calls that made the host wait for the device."),
+           html_table(idle, [Col("step", "step"), us_col("busy_us", "busy"), us_col("idle_us", "idle"),
+                             us_col("host_wait_us", "waiting for host"), us_col("other_idle_us", "other idle")])]
+    if syncs is not None:
+        out.append(html_table(syncs, [Col("name", "call", name=True), Col("calls", "calls", _count),
+                                      us_col("total_us", "total")]))
+    return "".join(out)
+
+
+def hints_html(report: "Report") -> str:
+    """What the user can switch on to see more, said once at the end."""
+    if report.run is None:
+        return ""
+    o = report.run.options
+    hints = []
+    if not o.stack:
+        hints.append("<code>--stack</code> for the time per line of this cell")
+    if not (o.modules or o.stack):
+        hints.append("<code>--modules</code> for the time per nn.Module")
+    return f'<div class="how">More detail: {"; ".join(hints)}.</div>' if hints else ""
 
 
 def render_html(report: "Report", standalone: bool = False) -> str:
-    parts = [f"<style>{_STYLE}</style>", '<div class="nbp">', f"<h3>nbprofiler report — {esc(render_summary_line(report))}</h3>"]
-    for note in report.notes:
-        parts.append(f'<div class="note">{esc(note)}</div>')
-    steps = report.steps
-    if len(steps):
-        fmts: dict[str, object] = {"wall_ms": lambda v: fmt_us(v * 1e3), "dataloader_ms": lambda v: fmt_us(v * 1e3)}
-        fmts.update({c: fmt_bytes for c in steps.columns if c.endswith("_bytes")})
-        parts += ["<h4>Steps</h4>", html_table(steps, fmts, name_cols=())]
-    ops = operator_view(report)
-    if len(ops):
-        parts += [f"<h4>Top operators ({len(ops)} of {len(report.operators)})</h4>",
-                  html_table(ops, {c: fmt_us for c in ops.columns if c.endswith("_us")})]
+    """The whole static report as an HTML fragment, or a complete page with ``standalone``."""
+    parts = [f"<style>{STYLE}</style>", '<div class="nbp">',
+             f"<h3>nbprofiler report — {esc(render_summary_line(report))}</h3>"]
+    parts += [f'<div class="note">{esc(note)}</div>' for note in report.notes]
+    for section in (overview_section(report), suggestions_section(report, copy_button=standalone),
+                    steps_section(report), operators_section(report), kernels_section(report),
+                    lines_section(report), modules_section(report), memory_section(report),
+                    gpu_wait_section(report), communication_section(report), hints_html(report)):
+        parts.append(section)
     parts.append("</div>")
     body = "".join(parts)
     if standalone:
-        return f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>nbprofiler report</title></head><body>{body}</body></html>'
+        return ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>nbprofiler report</title></head>'
+                f"<body>{body}{_COPY_SCRIPT}</body></html>")
     return body

@@ -1,4 +1,11 @@
-"""The report as plain JSON data (schema ``nbprofiler.report/1``) for the labextension."""
+"""The report as plain JSON data (schema ``nbprofiler.report/1``) for the labextension.
+
+The JupyterLab extension draws a saved report from this when no kernel holds
+the explorer any more, so its keys are a contract: ``schema, title, source,
+partial, notes, device, summary, breakdown{kind,columns,rows},
+operators{columns,rows}, steps{columns,rows}, suggestions[...]``. Keys may be
+added; none is renamed or removed within schema version 1.
+"""
 from __future__ import annotations
 
 import math
@@ -8,12 +15,14 @@ import numpy as np
 import pandas as pd
 
 from .text import operator_view, render_summary_line
+from .views import breakdown_parts, headline, ranked_suggestions
 
 if TYPE_CHECKING:
     from ..report import Report
 
 SCHEMA = "nbprofiler.report/1"
 MAX_OPERATOR_ROWS = 200
+MAX_STEP_ROWS = 5000
 
 
 def _clean(value: Any) -> Any:
@@ -36,7 +45,8 @@ def table_payload(df: pd.DataFrame) -> dict[str, Any]:
 
 
 def report_payload(report: "Report") -> dict[str, Any]:
-    ops = report.operators.head(MAX_OPERATOR_ROWS) if report.run is None else operator_view(report).head(MAX_OPERATOR_ROWS)
+    kind, parts = breakdown_parts(report)
+    h = headline(report)
     return {
         "schema": SCHEMA,
         "title": render_summary_line(report),
@@ -44,6 +54,10 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "partial": report.partial,
         "notes": list(report.notes),
         "device": report.device.as_dict(),
-        "operators": table_payload(ops),
-        "steps": table_payload(report.steps),
+        "summary": {k: _clean(v) for k, v in h.items()},
+        "breakdown": {"kind": kind, **table_payload(parts)},
+        "operators": table_payload(operator_view(report, MAX_OPERATOR_ROWS)),
+        "steps": table_payload(report.steps.head(MAX_STEP_ROWS)),
+        "suggestions": [{k: _clean(v) if not isinstance(v, dict) else {a: _clean(b) for a, b in v.items()}
+                         for k, v in s.as_dict().items()} for s in ranked_suggestions(report)],
     }

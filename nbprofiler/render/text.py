@@ -1,25 +1,35 @@
-"""The text report: what terminal IPython and ``print(report.to_text())`` show."""
+"""The text report: what terminal IPython and ``print(report.to_text())`` show.
+
+The same sections as the HTML report, in the same order, cut to what reads in
+a terminal: the breakdown as averages, the top rows of each table, and the
+suggestions in full, largest expected gain first.
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .format import fmt_bytes, fmt_us, shorten
+from .format import fmt_bytes, fmt_pct, fmt_us, shorten
 
 if TYPE_CHECKING:
     from ..report import Report
 
+TOP_KERNELS = 10
+TOP_LINES = 10
+TOP_MODULES = 15
 
-def operator_view(report: "Report") -> pd.DataFrame:
-    """The operator rows a renderer shows: sorted by ``--sort`` and cut to ``--top``."""
+
+def operator_view(report: "Report", top: int | None = None) -> pd.DataFrame:
+    """The operator rows a renderer shows: sorted by ``--sort``, cut to ``--top`` (or ``top``)."""
     ops = report.operators
-    top = 15
+    limit = 15 if top is None else top
     if report.run is not None:
-        top = report.run.options.top
-        if report.run.options.sort:
-            ops = ops.sort_values(report.run.options.sort, ascending=report.run.options.sort == "name", kind="stable")
-    return ops.head(top)
+        limit = report.run.options.top if top is None else top
+        sort = report.run.options.sort
+        if sort:
+            ops = ops.sort_values(sort, ascending=sort == "name", kind="stable")
+    return ops.head(limit)
 
 
 def render_summary_line(report: "Report") -> str:
@@ -37,28 +47,134 @@ def render_summary_line(report: "Report") -> str:
     return " · ".join(parts)
 
 
-def _table(df: pd.DataFrame, formats: dict[str, object]) -> str:
+def _table(df: pd.DataFrame, formats: dict[str, Any]) -> str:
     shown = df.copy()
     for col, fmt in formats.items():
         if col in shown:
-            shown[col] = [fmt(v) for v in shown[col]]  # type: ignore[operator]
+            shown[col] = [fmt(v) for v in shown[col]]
     return shown.to_string(index=False)
+
+
+def _ms(v: float) -> str:
+    return fmt_us(v * 1e3)
+
+
+def _breakdown_lines(report: "Report") -> list[str]:
+    from .views import LABELS, breakdown_parts, headline
+
+    h = headline(report)
+    kind, parts = breakdown_parts(report)
+    if parts.empty:
+        return []
+    means = parts.drop(columns="step").mean()
+    total = float(means.sum())
+    figures = [f"avg step {fmt_us(h['avg_step_us'])} over {h['steps_profiled']} profiled steps"]
+    if h["samples_per_s"] is not None:
+        figures.append(f"{h['samples_per_s']:,.0f} samples/s at batch size {h['batch_size']}")
+    if h["gpu_utilization"] is not None:
+        figures.append(f"GPU utilization {fmt_pct(h['gpu_utilization'])}")
+    title = "Step time by device activity" if kind == "device" else "Step time by phase (host)"
+    out = ["", "Overview: " + ", ".join(figures), title]
+    width = max(len(LABELS.get(c, c)) for c in means.index)
+    for col, us in means.items():
+        if us > 0:
+            share = us / total if total > 0 else 0.0
+            out.append(f"  {LABELS.get(col, col):<{width}}  {fmt_us(us):>9}  {fmt_pct(share):>6}  {'█' * round(share * 30)}")
+    return out
+
+
+def _steps_lines(report: "Report") -> list[str]:
+    from .views import phase_summary
+
+    steps = report.steps
+    if steps.empty:
+        return []
+    return ["", "Steps (by schedule phase)",
+            _table(phase_summary(steps), {"mean_wall_ms": _ms, "mean_dataloader_ms": _ms})]
+
+
+def _operator_lines(report: "Report") -> list[str]:
+    ops = operator_view(report)
+    if ops.empty:
+        return []
+    if not report.has_device_activity:
+        ops = ops.drop(columns=["device_self_us", "device_total_us"])
+    shown = ops.assign(name=[shorten(n, 50) for n in ops["name"]])
+    return ["", f"Top operators ({len(ops)} of {len(report.operators)})",
+            _table(shown, {c: fmt_us for c in shown.columns if c.endswith("_us")})]
+
+
+def _kernel_lines(report: "Report") -> list[str]:
+    k = report.kernels
+    if k.empty:
+        return []
+    shown = k.head(TOP_KERNELS)[["name", "calls", "total_us", "mean_us", "operator"]]
+    shown = shown.assign(name=[shorten(n, 50) for n in shown["name"]],
+                         operator=[shorten(str(n), 30) for n in shown["operator"]])
+    return ["", f"Top kernels ({len(shown)} of {len(k)})", _table(shown, {"total_us": fmt_us, "mean_us": fmt_us})]
+
+
+def _memory_lines(report: "Report") -> list[str]:
+    from .views import growth_warnings, memory_device
+
+    device = memory_device(report)
+    if device is None:
+        return []
+    steps = report.memory_steps
+    steps = steps[steps["device"] == device]
+    figures = []
+    for col, label in (("mem_peak_bytes", "peak allocated"), ("peak_allocated_bytes", "peak allocated (traced)"),
+                       ("mem_reserved_bytes", "reserved"), ("rss_bytes", "process RSS")):
+        if col in steps and steps[col].notna().any():
+            figures.append(f"{label} {fmt_bytes(float(steps[col].max()))}")
+            if col == "mem_peak_bytes":
+                break
+    out = ["", f"Memory on {device}: " + (", ".join(figures) if figures else "no samples")]
+    out += [f"  WARNING: {w}" for w in growth_warnings(report)]
+    return out
+
+
+def _line_lines(report: "Report") -> list[str]:
+    lines = report.lines
+    if lines.empty:
+        return []
+    shown = lines.head(TOP_LINES).assign(source=[shorten(s.strip(), 60) for s in lines.head(TOP_LINES)["source"]])
+    if not report.has_device_activity:
+        shown = shown.drop(columns="device_us")
+    return ["", "Cell lines by time", _table(shown, {"host_us": fmt_us, "device_us": fmt_us})]
+
+
+def _module_lines(report: "Report") -> list[str]:
+    mods = report.modules
+    if mods.empty:
+        return []
+    shown = mods.head(TOP_MODULES)
+    names = ["  " * int(d) + str(m).rsplit(".", 1)[-1] for d, m in zip(shown["depth"], shown["module"])]
+    shown = shown.assign(module=names)[["module", "calls", "forward_host_us", "backward_host_us",
+                                        "forward_device_us", "backward_device_us"]]
+    if not report.has_device_activity:
+        shown = shown.drop(columns=["forward_device_us", "backward_device_us"])
+    more = f" (first {len(shown)} of {len(mods)})" if len(mods) > len(shown) else ""
+    return ["", f"Modules{more}", _table(shown, {c: fmt_us for c in shown.columns if c.endswith("_us")})]
+
+
+def _suggestion_lines(report: "Report") -> list[str]:
+    from .views import ranked_suggestions
+
+    ranked = ranked_suggestions(report)
+    if not ranked:
+        return []
+    out = ["", "Suggestions (largest expected gain first)"]
+    for i, s in enumerate(ranked, 1):
+        out.append(f"{i}. " + s.to_text())
+    return out
 
 
 def render_text(report: "Report") -> str:
     lines = [f"nbprofiler report — {render_summary_line(report)}"]
     for note in report.notes:
         lines.append(f"  note: {note}")
-    steps = report.steps
-    if len(steps):
-        lines += ["", "Steps"]
-        fmts = {"wall_ms": lambda v: fmt_us(v * 1e3), "dataloader_ms": lambda v: fmt_us(v * 1e3)}
-        fmts.update({c: fmt_bytes for c in steps.columns if c.endswith("_bytes")})
-        lines.append(_table(steps, fmts))
-    ops = operator_view(report)
-    if len(ops):
-        lines += ["", f"Top operators ({len(ops)} of {len(report.operators)})"]
-        shown = ops.assign(name=[shorten(n, 50) for n in ops["name"]])
-        fmts = {c: fmt_us for c in shown.columns if c.endswith("_us")}
-        lines.append(_table(shown, fmts))
+    for section in (_breakdown_lines, _suggestion_lines, _steps_lines, _operator_lines, _kernel_lines,
+                    _line_lines, _module_lines, _memory_lines):
+        lines += section(report)
     return "\n".join(lines)

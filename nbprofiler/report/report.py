@@ -107,6 +107,32 @@ class Report:
             return self.operators
         return operator_table(self.operator_tree, by_shape=True)
 
+    # -- attribution to the user's code (nbprofiler.analysis.lines / modules) --------------
+    @cached_property
+    def lines(self) -> pd.DataFrame:
+        """Per line of the profiled cell (``--stack``): ``line, source, host_us, device_us``.
+
+        One row per line whose torch ops took time, largest first. Empty for trace
+        files and runs without ``--stack``: only a live run knows the cell's lines.
+        """
+        from ..analysis.lines import LINE_COLUMNS, cell_lines, trace_base_ns
+
+        run = self.run
+        if self.operator_tree is None or run is None or run.line_marks is None or self.raw_trace is None:
+            return pd.DataFrame(columns=LINE_COLUMNS)
+        return cell_lines(self.operator_tree, run.line_marks, run.cell_source or "", trace_base_ns(self.raw_trace))
+
+    @cached_property
+    def modules(self) -> pd.DataFrame:
+        """Per ``nn.Module`` (``--modules`` or ``--stack``), a tree in call order:
+        ``module, parent, type, depth, calls, forward_host_us, forward_device_us,
+        backward_host_us, backward_device_us`` (each including its submodules)."""
+        from ..analysis.modules import MODULE_COLUMNS, module_table
+
+        if self.operator_tree is None:
+            return pd.DataFrame(columns=MODULE_COLUMNS)
+        return module_table(self.table, self.operator_tree)
+
     @cached_property
     def steps(self) -> pd.DataFrame:
         """One row per step: ``step, phase, wall_ms, dataloader_ms`` and memory columns.
@@ -138,6 +164,71 @@ class Report:
         which = step_of(t["ts"][is_dl], steps)
         sums = pd.Series(t["dur"][is_dl]).groupby(which).sum()
         return np.array([sums.get(s, 0.0) / 1e3 for s in steps["step"]])
+
+    # -- host phases, memory, communication, ranks (analysis.phases / memory / communication / ranks)
+    @cached_property
+    def phases(self) -> pd.DataFrame:
+        """Per step, host µs in ``dataloader, forward, backward, optimizer, other`` and
+        ``total`` (the breakdown that means something on CPU-only runs). Shares: ``phase_shares``."""
+        from ..analysis.phases import PHASE_COLUMNS, step_phases
+
+        if self.operator_tree is None:
+            return pd.DataFrame(columns=PHASE_COLUMNS)
+        return step_phases(self.operator_tree, self.trace_steps)
+
+    @cached_property
+    def memory(self) -> pd.DataFrame:
+        """The ``[memory]`` timeline: ``ts, device, allocated_bytes, reserved_bytes, delta_bytes, reconstructed``."""
+        from ..analysis.memory import TIMELINE_COLUMNS, memory_timeline
+
+        if self.table is None:
+            return pd.DataFrame(columns=TIMELINE_COLUMNS)
+        return memory_timeline(self.table)
+
+    @cached_property
+    def memory_steps(self) -> pd.DataFrame:
+        """Per step and device: allocated at start and end, peaks; with the live sampler's
+        per-step memory columns joined (every step the cell ran) on a live run."""
+        from ..analysis.memory import memory_steps, sampler_device
+
+        if self.run is None:
+            return memory_steps(self.memory, self.trace_steps)
+        return memory_steps(self.memory, self.trace_steps, self.run.steps, sampler_device(self.run.device))
+
+    @cached_property
+    def memory_by_operator(self) -> pd.DataFrame:
+        """Per operator and device: ``allocations, allocated_bytes, held_bytes`` (held at the step's end)."""
+        from ..analysis.memory import OPERATOR_COLUMNS, memory_by_operator
+
+        if self.operator_tree is None:
+            return pd.DataFrame(columns=OPERATOR_COLUMNS)
+        return memory_by_operator(self.operator_tree, self.trace_steps)
+
+    @cached_property
+    def memory_growth(self) -> pd.DataFrame:
+        """Memory that rises step after step (a leak): slope in bytes/step and ``flagged``, per series."""
+        from ..analysis.memory import growth_series, memory_growth, sampler_device
+
+        device = None if self.run is None else sampler_device(self.run.device)
+        return memory_growth(growth_series(self.memory_steps, device))
+
+    @cached_property
+    def communication(self) -> pd.DataFrame:
+        """Per step: NCCL/gloo collectives' count, µs, share of the step, overlap with compute."""
+        from ..analysis.communication import COMMUNICATION_COLUMNS, step_communication
+
+        if self.table is None:
+            return pd.DataFrame(columns=COMMUNICATION_COLUMNS)
+        return step_communication(self.table, self.stretched_steps)
+
+    @cached_property
+    def rank_comparison(self) -> pd.DataFrame:
+        """One row per rank of ``ranks``: mean breakdown, communication and compute per step,
+        and straggler flags with a reason. Empty for a single-rank report."""
+        from ..analysis.ranks import rank_comparison
+
+        return rank_comparison({r: rep.breakdown for r, rep in self.ranks.items()},
+                               {r: rep.communication for r, rep in self.ranks.items()})
 
     # -- GPU-aware analysis (nbprofiler.analysis.breakdown / gpu / sync) ------------------
     @cached_property
@@ -237,10 +328,31 @@ class Report:
             Path(path).expanduser().write_text(html, encoding="utf-8")
         return html
 
+    def export_tensorboard(self, directory: str | os.PathLike[str]) -> Path:
+        """Write the trace into ``directory`` the way ``torch.profiler.tensorboard_trace_handler``
+        does (``<host>_<pid>.<ms>.pt.trace.json``), so TensorBoard and ``nbprofiler.load`` read it."""
+        import socket
+        import time
+
+        name = f"{socket.gethostname()}_{os.getpid()}.{int(time.time() * 1000)}.pt.trace.json"
+        return self.export_chrome_trace(Path(directory).expanduser() / name)
+
+    def explorer(self) -> Any:
+        """The interactive explorer (an ipywidgets widget) for this report."""
+        from ..render.widget import Explorer
+
+        return Explorer(self)
+
+    def show(self) -> None:
+        """Display the report again: the explorer in a widget front end, else the static report."""
+        from IPython.display import display
+
+        display(self)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from ..render.bundle import mimebundle
 
-        return mimebundle(self)
+        return mimebundle(self, include, exclude)
 
     def __repr__(self) -> str:
         from ..render.text import render_summary_line

@@ -13,10 +13,12 @@ events are dropped and counted, never allowed to crash the load.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import msgspec
 import numpy as np
+import pandas as pd
 
 from ..errors import TraceError
 from .schema import Args, Event, Header
@@ -107,13 +109,31 @@ def _decode_batch(raws: Sequence[msgspec.Raw]) -> list[Event]:
         return events
 
 
+# One attrgetter call per event pulls every column's value at once (C speed), instead
+# of one Python-level list comprehension per column.
+_EVENT_FIELDS = operator.attrgetter("ph", "name", "cat", "pid", "tid", "ts", "dur", "args")
+_ARG_FIELDS = operator.attrgetter(
+    "correlation", "external_id", "external_id_old", "device", "stream", "bytes", "mem_bytes",
+    "blocks_per_sm", "occupancy", "total_allocated", "total_reserved", "seq", "fwd_thread",
+    "python_id", "python_parent_id", "mem_device_type", "mem_device_id", "input_dims", "call_stack",
+)
+_EMPTY_ARG_VALUES = _ARG_FIELDS(_EMPTY_ARGS)
+_DEVICE_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION, Kind.SYNC], dtype=np.int8)
+
+
 class _ColumnBuilder:
-    """Accumulates decoded batches as per-column arrays."""
+    """Accumulates decoded batches as per-column arrays.
+
+    Per batch, the events' fields are transposed into one tuple per column, and
+    names and categories are factorised in C; Python-level work per event is a
+    handful of C calls, so the builder keeps pace with the decoder.
+    """
 
     def __init__(self) -> None:
         self.parts: dict[str, list[np.ndarray]] = {c: [] for c in ("kind", "name_code", *INT_COLUMNS, *FLOAT_COLUMNS)}
-        self.dims_parts: list[np.ndarray] = []
-        self.stack_parts: list[np.ndarray] = []
+        # Input shapes and stacks are rare: kept as (row offset, values) only for batches that have any.
+        self.dims_parts: list[tuple[int, np.ndarray]] = []
+        self.stack_parts: list[tuple[int, np.ndarray]] = []
         self.name_index: dict[str, int] = {}
         self.text_index: dict[object, object] = {}
         self.thread_names: dict[int, str] = {}
@@ -121,77 +141,103 @@ class _ColumnBuilder:
         self.count = 0
         self.skipped = 0
         self.old_schema = False
-        self.any_dims = False
-        self.any_stack = False
 
     def add(self, batch: list[Event | None]) -> None:
         events = self._keep(batch)
         if not events:
             return
-        args = [e.args or _EMPTY_ARGS for e in events]
-        names = [n if type(n) is str else str(n) for n in (e.name for e in events)]
-        cats = [e.cat for e in events]
-        kinds = np.fromiter((_CATEGORY_KIND.get(c, Kind.OTHER) for c in cats), dtype=np.int8, count=len(events))
-        kinds[np.fromiter((n == "[memory]" for n in names), dtype=bool, count=len(names))] = Kind.MEMORY
-        if not self.old_schema and any(c in _OLD_SCHEMA_CATEGORIES for c in set(cats)):
-            self.old_schema = True
-        index = self.name_index
-        codes = np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int32, count=len(names))
-        ts = _floats([e.ts for e in events])
-        dur = _floats([e.dur for e in events])
-        ok = np.isfinite(ts) & (np.isnan(dur) | (dur >= 0))
-        dur = np.where(np.isnan(dur), 0.0, dur)
+        n = len(events)
+        _, names, cats, pids, tids, ts, dur, args = zip(*map(_EVENT_FIELDS, events))
+        arg_values = zip(*(_EMPTY_ARG_VALUES if a is None else _ARG_FIELDS(a) for a in args))
+        (correlation, external_id, external_id_old, device, stream, nbytes, mem_bytes, blocks_per_sm, occupancy,
+         total_allocated, total_reserved, seq, fwd_thread, python_id, python_parent_id, mem_device_type,
+         mem_device_id, input_dims, call_stack) = arg_values
+        codes = self._name_codes(names)
+        kinds = self._kinds(cats)
+        memory_code = self.name_index.get("[memory]")
+        if memory_code is not None:
+            kinds[codes == memory_code] = Kind.MEMORY
+        ts_arr = _floats(ts)
+        dur_arr = _floats(dur)
+        ok = np.isfinite(ts_arr) & (np.isnan(dur_arr) | (dur_arr >= 0))
+        dur_arr = np.where(np.isnan(dur_arr), 0.0, dur_arr)
+        pid_arr = self._ids(pids)
+        device_arr = _ints(device)
+        # Device events without an "device" arg live on the GPU their pid names.
+        missing_device = np.isin(kinds, _DEVICE_KINDS) & (device_arr == MISSING)
         cols: dict[str, np.ndarray] = {
             "kind": kinds,
             "name_code": codes,
-            "ts": ts,
-            "dur": dur,
-            "pid": self._ids([e.pid for e in events]),
-            "tid": self._ids([e.tid for e in events]),
-            "correlation": _ints([a.correlation for a in args]),
-            "external_id": _ints([a.external_id if a.external_id is not None else a.external_id_old for a in args]),
-            "device": _ints([a.device for a in args]),
-            "stream": _ints([a.stream for a in args]),
-            "bytes": _floats([a.bytes if a.bytes is not None else a.mem_bytes for a in args]),
-            "blocks_per_sm": _floats([a.blocks_per_sm for a in args]),
-            "occupancy": _floats([a.occupancy for a in args]),
-            "total_allocated": _floats([a.total_allocated for a in args]),
-            "total_reserved": _floats([a.total_reserved for a in args]),
-            "seq": _ints([a.seq for a in args]),
-            "fwd_thread": _ints([a.fwd_thread for a in args]),
-            "python_id": _ints([a.python_id for a in args]),
-            "python_parent_id": _ints([a.python_parent_id for a in args]),
-            "mem_device_type": _ints([a.mem_device_type for a in args]),
-            "mem_device_id": _ints([a.mem_device_id for a in args]),
+            "ts": ts_arr,
+            "dur": dur_arr,
+            "pid": pid_arr,
+            "tid": self._ids(tids),
+            "correlation": _ints(correlation),
+            "external_id": _ints(_first_present(external_id, external_id_old)),
+            "device": np.where(missing_device, pid_arr, device_arr),
+            "stream": _ints(stream),
+            "bytes": _floats(_first_present(nbytes, mem_bytes)),
+            "blocks_per_sm": _floats(blocks_per_sm),
+            "occupancy": _floats(occupancy),
+            "total_allocated": _floats(total_allocated),
+            "total_reserved": _floats(total_reserved),
+            "seq": _ints(seq),
+            "fwd_thread": _ints(fwd_thread),
+            "python_id": _ints(python_id),
+            "python_parent_id": _ints(python_parent_id),
+            "mem_device_type": _ints(mem_device_type),
+            "mem_device_id": _ints(mem_device_id),
         }
-        device_events = np.isin(kinds, [Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION, Kind.SYNC])
-        missing_device = device_events & (cols["device"] == MISSING)
-        cols["device"] = np.where(missing_device, cols["pid"], cols["device"])
-        self.skipped += int((~ok).sum())
+        all_ok = bool(ok.all())
+        kept = n if all_ok else int(ok.sum())
+        self.skipped += n - kept
         for key, col in cols.items():
-            self.parts[key].append(col[ok])
-        dims = [self._dedupe(bytes(a.input_dims) if a.input_dims else None) for a in args]
-        stacks = [self._dedupe(a.call_stack if isinstance(a.call_stack, str) and a.call_stack else None) for a in args]
-        self.any_dims = self.any_dims or any(d is not None for d in dims)
-        self.any_stack = self.any_stack or any(s is not None for s in stacks)
-        self.dims_parts.append(np.array(dims, dtype=object)[ok])
-        self.stack_parts.append(np.array(stacks, dtype=object)[ok])
-        self.count += int(ok.sum())
+            self.parts[key].append(col if all_ok else col[ok])
+        if any(input_dims):  # an absent "Input Dims" is an empty, falsy Raw
+            dims = np.array([self._dedupe(bytes(d)) if d else None for d in input_dims], dtype=object)
+            self.dims_parts.append((self.count, dims if all_ok else dims[ok]))
+        if any(isinstance(c, str) and c for c in call_stack):
+            stacks = np.array([self._dedupe(c if isinstance(c, str) and c else None) for c in call_stack], dtype=object)
+            self.stack_parts.append((self.count, stacks if all_ok else stacks[ok]))
+        self.count += kept
+
+    def _name_codes(self, names: tuple[object, ...]) -> np.ndarray:
+        """Global name codes: factorised within the batch, then mapped to first-seen order."""
+        if not all(type(n) is str for n in set(names)):
+            names = tuple(n if type(n) is str else str(n) for n in names)
+        local, uniques = pd.factorize(np.array(names, dtype=object))
+        index = self.name_index
+        mapping = np.fromiter((index.setdefault(u, len(index)) for u in uniques), dtype=np.int32, count=len(uniques))
+        return mapping[local]
+
+    def _kinds(self, cats: tuple[object, ...]) -> np.ndarray:
+        local, uniques = pd.factorize(np.array(cats, dtype=object), use_na_sentinel=False)
+        if not self.old_schema and any(c in _OLD_SCHEMA_CATEGORIES for c in uniques):
+            self.old_schema = True
+        mapping = np.fromiter((_CATEGORY_KIND.get(c, Kind.OTHER) for c in uniques), dtype=np.int8, count=len(uniques))
+        return mapping[local]
 
     def _keep(self, batch: list[Event | None]) -> list[Event]:
-        kept = []
+        kept = [e for e in batch if e is not None and e.ph in _KEPT_PHASES]
+        if len(kept) == len(batch):
+            return kept
         for e in batch:
             if e is None:
                 self.skipped += 1
-            elif e.ph in _KEPT_PHASES:
-                kept.append(e)
             elif e.ph == "M" and e.name == "thread_name" and e.args is not None and isinstance(e.args.name, str):
-                tid = self._ids([e.tid])[0]
+                tid = self._ids((e.tid,))[0]
                 self.thread_names[int(tid)] = e.args.name
         return kept
 
-    def _ids(self, values: list[object]) -> np.ndarray:
+    def _ids(self, values: tuple[object, ...]) -> np.ndarray:
         """pid/tid: ints, numeric strings, ``"stream 7"``, or labels like ``"Spans"``."""
+        if set(map(type, values)) == {int}:  # the common case, converted in C
+            try:
+                arr = np.array(values, dtype=np.int64)
+            except OverflowError:
+                arr = None
+            if arr is not None and not ((arr >= 2**62) | (arr <= -(2**62))).any():
+                return arr
         out = []
         for v in values:
             if type(v) is int and abs(v) < 2**62:
@@ -212,7 +258,9 @@ class _ColumnBuilder:
         return None if value is None else self.text_index.setdefault(value, value)
 
     def table(self, meta: TraceMeta) -> EventTable:
-        cols = {k: np.concatenate(v) for k, v in self.parts.items()}
+        # Concatenate column by column, dropping each column's parts as soon as it is
+        # whole, so the peak holds the columns once plus one column's parts.
+        cols = {k: _concat(self.parts.pop(k)) for k in list(self.parts)}
         kind = cols.pop("kind")
         code = cols.pop("name_code")
         names = np.empty(len(self.name_index), dtype=object)
@@ -223,12 +271,35 @@ class _ColumnBuilder:
             kind=kind,
             name_code=code,
             columns=cols,
-            input_dims=np.concatenate(self.dims_parts) if self.any_dims else None,
-            call_stack=np.concatenate(self.stack_parts) if self.any_stack else None,
+            input_dims=_sparse(self.dims_parts, self.count),
+            call_stack=_sparse(self.stack_parts, self.count),
         )
 
 
-def _floats(values: list[object]) -> np.ndarray:
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    out = np.concatenate(parts)
+    parts.clear()
+    return out
+
+
+def _sparse(parts: list[tuple[int, np.ndarray]], count: int) -> np.ndarray | None:
+    """An object column from the batches that had values; None when none had."""
+    if not parts:
+        return None
+    out = np.full(count, None, dtype=object)
+    for offset, values in parts:
+        out[offset:offset + len(values)] = values
+    return out
+
+
+def _first_present(primary: tuple[object, ...], fallback: tuple[object, ...]) -> list[object]:
+    """``primary`` where it is not None, else ``fallback`` (two spellings of one arg)."""
+    if not any(v is not None for v in fallback):
+        return list(primary)
+    return [p if p is not None else f for p, f in zip(primary, fallback)]
+
+
+def _floats(values: Sequence[object]) -> np.ndarray:
     """Numbers to float64; None, strings that are no numbers and non-finite values to NaN."""
     try:
         arr = np.array(values, dtype=np.float64)
@@ -238,7 +309,7 @@ def _floats(values: list[object]) -> np.ndarray:
     return arr
 
 
-def _ints(values: list[object]) -> np.ndarray:
+def _ints(values: Sequence[object]) -> np.ndarray:
     arr = _floats(values)
     bad = np.isnan(arr) | (np.abs(arr) >= _INT_LIMIT)
     arr[bad] = MISSING

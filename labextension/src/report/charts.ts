@@ -12,31 +12,32 @@ import {
   timeAxisUnit
 } from './format';
 
-/** Fixed colours for the categories the analysis emits; others cycle through PALETTE. */
+/**
+ * One colour per breakdown part, the same as the Python renderers use
+ * (nbprofiler/render/views.py), so the static and live views agree.
+ * Keys are lower-case with underscores; others cycle through PALETTE.
+ */
 const KNOWN_COLORS: { [name: string]: string } = {
-  kernel: '#4c78a8',
-  memcpy: '#f58518',
-  memset: '#e45756',
-  communication: '#72b7b2',
-  runtime: '#54a24b',
-  dataloader: '#eeca3b',
-  'cpu exec': '#b279a2',
-  'cpu_exec': '#b279a2',
-  other: '#9d9da0',
-  forward: '#4c78a8',
-  backward: '#f58518',
-  optimizer: '#54a24b',
-  'data loading': '#eeca3b',
-  idle: '#d8d8d8'
+  kernel: '#4C72B0',
+  memcpy: '#DD8452',
+  memset: '#937860',
+  communication: '#8172B3',
+  runtime: '#C44E52',
+  dataloader: '#E5AE38',
+  cpu_exec: '#55A868',
+  other: '#B0B0B0',
+  forward: '#4C72B0',
+  backward: '#8172B3',
+  optimizer: '#55A868'
 };
 
-const PALETTE = ['#4c78a8', '#f58518', '#54a24b', '#e45756', '#72b7b2', '#eeca3b', '#b279a2', '#ff9da6', '#9d755d', '#bab0ac'];
+const PALETTE = ['#4C72B0', '#DD8452', '#55A868', '#C44E52', '#8172B3', '#937860', '#DA8BC3', '#8C8C8C', '#CCB974', '#64B5CD'];
 
 export function seriesColors(names: string[]): string[] {
   let next = 0;
   const used = new Set<string>();
   return names.map(name => {
-    const known = KNOWN_COLORS[name.toLowerCase().replace(/_us$/, '').replace(/_/g, ' ')];
+    const known = KNOWN_COLORS[name.toLowerCase().replace(/_us$/, '').replace(/[\s-]+/g, '_')];
     if (known && !used.has(known)) {
       used.add(known);
       return known;

@@ -47,7 +47,19 @@ const COLUMN_LABELS: { [name: string]: string } = {
   mem_allocated_bytes: 'Allocated',
   mem_reserved_bytes: 'Reserved',
   mem_peak_bytes: 'Peak',
-  rss_bytes: 'Process RSS'
+  rss_bytes: 'Process RSS',
+  // Breakdown parts, as nbprofiler/render/views.py names them.
+  kernel: 'Kernel',
+  memcpy: 'Memcpy',
+  memset: 'Memset',
+  communication: 'Communication',
+  runtime: 'Runtime',
+  dataloader: 'DataLoader',
+  cpu_exec: 'CPU Exec',
+  other: 'Other',
+  forward: 'Forward',
+  backward: 'Backward',
+  optimizer: 'Optimizer'
 };
 
 export function columnLabel(column: string): string {
@@ -157,7 +169,7 @@ const MEMORY_SUFFIX = '_bytes';
 /** Memory growing at every one of the last steps: the sign of tensors kept alive across steps. */
 export function memoryGrowth(values: (number | null)[]): { from: number; to: number; steps: number } | null {
   const v = values.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
-  if (v.length < 3) {
+  if (v.length < 4) {
     return null;
   }
   let run = 1;
@@ -166,8 +178,9 @@ export function memoryGrowth(values: (number | null)[]): { from: number; to: num
   }
   const from = v[v.length - run];
   const to = v[v.length - 1];
-  if (run >= 3 && to - from > Math.max(1 << 20, 0.05 * from)) {
-    return { from, to, steps: run };
+  // `run` samples, so run - 1 step-to-step increases.
+  if (run - 1 >= 3 && to - from > Math.max(1 << 20, 0.05 * from)) {
+    return { from, to, steps: run - 1 };
   }
   return null;
 }

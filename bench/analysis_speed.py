@@ -1,0 +1,229 @@
+"""Loading and analysis speed against ``orjson.loads``, and the memory a load takes.
+
+Issue 3's targets, measured in one process so that both sides see the same
+machine load:
+
+1. The shared ``v100_resnet50_train_num_workers_0`` trace: parsing it and
+   computing every table the Report has, over ``orjson.loads`` of the same
+   decompressed bytes (which only builds dicts and analyses nothing). Target <= 1.5.
+2. A generated trace of 1 million events with a realistic mix (nested cpu_ops,
+   runtime launches, kernels with correlation ids, ac2g flows, memory events,
+   ProfilerStep ranges): the same ratio, target <= 2; and the peak RSS rise while
+   ``nbprofiler.load`` reads and parses the file, over the RSS before, as a
+   multiple of the JSON size (target <= 3). That one runs in a fresh
+   subprocess so the peak is the load's alone.
+
+"Every table" is every ``cached_property`` of ``Report``, found at run time, so
+tables added later are timed too. Each figure is the best of ``--repeat`` runs.
+
+    .venv/bin/python bench/analysis_speed.py [--events 1000000] [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from functools import cached_property
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from nbprofiler.report.report import Report  # noqa: E402
+from nbprofiler.trace.parser import parse_trace  # noqa: E402
+
+SHARED_TRACE = ROOT.parent / "shared" / "traces" / "v100_resnet50_train_num_workers_0.pt.trace.json.gz"
+TABLES = [name for name, attr in vars(Report).items() if isinstance(attr, cached_property)]
+
+
+def best_of(repeat: int, fn) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def analyse(data: bytes, source: str) -> dict[str, float]:
+    """Parse and compute every table; seconds per stage."""
+    stages: dict[str, float] = {}
+    t0 = time.perf_counter()
+    report = Report.from_trace(parse_trace(data, source), source)
+    stages["parse"] = time.perf_counter() - t0
+    for name in TABLES:
+        t = time.perf_counter()
+        getattr(report, name)
+        stages[name] = time.perf_counter() - t
+    return stages
+
+
+def compare(data: bytes, source: str, repeat: int) -> tuple[float, float, dict[str, float]]:
+    """(orjson seconds, our best total seconds, the stages of that best run)."""
+    orjson_s = best_of(repeat, lambda: orjson.loads(data))
+    best: dict[str, float] | None = None
+    for _ in range(repeat):
+        gc.collect()
+        stages = analyse(data, source)
+        if best is None or sum(stages.values()) < sum(best.values()):
+            best = stages
+    assert best is not None
+    return orjson_s, sum(best.values()), best
+
+
+def print_stages(stages: dict[str, float]) -> None:
+    slow = sorted(stages.items(), key=lambda kv: -kv[1])
+    print("    " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in slow if v >= 0.0005))
+
+
+# -- the generated trace -------------------------------------------------------------------
+_OPS = [("aten::linear", "aten::addmm"), ("aten::conv2d", "aten::cudnn_convolution"),
+        ("aten::relu", "aten::clamp_min"), ("aten::add", "aten::add_")]
+_KERNELS = ["volta_sgemm_128x64_nn", "void implicit_convolve_sgemm<float, float, 128, 6, 7, 3, 3, 5, 1, false, true, true>",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::clamp_min_scalar_kernel_impl>",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"]
+
+
+def synthetic_trace(path: Path, events: int) -> int:
+    """Write a current-schema trace of about ``events`` events; return the exact count.
+
+    Each layer is 7 events: an op, its inner op, the launch, the kernel, the
+    flow start/end linking them, and a memory instant. Steps hold 500 layers and
+    start with a DataLoader range; the GPU runs behind the host as on a real run.
+    """
+    layers_per_step = 500
+    written = 0
+    host_t, gpu_t = 1_700_000_000_000.125, 1_700_000_000_000.125
+    corr = ext = 0
+    allocated = 0
+    with path.open("w") as fh:
+        fh.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Synthetic GPU", "totalGlobalMem": '
+                 '34359738368, "computeMajor": 8, "computeMinor": 0, "numSms": 108}], "traceEvents": [\n')
+        step = 0
+        first = True
+        while written < events:
+            step_start = host_t
+            chunk: list[str] = []
+            dl = 40.0 + step % 7
+            chunk.append(f'{{"ph":"X","cat":"user_annotation","name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",'
+                         f'"pid":100,"tid":100,"ts":{host_t:.3f},"dur":{dl:.3f},"args":{{"External id":{ext}}}}}')
+            ext += 1
+            host_t += dl + 1
+            n = 1
+            for layer in range(layers_per_step):
+                outer, inner = _OPS[layer % 4]
+                kernel = _KERNELS[layer % 4]
+                corr += 1
+                ext += 2
+                kdur = 8.0 + (layer * 37 % 50)
+                gpu_t = max(gpu_t + 1.5, host_t + 9)
+                allocated += 4096 if layer % 2 else -4096
+                chunk.append(
+                    f'{{"ph":"X","cat":"cpu_op","name":"{outer}","pid":100,"tid":100,"ts":{host_t:.3f},"dur":18.250,'
+                    f'"args":{{"External id":{ext - 1},"Sequence number":{layer},"Fwd thread id":0,"Record function id":0}}}},\n'
+                    f'{{"ph":"X","cat":"cpu_op","name":"{inner}","pid":100,"tid":100,"ts":{host_t + 1:.3f},"dur":15.500,'
+                    f'"args":{{"External id":{ext},"Sequence number":{layer},"Fwd thread id":0,"Record function id":0}}}},\n'
+                    f'{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":{host_t + 4:.3f},'
+                    f'"dur":6.125,"args":{{"External id":{ext},"cbid":211,"correlation":{corr}}}}},\n'
+                    f'{{"ph":"X","cat":"kernel","name":"{kernel}","pid":0,"tid":7,"ts":{gpu_t:.3f},"dur":{kdur:.3f},'
+                    f'"args":{{"External id":{ext},"queued":0,"device":0,"context":1,"stream":7,"correlation":{corr},'
+                    f'"registers per thread":64,"shared memory":0,"blocks per SM":{0.5 + layer % 9:.6f},'
+                    f'"warps per SM":8.0,"grid":[128,1,1],"block":[256,1,1],"est. achieved occupancy %":{layer % 100}}}}},\n'
+                    f'{{"ph":"f","id":{corr},"pid":0,"tid":7,"ts":{gpu_t:.3f},"cat":"ac2g","name":"ac2g","bp":"e"}},\n'
+                    f'{{"ph":"s","id":{corr},"pid":100,"tid":100,"ts":{host_t + 4:.3f},"cat":"ac2g","name":"ac2g"}},\n'
+                    f'{{"ph":"i","cat":"cpu_instant_event","s":"t","name":"[memory]","pid":100,"tid":100,"ts":{host_t + 2:.3f},'
+                    f'"args":{{"Total Reserved":67108864,"Total Allocated":{(1 << 24) + allocated},"Bytes":4096,'
+                    f'"Addr":{139_000_000_000 + layer * 4096},"Device Type":1,"Device Id":0}}}}'
+                )
+                n += 7
+                gpu_t += kdur
+                host_t += 20
+            chunk.append(f'{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":100,"tid":100,'
+                         f'"ts":{step_start:.3f},"dur":{host_t - step_start:.3f},"args":{{"External id":{ext + 1}}}}}')
+            ext += 2
+            n += 1
+            fh.write(("" if first else ",\n") + ",\n".join(chunk))
+            first = False
+            written += n
+            host_t += 5
+            step += 1
+        fh.write('\n], "traceName": "synthetic"}\n')
+    return written
+
+
+_RSS_PROBE = r"""
+import json, resource, sys
+sys.path.insert(0, sys.argv[2])
+import nbprofiler
+from nbprofiler.report.load import load
+
+def status(key):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+try:
+    with open("/proc/self/clear_refs", "w") as fh:  # start the high-water mark from now
+        fh.write("5")
+except OSError:
+    pass  # the mark then includes the imports, which stay far below a load's peak
+before = status("VmRSS:")
+report = load(sys.argv[1])
+try:
+    peak = status("VmHWM:")
+except (OSError, KeyError):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"before": before, "peak": peak, "events": len(report.table)}))
+"""
+
+
+def load_rss(path: Path) -> dict[str, int]:
+    """Peak RSS of ``nbprofiler.load(path)`` in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-c", _RSS_PROBE, str(path), str(ROOT)], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000, help="events in the generated trace")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts")
+    args = parser.parse_args()
+    print(f"tables: {', '.join(TABLES)}")
+
+    data = gzip.decompress(SHARED_TRACE.read_bytes())
+    orjson_s, ours_s, stages = compare(data, str(SHARED_TRACE), args.repeat)
+    print(f"{SHARED_TRACE.name}: {len(data) / 1e6:.1f} MB JSON")
+    print(f"  orjson.loads {orjson_s:.3f} s; parse + every table {ours_s:.3f} s; "
+          f"ratio {ours_s / orjson_s:.2f} (target <= 1.5)")
+    print_stages(stages)
+    del data
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "synthetic.pt.trace.json"
+        count = synthetic_trace(path, args.events)
+        size = path.stat().st_size
+        rss = load_rss(path)  # before this process holds the big buffers
+        rise = rss["peak"] - rss["before"]
+        data = path.read_bytes()
+        orjson_s, ours_s, stages = compare(data, str(path), args.repeat)
+    print(f"synthetic trace: {count} events, {size / 1e6:.0f} MB JSON ({rss['events']} kept)")
+    print(f"  orjson.loads {orjson_s:.3f} s; parse + every table {ours_s:.3f} s; "
+          f"ratio {ours_s / orjson_s:.2f} (target <= 2)")
+    print_stages(stages)
+    print(f"  load peak RSS rise {rise / 1e6:.0f} MB over {rss['before'] / 1e6:.0f} MB before: "
+          f"{rise / size:.2f}x the JSON size (target <= 3)")
+
+
+if __name__ == "__main__":
+    main()

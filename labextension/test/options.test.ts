@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+
+import { parseReprString, prepareMessage, PREPARE_EXPRESSION } from '../src/prepare';
+import {
+  DEFAULT_OPTIONS,
+  loadOptions,
+  magicLine,
+  normalizeOptions,
+  optionFlags,
+  OptionsForm,
+  profiledCode,
+  saveOptions
+} from '../src/options';
+
+describe('profile options', () => {
+  it('emits only the flags that differ from the magic defaults', () => {
+    expect(optionFlags({ ...DEFAULT_OPTIONS })).toEqual([]);
+    expect(optionFlags({ ...DEFAULT_OPTIONS, active: 5, wait: 0, device: 'cpu', stack: true, modules: true })).toEqual([
+      '--wait', '0', '--active', '5', '--device', 'cpu', '--stack', '--modules'
+    ]);
+    expect(magicLine(['--active', '5'])).toBe('%%torchprofile --active 5');
+  });
+
+  it('prefixes the cell source with the magic line, leaving the source as it is', () => {
+    const source = 'for x, y in loader:\n    step(x, y)\n';
+    expect(profiledCode(source, null)).toBe(`%%torchprofile\n${source}`);
+    expect(profiledCode(source, { ...DEFAULT_OPTIONS, stack: true })).toBe(`%%torchprofile --stack\n${source}`);
+  });
+
+  it('runs a %%torchprofile cell as it is, or with every chosen flag after its own', () => {
+    const cell = '%%torchprofile --active 5 -o run\nfor b in loader:\n    step(b)';
+    expect(profiledCode(cell, null)).toBe(cell);
+    expect(profiledCode(cell, { ...DEFAULT_OPTIONS, modules: true })).toBe(
+      '%%torchprofile --active 5 -o run --wait 1 --warmup 1 --active 3 --repeat 1 --device auto --modules\nfor b in loader:\n    step(b)'
+    );
+    expect(profiledCode('%%torchprofile', { ...DEFAULT_OPTIONS })).toBe(
+      '%%torchprofile --wait 1 --warmup 1 --active 3 --repeat 1 --device auto'
+    );
+  });
+
+  it('repairs bad or foreign values', () => {
+    expect(normalizeOptions(undefined)).toEqual(DEFAULT_OPTIONS);
+    expect(normalizeOptions({ wait: -3, warmup: '2', active: 0, repeat: 2.7, device: 'tpu', stack: 'yes', modules: true })).toEqual({
+      ...DEFAULT_OPTIONS,
+      wait: 0,
+      warmup: 2,
+      active: 1,
+      repeat: 2,
+      modules: true
+    });
+  });
+
+  it('remembers the last choice in the notebook metadata', () => {
+    const store: { [k: string]: unknown } = { nbprofiler: { other: 1 } };
+    const model = {
+      getMetadata: (k: string) => store[k],
+      setMetadata: (k: string, v: unknown) => {
+        store[k] = v;
+      }
+    };
+    expect(loadOptions(model)).toEqual(DEFAULT_OPTIONS);
+    saveOptions(model, { ...DEFAULT_OPTIONS, active: 7, device: 'cuda' });
+    expect(store.nbprofiler).toEqual({ other: 1, profile_options: { ...DEFAULT_OPTIONS, active: 7, device: 'cuda' } });
+    expect(loadOptions(model)).toEqual({ ...DEFAULT_OPTIONS, active: 7, device: 'cuda' });
+    expect(loadOptions(null)).toEqual(DEFAULT_OPTIONS);
+  });
+});
+
+describe('options dialog body', () => {
+  it('starts from the given options and previews the magic line', () => {
+    const form = new OptionsForm({ ...DEFAULT_OPTIONS, active: 4, stack: true });
+    const node = form.node;
+    const active = node.querySelector('input[name="active"]') as HTMLInputElement;
+    expect(active.value).toBe('4');
+    expect((node.querySelector('input[name="stack"]') as HTMLInputElement).checked).toBe(true);
+    expect(node.querySelector('.nbp-preview')!.textContent).toBe('%%torchprofile --active 4 --stack');
+    active.value = '6';
+    active.dispatchEvent(new Event('input'));
+    const device = node.querySelector('select[name="device"]') as HTMLSelectElement;
+    device.value = 'cpu';
+    device.dispatchEvent(new Event('change'));
+    const modules = node.querySelector('input[name="modules"]') as HTMLInputElement;
+    modules.checked = true;
+    modules.dispatchEvent(new Event('change'));
+    expect(form.getValue()).toEqual({ ...DEFAULT_OPTIONS, active: 6, device: 'cpu', stack: true, modules: true });
+    expect(node.querySelector('.nbp-preview')!.textContent).toBe('%%torchprofile --active 6 --device cpu --stack --modules');
+    const magicCell = new OptionsForm({ ...DEFAULT_OPTIONS }, '%%torchprofile -o run\nstep()');
+    expect(magicCell.node.querySelector('.nbp-preview')!.textContent).toBe(
+      '%%torchprofile -o run --wait 1 --warmup 1 --active 3 --repeat 1 --device auto'
+    );
+    const labels = Array.from(node.querySelectorAll('.nbp-field-label')).map(l => l.textContent);
+    expect(labels).toEqual(['wait', 'warmup', 'active', 'repeat', 'device']);
+  });
+});
+
+describe('kernel check', () => {
+  it('reads string reprs', () => {
+    expect(parseReprString("'ok'")).toBe('ok');
+    expect(parseReprString('"no-torch"')).toBe('no-torch');
+    expect(parseReprString('ok')).toBe('ok');
+  });
+
+  it('words each failure for the user', () => {
+    expect(prepareMessage('no-torch', 'python3')).toMatch(/^PyTorch is not installed in the environment of the kernel "python3"/);
+    expect(prepareMessage('no-nbprofiler', 'python3')).toContain('%pip install nbprofiler');
+    expect(prepareMessage('not-registered', 'python3')).toContain('did not register');
+  });
+
+  it('checks torch before loading the extension, in one expression', () => {
+    expect(PREPARE_EXPRESSION).toContain("find('torch') is None");
+    expect(PREPARE_EXPRESSION).toContain("run_line_magic('load_ext', 'nbprofiler')");
+    expect(PREPARE_EXPRESSION.indexOf("find('torch')")).toBeLessThan(PREPARE_EXPRESSION.indexOf('load_ext'));
+  });
+});

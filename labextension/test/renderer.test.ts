@@ -1,0 +1,191 @@
+/**
+ * The renderer's choice between the live explorer and the saved report,
+ * against fake kernels and a fake widget renderer.
+ */
+import { readFileSync } from 'fs';
+import { join } from 'path';
+import { Panel, Widget } from '@lumino/widgets';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+import { IRenderHost, RENDERER_RANK, ReportRenderer, reportRendererFactory, widgetModelId } from '../src/renderer';
+import { REPORT_MIME, WIDGET_MIME } from '../src/report/types';
+
+const payload = JSON.parse(readFileSync(join(__dirname, 'fixtures', 'report_cpu_live.json'), 'utf-8'));
+const MODEL_ID = '4f1c2b0e9d8a4c7b';
+
+function mimeModel(opts: { widget?: boolean; trusted?: boolean; data?: unknown } = {}) {
+  const data: { [k: string]: unknown } = {
+    'text/plain': 'nbprofiler report (text)',
+    'text/html': '<div>static html</div>',
+    [REPORT_MIME]: opts.data ?? payload
+  };
+  if (opts.widget !== false) {
+    data[WIDGET_MIME] = { version_major: 2, version_minor: 0, model_id: MODEL_ID };
+  }
+  return { trusted: opts.trusted ?? true, data, metadata: {}, setData: () => undefined } as any;
+}
+
+/** Stands in for ipywidgets' WidgetRenderer. */
+class FakeWidgetRenderer extends Widget {
+  constructor(private readonly found: boolean) {
+    super();
+  }
+  async renderModel(model: any): Promise<void> {
+    await new Promise(r => setTimeout(r, 1));
+    this.node.textContent = this.found
+      ? `EXPLORER ${model.data[WIDGET_MIME].model_id}`
+      : 'Error displaying widget: model not found';
+  }
+}
+
+function fakeHost(opts: { open?: boolean; remote?: boolean; found?: boolean; kernel?: boolean } = {}) {
+  const requestCommInfo = vi.fn(async () => ({
+    content: { status: 'ok', comms: opts.remote ? { [MODEL_ID]: { target_name: 'jupyter.widget' } } : {} }
+  }));
+  const hasComm = vi.fn((id: string) => !!opts.open && id === MODEL_ID);
+  const createRenderer = vi.fn(() => new FakeWidgetRenderer(opts.found ?? true));
+  const kernel = { isDisposed: false, hasComm, requestCommInfo };
+  const host = {
+    rendermime: { createRenderer },
+    sessionContext: { session: opts.kernel === false ? null : { kernel } }
+  } as unknown as IRenderHost;
+  return { host, requestCommInfo, hasComm, createRenderer };
+}
+
+const attached: Widget[] = [];
+function attach(w: Widget): void {
+  Widget.attach(w, document.body);
+  attached.push(w);
+}
+afterEach(() => {
+  for (const w of attached.splice(0)) {
+    if (w.isAttached) {
+      Widget.detach(w);
+    }
+    w.dispose();
+  }
+});
+
+const flush = () => new Promise(r => setTimeout(r, 20));
+
+describe('factory', () => {
+  it('ranks ahead of the ipywidgets renderer and is safe for untrusted output', () => {
+    const f = reportRendererFactory();
+    expect(f.mimeTypes).toEqual([REPORT_MIME]);
+    expect(f.safe).toBe(true);
+    expect(RENDERER_RANK).toBeLessThan(-10);
+    expect(f.defaultRank).toBe(RENDERER_RANK);
+  });
+
+  it('reads the widget model id', () => {
+    expect(widgetModelId({ model_id: 'abc' })).toBe('abc');
+    expect(widgetModelId({ model_id: 3 })).toBe('');
+    expect(widgetModelId(undefined)).toBe('');
+  });
+});
+
+describe('choosing what to show', () => {
+  it('draws the saved report when the bundle has no widget', async () => {
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any);
+    await r.renderModel(mimeModel({ widget: false }));
+    expect(r.mode).toBe('static');
+    expect(r.node.dataset.nbprofilerMode).toBe('static');
+    expect(r.node.querySelector('.nbp-report')).not.toBeNull();
+    expect(r.node.querySelector('.nbp-footer')!.textContent).toMatch(/^Report drawn by the nbprofiler JupyterLab extension/);
+  });
+
+  it('hands a live explorer to the widget renderer', async () => {
+    const { host, createRenderer, requestCommInfo } = fakeHost({ open: true });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    expect(createRenderer).toHaveBeenCalledWith(WIDGET_MIME);
+    expect(r.mode).toBe('widget');
+    expect(r.node.textContent).toBe(`EXPLORER ${MODEL_ID}`);
+    expect(r.node.querySelector('.nbp-report')).toBeNull();
+    expect(requestCommInfo).not.toHaveBeenCalled();
+  });
+
+  it('draws the saved report when the kernel does not have the widget (reopened notebook, new kernel)', async () => {
+    const { host, createRenderer, requestCommInfo } = fakeHost({ open: false, remote: false });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    await flush();
+    expect(r.mode).toBe('static');
+    expect(requestCommInfo).toHaveBeenCalledTimes(1);
+    expect(createRenderer).not.toHaveBeenCalled();
+    expect(r.node.textContent).not.toContain('Error displaying widget');
+    expect(r.node.querySelector('.nbp-footer')!.textContent).toMatch(/the interactive explorer needs the kernel that made it/);
+  });
+
+  it('draws the saved report when there is no kernel at all', async () => {
+    const { host, createRenderer } = fakeHost({ kernel: false });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    await flush();
+    expect(r.mode).toBe('static');
+    expect(createRenderer).not.toHaveBeenCalled();
+  });
+
+  it('switches to the explorer when the kernel still has it (page reload, kernel running)', async () => {
+    const { host, requestCommInfo } = fakeHost({ open: false, remote: true });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    expect(r.mode).toBe('static');
+    await flush();
+    expect(requestCommInfo).toHaveBeenCalledWith({ target_name: 'jupyter.widget' });
+    expect(r.mode).toBe('widget');
+    expect(r.node.textContent).toBe(`EXPLORER ${MODEL_ID}`);
+  });
+
+  it('falls back to the saved report when the widget renderer cannot find the model', async () => {
+    const { host } = fakeHost({ open: true, found: false });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    await flush();
+    expect(r.mode).toBe('static');
+    expect(r.node.textContent).not.toContain('Error displaying widget');
+    expect(r.node.querySelector('.nbp-report')).not.toBeNull();
+  });
+
+  it('never renders a widget for untrusted output', async () => {
+    const { host, createRenderer, requestCommInfo, hasComm } = fakeHost({ open: true, remote: true });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel({ trusted: false }));
+    await flush();
+    expect(r.mode).toBe('static');
+    expect(createRenderer).not.toHaveBeenCalled();
+    expect(requestCommInfo).not.toHaveBeenCalled();
+    expect(hasComm).not.toHaveBeenCalled();
+  });
+
+  it('finds its notebook panel when attached, without a bound host', async () => {
+    const { host, requestCommInfo } = fakeHost({ open: false, remote: true });
+    const panel = new Panel();
+    Object.assign(panel, { sessionContext: host.sessionContext, content: { rendermime: host.rendermime } });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any);
+    await r.renderModel(mimeModel());
+    expect(r.mode).toBe('static');
+    expect(requestCommInfo).not.toHaveBeenCalled();
+    panel.addWidget(r);
+    attach(panel);
+    await flush();
+    expect(requestCommInfo).toHaveBeenCalledTimes(1);
+    expect(r.mode).toBe('widget');
+  });
+
+  it('shows the latest model when rendered again', async () => {
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any);
+    await r.renderModel(mimeModel({ widget: false }));
+    await r.renderModel(mimeModel({ widget: false, data: { ...payload, title: 'second' } }));
+    expect(r.node.querySelectorAll('.nbp-report').length).toBe(1);
+    expect(r.node.querySelector('.nbp-title')!.textContent).toBe('second');
+  });
+
+  it('explains a payload it cannot read, with the text fallback', async () => {
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any);
+    await r.renderModel(mimeModel({ widget: false, data: { schema: 'nbprofiler.report/9' } }));
+    expect(r.mode).toBe('error');
+    expect(r.node.textContent).toContain('newer than this extension understands');
+    expect(r.node.querySelector('pre')!.textContent).toBe('nbprofiler report (text)');
+  });
+});

@@ -1,0 +1,350 @@
+import { readFileSync } from 'fs';
+import { join } from 'path';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+import { formatBytes, formatShare, formatUs, niceTicks } from '../src/report/format';
+import { parseReport, ReportFormatError } from '../src/report/types';
+import { filterRows, memoryGrowth, ReportView, sortRows, TAB_NAMES } from '../src/report/view';
+
+const HOSTILE_IMG = '<img src=x onerror=alert(1)>';
+const HOSTILE_SCRIPT = '</script><script>alert("nbp")</script>';
+
+function fixture(name: string): unknown {
+  return JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf-8'));
+}
+
+const FIXTURES = ['report_v100_trace.json', 'report_cpu_live.json'];
+
+function render(name: string, copy?: (t: string) => Promise<void>): ReportView {
+  const view = new ReportView(parseReport(fixture(name)), { copy, footer: 'footer text' });
+  document.body.appendChild(view.node);
+  return view;
+}
+
+function panel(view: ReportView, tab: string): HTMLElement {
+  return view.node.querySelector(`.nbp-panel[data-tab="${tab}"]`) as HTMLElement;
+}
+
+function operatorNames(view: ReportView): string[] {
+  return Array.from(view.node.querySelectorAll('.nbp-operator-table tbody tr')).map(
+    tr => (tr.firstElementChild as HTMLElement).textContent ?? ''
+  );
+}
+
+function columnTexts(view: ReportView, column: string): string[] {
+  const table = view.node.querySelector('.nbp-operator-table') as HTMLTableElement;
+  const index = Array.from(table.tHead!.rows[0].cells).findIndex(th => th.dataset.column === column);
+  return Array.from(table.tBodies[0].rows).map(tr => tr.cells[index].textContent ?? '');
+}
+
+function header(view: ReportView, column: string): HTMLElement {
+  return view.node.querySelector(`.nbp-operator-table th[data-column="${column}"]`) as HTMLElement;
+}
+
+beforeEach(() => {
+  document.body.textContent = '';
+});
+
+describe('parseReport', () => {
+  it('accepts the recorded payloads', () => {
+    for (const name of FIXTURES) {
+      const r = parseReport(fixture(name));
+      expect(r.schema).toBe('nbprofiler.report/1');
+      expect(r.operators.columns.slice(0, 2)).toEqual(['name', 'calls']);
+      expect(r.operators.rows.length).toBeGreaterThan(5);
+    }
+  });
+
+  it('refuses other schemas and non-objects', () => {
+    expect(() => parseReport(null)).toThrow(ReportFormatError);
+    expect(() => parseReport({ schema: 'something/1' })).toThrow(/unknown report schema/);
+    expect(() => parseReport({ schema: 'nbprofiler.report/2' })).toThrow(/newer/);
+    expect(() => parseReport({ schema: 'nbprofiler.report/1', operators: { columns: ['a'], rows: [7] } })).toThrow(/row 0/);
+  });
+
+  it('fills what a minimal payload leaves out', () => {
+    const r = parseReport({ schema: 'nbprofiler.report/1' });
+    expect(r.title).toBe('Profile');
+    expect(r.device.kind).toBe('cpu');
+    expect(r.operators.rows).toEqual([]);
+    expect(r.summary.steps_profiled).toBe(0);
+    const view = new ReportView(r);
+    expect(view.tabNames).toEqual([...TAB_NAMES]);
+    expect(view.node.textContent).toContain('No operators were recorded.');
+  });
+
+  it('pads short rows, drops extra cells and stringifies nested values', () => {
+    const r = parseReport({
+      schema: 'nbprofiler.report/1',
+      operators: { columns: ['name', 'calls', 'input_shapes'], rows: [['a'], ['b', 2, [[1, 2]], 'extra']] }
+    });
+    expect(r.operators.rows).toEqual([
+      ['a', null, null],
+      ['b', 2, '[[1,2]]']
+    ]);
+  });
+});
+
+describe('escaping of untrusted names', () => {
+  for (const name of FIXTURES) {
+    it(`shows hostile names as text (${name})`, () => {
+      const view = render(name);
+      // Every tab is built up front (hidden ones too): check the whole tree.
+      for (const tab of TAB_NAMES) {
+        view.selectTab(tab);
+      }
+      const root = view.node;
+      expect(root.querySelector('img')).toBeNull();
+      expect(root.querySelector('script')).toBeNull();
+      for (const el of Array.from(root.querySelectorAll('*'))) {
+        for (const attr of Array.from(el.attributes)) {
+          // Values are set with setAttribute, so markup in them stays text; what
+          // matters is that no attribute can run or load anything.
+          expect(attr.name.startsWith('on')).toBe(false);
+          expect(['src', 'href', 'srcdoc', 'xlink:href', 'action', 'formaction']).not.toContain(attr.name);
+          if (attr.name === 'style') {
+            expect(attr.value).toMatch(/^(background:#[0-9a-f]{6}|width:[0-9.]+%)$/i);
+          }
+        }
+      }
+      const text = root.textContent ?? '';
+      const html = root.innerHTML;
+      if (name === 'report_v100_trace.json') {
+        expect(operatorNames(view)).toContain(HOSTILE_IMG);
+        expect(operatorNames(view)).toContain(HOSTILE_SCRIPT);
+        expect(text).toContain(`Hostile title ${HOSTILE_SCRIPT}`);
+        expect(text).toContain(`key ${HOSTILE_IMG}`.replace(/_/g, ' '));
+      } else {
+        expect(text).toContain(`Profile of cell [7] ${HOSTILE_IMG}`);
+        expect(text).toContain(`CPU ${HOSTILE_SCRIPT}`);
+        // A breakdown category with a hostile name ends up in the legend and in SVG <title>s.
+        const titles = Array.from(root.querySelectorAll('svg title')).map(t => t.textContent);
+        expect(titles.some(t => t?.includes(HOSTILE_IMG))).toBe(true);
+      }
+      expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;');
+      expect(html).toContain('&lt;/script&gt;&lt;script&gt;');
+    });
+  }
+
+  it('never builds DOM from HTML strings in the extension source', () => {
+    const dir = join(__dirname, '..', 'src');
+    const files = ['index.ts', 'renderer.ts', 'options.ts', 'kernel.ts', 'prepare.ts', 'icon.ts', 'report/view.ts', 'report/charts.ts', 'report/dom.ts', 'report/copy.ts'];
+    for (const f of files) {
+      const src = readFileSync(join(dir, f), 'utf-8');
+      expect(src, f).not.toMatch(/\.(innerHTML|outerHTML)\s*=|insertAdjacentHTML|document\.write|createContextualFragment/);
+    }
+  });
+
+  it('refuses event handler attributes in the DOM builder', async () => {
+    const { h } = await import('../src/report/dom');
+    expect(() => h('div', { onclick: 'alert(1)' })).toThrow(/event handler/);
+  });
+});
+
+describe('report view', () => {
+  it('has the four tabs, with one panel shown at a time', () => {
+    const view = render('report_v100_trace.json');
+    const tabs = Array.from(view.node.querySelectorAll('[role="tab"]')).map(t => (t as HTMLElement).dataset.tab);
+    expect(tabs).toEqual(['Overview', 'Operators', 'Memory', 'Suggestions']);
+    expect(panel(view, 'Overview').hidden).toBe(false);
+    expect(panel(view, 'Operators').hidden).toBe(true);
+    (view.node.querySelector('[role="tab"][data-tab="Suggestions"]') as HTMLElement).click();
+    expect(view.currentTab).toBe('Suggestions');
+    expect(panel(view, 'Suggestions').hidden).toBe(false);
+    expect(panel(view, 'Overview').hidden).toBe(true);
+    const tab = view.node.querySelector('[role="tab"][data-tab="Suggestions"]') as HTMLElement;
+    expect(tab.getAttribute('aria-selected')).toBe('true');
+    tab.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+    expect(view.currentTab).toBe('Overview');
+  });
+
+  it('draws the overview: headline numbers, one stacked bar per step, legend and top suggestions', () => {
+    const view = render('report_v100_trace.json');
+    const overview = panel(view, 'Overview');
+    const metrics = Array.from(overview.querySelectorAll('.nbp-metric')).map(m => m.textContent);
+    expect(metrics).toContain('175 msaverage step');
+    expect(metrics).toContain('49%GPU utilization');
+    const bars = overview.querySelectorAll('svg .nbp-bar');
+    expect(bars.length).toBe(6);
+    expect(bars[0].querySelectorAll('rect').length).toBe(7);
+    expect(overview.querySelector('svg title')!.textContent).toBe('Step time by device activity');
+    const axis = Array.from(overview.querySelectorAll('svg .nbp-axis-title')).map(t => t.textContent);
+    expect(axis).toEqual(['time per step (ms)', 'step']);
+    const legend = Array.from(overview.querySelectorAll('.nbp-legend li')).map(li => li.textContent);
+    expect(legend[0]).toMatch(/^Kernel.*\/ step · \d+%$/);
+    expect(overview.querySelectorAll('.nbp-top-suggestions li').length).toBe(3);
+    expect(overview.textContent).toContain('Tesla V100-DGXS-32GB (cuda)');
+    expect(overview.textContent).toContain('Compute capability7.0');
+  });
+
+  it('marks a partial report and shows the footer', () => {
+    const view = render('report_cpu_live.json');
+    expect(view.node.querySelector('.nbp-banner')!.textContent).toMatch(/^Partial report/);
+    expect(view.node.querySelector('.nbp-footer')!.textContent).toBe('footer text');
+    // CPU: no GPU utilization card.
+    expect(panel(view, 'Overview').textContent).not.toContain('GPU utilization');
+    expect(panel(view, 'Overview').querySelector('svg title')!.textContent).toBe('Step time by phase');
+  });
+});
+
+describe('operator table', () => {
+  it('sorts by a clicked header, descending first for numbers, and toggles', () => {
+    const view = render('report_v100_trace.json');
+    const before = operatorNames(view);
+    const th = header(view, 'host_self_us');
+    (th.querySelector('button') as HTMLElement).click();
+    expect(th.getAttribute('aria-sort')).toBe('descending');
+    const after = operatorNames(view);
+    expect(after).not.toEqual(before);
+    const r = parseReport(fixture('report_v100_trace.json'));
+    const idx = r.operators.columns.indexOf('host_self_us');
+    const expected = [...r.operators.rows].sort((a, b) => (b[idx] as number) - (a[idx] as number)).slice(0, 50).map(x => x[0]);
+    expect(after).toEqual(expected);
+    (th.querySelector('button') as HTMLElement).click();
+    expect(th.getAttribute('aria-sort')).toBe('ascending');
+    const all = [...r.operators.rows].sort((a, b) => (a[idx] as number) - (b[idx] as number));
+    expect(operatorNames(view)).toEqual(all.slice(0, 50).map(x => x[0]));
+    expect(columnTexts(view, 'host_self_us')[0]).toBe(formatUs(all[0][idx] as number));
+    expect(header(view, 'calls').getAttribute('aria-sort')).toBe('none');
+  });
+
+  it('sorts names alphabetically, ascending first', () => {
+    const view = render('report_cpu_live.json');
+    (header(view, 'name').querySelector('button') as HTMLElement).click();
+    const names = operatorNames(view);
+    expect(names[0]).toBe(HOSTILE_SCRIPT);
+    expect(names).toEqual([...names].sort((a, b) => a.localeCompare(b, 'en', { numeric: true, sensitivity: 'base' })));
+  });
+
+  it('filters by name and limits the rows shown', () => {
+    const view = render('report_v100_trace.json');
+    const input = view.node.querySelector('.nbp-filter') as HTMLInputElement;
+    input.value = 'CONV';
+    input.dispatchEvent(new Event('input'));
+    const names = operatorNames(view);
+    expect(names.length).toBeGreaterThan(3);
+    expect(names.every(n => n.toLowerCase().includes('conv'))).toBe(true);
+    expect(view.node.querySelector('.nbp-count')!.textContent).toMatch(/matching \(81 in all\)$/);
+    input.value = '';
+    input.dispatchEvent(new Event('input'));
+    expect(operatorNames(view).length).toBe(50);
+    const select = view.node.querySelector('.nbp-limit-select') as HTMLSelectElement;
+    select.value = '25';
+    select.dispatchEvent(new Event('change'));
+    expect(operatorNames(view).length).toBe(25);
+    select.value = '0';
+    select.dispatchEvent(new Event('change'));
+    expect(operatorNames(view).length).toBe(81);
+    expect(view.node.querySelector('.nbp-count')!.textContent).toBe('81 of 81 operators');
+  });
+
+  it('formats times in readable units and shows missing values as a dash', () => {
+    const view = render('report_cpu_live.json');
+    const table = view.node.querySelector('.nbp-operator-table') as HTMLTableElement;
+    const first = Array.from(table.tBodies[0].rows[0].cells).map(c => c.textContent);
+    expect(first).toEqual(['aten::addmm', '150', '61.2 ms', '63.0 ms', '0 µs', '0 µs']);
+    const last = Array.from(table.tBodies[0].rows[9].cells).map(c => c.textContent);
+    expect(last.slice(4)).toEqual(['–', '–']);
+  });
+
+  it('keeps missing values last in both directions', () => {
+    const rows = [['a', 1], ['b', null], ['c', 3]];
+    expect(sortRows(rows, 1, 'descending').map(r => r[0])).toEqual(['c', 'a', 'b']);
+    expect(sortRows(rows, 1, 'ascending').map(r => r[0])).toEqual(['a', 'c', 'b']);
+    expect(filterRows(rows, 0, ' B ')).toEqual([['b', null]]);
+  });
+});
+
+describe('memory tab', () => {
+  it('plots memory over the steps with the phases shaded and warns on growth', () => {
+    const view = render('report_cpu_live.json');
+    const mem = panel(view, 'Memory');
+    const svg = mem.querySelector('svg')!;
+    expect(svg.querySelector('title')!.textContent).toBe('Process memory over the steps');
+    const phases = Array.from(svg.querySelectorAll('.nbp-phase')).map(r => r.getAttribute('class'));
+    expect(phases).toEqual([
+      'nbp-phase nbp-phase-wait',
+      'nbp-phase nbp-phase-warmup',
+      'nbp-phase nbp-phase-active',
+      'nbp-phase nbp-phase-wait',
+      'nbp-phase nbp-phase-warmup',
+      'nbp-phase nbp-phase-active'
+    ]);
+    const line = svg.querySelector('.nbp-line[data-series="Process RSS"] path')!;
+    expect(line.getAttribute('d')!.split('L').length).toBe(10);
+    expect(svg.querySelectorAll('.nbp-line circle').length).toBe(10);
+    expect(Array.from(svg.querySelectorAll('.nbp-axis-title')).map(t => t.textContent)).toEqual(['memory (MiB)', 'step']);
+    expect(mem.textContent).toMatch(/Process RSS memory grew at each of the last 5 steps, from 612 MiB to 802 MiB/);
+    expect(mem.querySelectorAll('.nbp-steps-table tbody tr').length).toBe(10);
+  });
+
+  it('says when a report has no memory samples', () => {
+    const view = render('report_v100_trace.json');
+    const mem = panel(view, 'Memory');
+    expect(mem.querySelector('svg')).toBeNull();
+    expect(mem.textContent).toContain('no per-step memory samples');
+    expect(mem.querySelectorAll('.nbp-steps-table tbody tr').length).toBe(6);
+  });
+
+  it('detects only sustained growth', () => {
+    expect(memoryGrowth([10, 10, 10, 10])).toBeNull();
+    expect(memoryGrowth([100e6, 101e6, 100e6, 101e6])).toBeNull();
+    expect(memoryGrowth([100e6, 120e6, 140e6])).toBeNull();
+    expect(memoryGrowth([90e6, 100e6, 120e6, 140e6, 160e6])).toEqual({ from: 90e6, to: 160e6, steps: 4 });
+  });
+});
+
+describe('suggestions', () => {
+  it('shows a card per suggestion with evidence, gain and a copy button for the code', async () => {
+    const copied: string[] = [];
+    const copy = vi.fn(async (t: string) => {
+      copied.push(t);
+    });
+    const view = render('report_v100_trace.json', copy);
+    const cards = panel(view, 'Suggestions').querySelectorAll('.nbp-card');
+    expect(cards.length).toBe(3);
+    expect(cards[0].querySelector('.nbp-severity')!.textContent).toBe('high');
+    expect(cards[0].querySelector('.nbp-evidence')!.textContent).toContain('num workers0');
+    expect(cards[0].textContent).toContain('Expected gain: up to 40% shorter steps (about 1.66x samples/s)');
+    const button = cards[0].querySelector('.nbp-copy') as HTMLButtonElement;
+    button.click();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(copy).toHaveBeenCalledTimes(1);
+    const r = parseReport(fixture('report_v100_trace.json'));
+    expect(copied[0]).toBe(r.suggestions[0].code);
+    expect(button.textContent).toBe('Copied');
+    // The hostile code is copied verbatim (it is text, not markup).
+    (cards[2].querySelector('.nbp-copy') as HTMLButtonElement).click();
+    await Promise.resolve();
+    expect(copied[1]).toBe(`print('${HOSTILE_SCRIPT}')  # ${HOSTILE_IMG}`);
+    expect(cards[2].querySelector('pre')!.textContent).toBe(copied[1]);
+  });
+
+  it('reports a failed copy on the button', async () => {
+    const view = render('report_cpu_live.json', () => Promise.reject(new Error('denied')));
+    const button = panel(view, 'Suggestions').querySelector('.nbp-copy') as HTMLButtonElement;
+    button.click();
+    await new Promise(r => setTimeout(r, 0));
+    expect(button.textContent).toBe('Copy failed: select the code');
+  });
+});
+
+describe('formatting', () => {
+  it('picks readable units', () => {
+    expect(formatUs(0)).toBe('0 µs');
+    expect(formatUs(3.25)).toBe('3.3 µs');
+    expect(formatUs(999)).toBe('999 µs');
+    expect(formatUs(1500)).toBe('1.50 ms');
+    expect(formatUs(174780)).toBe('174.8 ms'.replace('174.8', '175'));
+    expect(formatUs(2.5e6)).toBe('2.50 s');
+    expect(formatUs(null)).toBe('–');
+    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(34084028416)).toBe('31.7 GiB');
+    expect(formatShare(0.487)).toBe('49%');
+    expect(formatShare(0.0123)).toBe('1.2%');
+    expect(niceTicks(174.8)).toEqual([0, 50, 100, 150, 200]);
+    expect(niceTicks(0)).toEqual([0, 1]);
+  });
+});

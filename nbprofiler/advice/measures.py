@@ -1,0 +1,557 @@
+"""The measured figures the suggestion rules read.
+
+Most come from the Report's own analyses (the step breakdown, the GPU summary,
+the kernel table, memory), so a suggestion quotes the same numbers the report
+shows. What only advice needs is computed here from ``report.table``: where
+each host-device sync happens and how long the GPU then sat idle, the
+matmul/conv share of kernel time, and the fixed per-operator cost on CPU.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.intervals import union
+from ..analysis.steps import step_of
+from ..capture.loaders import LoaderRecord
+from ..trace.table import Kind
+
+if TYPE_CHECKING:
+    from ..report import Report
+
+_DATALOADER_PREFIX = "enumerate(DataLoader)#"
+# Innermost launching operators whose kernels can run on tensor cores.
+ELIGIBLE_OP = re.compile(
+    r"conv|(^|::)(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|einsum|_scaled_mm|_scaled_dot_product\w*|"
+    r"_flash_attention\w*|_efficient_attention\w*)$"
+)
+CONV_OP = re.compile(r"conv", re.IGNORECASE)
+LAYOUT_TRANSPOSE_KERNEL = re.compile(r"nchwToNhwc|nhwcToNchw", re.IGNORECASE)
+SYNC_RUNTIME = re.compile(r"^(cuda|hip)(Device|Stream|Event)Synchronize$")
+# Operators that copy a device value to the host, by what the user wrote to cause them.
+SYNC_OPS = {
+    "aten::item": "item",
+    "aten::_local_scalar_dense": "item",
+    "aten::is_nonzero": "bool",
+    "aten::nonzero": "shape",
+    "aten::masked_select": "shape",
+    "aten::_unique2": "shape",
+    "aten::unique_consecutive": "shape",
+    "aten::unique_dim": "shape",
+}
+# Frames of library code: a sync's location is the first frame outside these.
+_LIBRARY_FRAME = re.compile(r"site-packages|dist-packages|/lib/python\d|^torch/|^IPython/|^ipykernel/|^<built-in|^<frozen")
+_FRAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
+
+
+# -- steps and data waiting -------------------------------------------------------------------
+@dataclass(frozen=True)
+class DataWait:
+    """Mean time per step, and the part of it spent waiting for the next batch."""
+
+    steps: int
+    step_ms: float
+    wait_ms: float
+    source: str  # "sampler": every step of a live run; "trace": the breakdown's DataLoader time
+
+    @property
+    def share(self) -> float:
+        return self.wait_ms / self.step_ms if self.step_ms > 0 else 0.0
+
+    @property
+    def compute_ms(self) -> float:
+        return max(self.step_ms - self.wait_ms, 0.0)
+
+
+def data_wait(report: "Report") -> DataWait | None:
+    """Data waiting over all steps: the live sampler's, else the trace breakdown's.
+
+    The breakdown counts only DataLoader time when no device work ran, so on a
+    trace the share is time really lost to loading, not time the GPU overlapped.
+    """
+    if report.run is not None:
+        steps = report.run.steps
+        if steps.empty:
+            return None
+        return DataWait(len(steps), float(steps["wall_ms"].mean()), float(steps["dataloader_ms"].mean()), "sampler")
+    bd = report.breakdown
+    if not bd.empty:
+        return DataWait(len(bd), float(bd["total"].mean()) / 1e3, float(bd["dataloader"].mean()) / 1e3, "trace")
+    steps = report.steps
+    if steps.empty:
+        return None
+    return DataWait(len(steps), float(steps["wall_ms"].mean()), float(steps["dataloader_ms"].mean()), "trace")
+
+
+def loader_wait(report: "Report", record: LoaderRecord) -> DataWait | None:
+    """One loader's share of the run's data waiting (live runs with several loaders)."""
+    if report.run is None or report.run.steps.empty:
+        return None
+    steps = report.run.steps
+    n = len(steps)
+    waited = sum(ms for step, ms in record.wait_ms_by_step.items() if step < n)
+    return DataWait(n, float(steps["wall_ms"].mean()), waited / n, "sampler")
+
+
+def wait_per_step(report: "Report", record: LoaderRecord | None) -> np.ndarray:
+    """Milliseconds waited in each completed step (for start-up spikes and burstiness)."""
+    if report.run is not None:
+        n = len(report.run.steps)
+        if record is None:
+            return report.run.steps["dataloader_ms"].to_numpy(dtype=np.float64)
+        return np.array([record.wait_ms_by_step.get(i, 0.0) for i in range(n)], dtype=np.float64)
+    bd = report.breakdown
+    return bd["dataloader"].to_numpy(dtype=np.float64) / 1e3 if not bd.empty else np.zeros(0)
+
+
+def trace_loader_workers(report: "Report") -> str | None:
+    """What the trace's DataLoader iterator says about workers: "none", "some" or None (no loader seen)."""
+    t = report.table
+    if t is None:
+        return None
+    names = [str(n) for n in t.names if str(n).startswith(_DATALOADER_PREFIX)]
+    if any("_MultiProcessingDataLoaderIter" in n for n in names):
+        return "some"
+    if any("_SingleProcessDataLoaderIter" in n for n in names):
+        return "none"
+    return None
+
+
+# -- device time ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DeviceTime:
+    """The profiled steps on the report's device, in µs summed over the steps."""
+
+    steps: int
+    span_us: float  # total step time (stretched steps)
+    busy_us: float  # kernels, copies and fills
+    host_wait_us: float  # device idle because the next work had not been launched yet
+    dataloader_us: float  # the breakdown's DataLoader time: idle that data waiting explains
+    synthetic: bool  # the trace had no ProfilerStep ranges: one step covers everything
+
+    @property
+    def utilization(self) -> float:
+        return self.busy_us / self.span_us if self.span_us > 0 else 0.0
+
+    @property
+    def utilization_without_data_wait(self) -> float:
+        """Busy share of the time the step was not waiting for data."""
+        rest = self.span_us - self.dataloader_us
+        return self.busy_us / rest if rest > 0 else 0.0
+
+
+def device_time(report: "Report") -> DeviceTime | None:
+    """None without device activity in the profiled steps."""
+    if not report.has_device_activity:
+        return None
+    idle = report.idle
+    bd = report.breakdown
+    if idle.empty or bd.empty:
+        return None
+    steps = report.trace_steps
+    return DeviceTime(
+        steps=len(idle),
+        span_us=float(bd["total"].sum()),
+        busy_us=float(idle["busy_us"].sum()),
+        host_wait_us=float(idle["host_wait_us"].sum()),
+        dataloader_us=float(bd["dataloader"].sum()),
+        synthetic=bool(len(steps) and steps["synthetic"].iloc[0]),
+    )
+
+
+@dataclass(frozen=True)
+class KernelMix:
+    """Which operators the kernel time belongs to, as shares of all kernel time."""
+
+    kernel_us: float
+    eligible_share: float  # launched by matmul / conv / attention operators
+    conv_share: float
+    layout_transpose_share: float  # NCHW <-> NHWC conversion kernels
+    tensor_core_share: float
+    tiny_share: float  # share of kernel launches shorter than TINY_KERNEL_US
+    kernels: int
+
+
+def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:
+    kernels = report.kernels
+    if kernels.empty or report.table is None:
+        return None
+    total = float(kernels["total_us"].sum())
+    if total <= 0:
+        return None
+    op = kernels["operator"].astype(object).fillna("").astype(str)
+    eligible = op.map(lambda name: ELIGIBLE_OP.search(name) is not None).astype(bool)
+    conv = op.str.contains(CONV_OP)
+    transpose = kernels["name"].astype(str).str.contains(LAYOUT_TRANSPOSE_KERNEL)
+    tc = kernels["tensor_cores"].astype(bool)
+    t = report.table
+    on = (t.kind == Kind.KERNEL) & (t["device"] == report.device.index)
+    if not on.any():
+        on = t.kind == Kind.KERNEL
+    dur = t["dur"][on]
+    return KernelMix(
+        kernel_us=total,
+        eligible_share=float(kernels["total_us"][eligible].sum()) / total,
+        conv_share=float(kernels["total_us"][conv].sum()) / total,
+        layout_transpose_share=float(kernels["total_us"][transpose].sum()) / total,
+        tensor_core_share=float(kernels["total_us"][tc].sum()) / total,
+        tiny_share=float((dur < tiny_us).mean()) if len(dur) else 0.0,
+        kernels=int(on.sum()),
+    )
+
+
+@dataclass(frozen=True)
+class H2DCopies:
+    """Host-to-device copies in the profiled steps."""
+
+    count: int
+    bytes: float
+    pageable: int  # copies from pageable (not pinned) host memory, which block the host
+
+
+def h2d_copies(report: "Report") -> H2DCopies | None:
+    t = report.table
+    if t is None or not report.has_device_activity:
+        return None
+    names = pd.Series(t.names, dtype=object).astype(str)
+    is_h2d = names.str.contains("HtoD", regex=False).to_numpy()[t.name_code] & (t.kind == Kind.MEMCPY)
+    if not is_h2d.any():
+        return None
+    pageable = names.str.contains("Pageable", regex=False).to_numpy()[t.name_code] & is_h2d
+    return H2DCopies(int(is_h2d.sum()), float(np.nansum(t["bytes"][is_h2d])), int(pageable.sum()))
+
+
+# -- host-device syncs ------------------------------------------------------------------------
+SYNC_COLUMNS = ["step", "ts", "operator", "cause", "where", "host_us", "idle_after_us"]
+
+
+def sync_points(report: "Report") -> pd.DataFrame:
+    """Each point in a profiled step where the host waited for the device.
+
+    A sync point is the outermost of: an operator that copies a device value to
+    the host (``aten::item``, ``aten::is_nonzero``, data-dependent shapes such as
+    ``aten::nonzero``), an operator whose launched copy goes device-to-host, or
+    from pageable host memory to the device, and a bare ``cuda*Synchronize``
+    call. ``idle_after_us`` is how long the device then sat idle before the
+    host queued work again, clipped to the step: the time the sync cost.
+    ``where`` is the cell line (or user frame) when the trace has stacks, else
+    the operator chain around it.
+    """
+    empty = pd.DataFrame(columns=SYNC_COLUMNS)
+    t, tree = report.table, report.operator_tree
+    if t is None or tree is None or not report.has_device_activity:
+        return empty
+    steps = report.trace_steps
+    if steps.empty or bool(steps["synthetic"].iloc[0]):
+        return empty
+    op_names = t.names[t.name_code[tree.index]].astype(str)
+    cause = np.full(len(tree.index), "", dtype=object)
+    dev = tree.device_events
+    memcpy = t.kind[dev] == Kind.MEMCPY
+    launcher = tree.launcher
+    dev_names = t.names[t.name_code[dev]].astype(str)
+    dtoh = memcpy & (np.char.find(dev_names, "DtoH") >= 0)
+    pageable_htod = memcpy & (np.char.find(dev_names, "HtoD") >= 0) & (np.char.find(dev_names, "Pageable") >= 0)
+    cause[launcher[dtoh & (launcher >= 0)]] = "cpu"
+    cause[launcher[pageable_htod & (launcher >= 0)]] = "h2d"
+    for name, kind in SYNC_OPS.items():
+        cause[op_names == name] = kind
+    is_candidate = cause != ""
+    covered = is_candidate | _ancestor_flag(tree.parent, is_candidate)
+    outermost = np.flatnonzero(is_candidate & ~_ancestor_flag(tree.parent, is_candidate)).tolist()
+    points: list[tuple[float, float, int, int, str]] = []  # ts, end, event index, op position, cause
+    for pos in outermost:
+        ev = int(tree.index[pos])
+        points.append((float(t["ts"][ev]), float(t["ts"][ev] + t["dur"][ev]), ev, pos, str(cause[pos])))
+    runtime = np.flatnonzero((t.kind == Kind.RUNTIME) & _name_matches(t.names, SYNC_RUNTIME)[t.name_code])
+    if len(runtime):
+        thread = t["pid"][runtime] * (1 << 32) + t["tid"][runtime]
+        around = tree.enclosing(thread, t["ts"][runtime])
+        for ev, pos in zip(runtime.tolist(), around.tolist()):
+            if pos >= 0 and covered[pos]:
+                continue  # already counted as the operator that caused it
+            points.append((float(t["ts"][ev]), float(t["ts"][ev] + t["dur"][ev]), ev, pos, "explicit"))
+    if not points:
+        return empty
+    ts = np.array([p[0] for p in points])
+    step = step_of(ts, steps)
+    busy_s, busy_e = _device_busy(report)
+    step_end = dict(zip(steps["step"].tolist(), steps["end_us"].tolist()))
+    locator = _Locator(report)
+    rows = []
+    for (start, end, ev, pos, why), s in zip(points, step.tolist()):
+        if s < 0:
+            continue
+        rows.append(
+            {
+                "step": s,
+                "ts": start,
+                "operator": str(t.names[t.name_code[ev]]),
+                "cause": why,
+                "where": locator.where(ev, pos),
+                "host_us": end - start,
+                "idle_after_us": _idle_after(end, busy_s, busy_e, float(step_end[s])),
+            }
+        )
+    if not rows:
+        return empty
+    return pd.DataFrame(rows, columns=SYNC_COLUMNS).sort_values("ts", kind="stable").reset_index(drop=True)
+
+
+def sync_idle_us(points: pd.DataFrame) -> float:
+    """Device idle after syncs, each instant counted once when syncs follow each other."""
+    if points.empty:
+        return 0.0
+    s, e = union(points["ts"].to_numpy() + points["host_us"].to_numpy(),
+                 points["ts"].to_numpy() + points["host_us"].to_numpy() + points["idle_after_us"].to_numpy())
+    return float((e - s).sum())
+
+
+def _name_matches(names: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
+    return np.fromiter((pattern.search(str(n)) is not None for n in names), dtype=bool, count=len(names))
+
+
+def _device_busy(report: "Report") -> tuple[np.ndarray, np.ndarray]:
+    t = report.table
+    work = np.isin(t.kind, [Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET]) & (t["device"] == report.device.index)
+    return union(t["ts"][work], t["ts"][work] + t["dur"][work])
+
+
+def _idle_after(end: float, busy_s: np.ndarray, busy_e: np.ndarray, limit: float) -> float:
+    j = int(np.searchsorted(busy_s, end, side="right"))
+    if j > 0 and busy_e[j - 1] > end:
+        return 0.0  # the device was still busy (another stream): nothing was lost here
+    resume = float(busy_s[j]) if j < len(busy_s) else limit
+    return max(min(resume, limit) - end, 0.0)
+
+
+class _Locator:
+    """Where a sync happened, from the best the trace offers.
+
+    A cell profiled with ``--stack`` records which cell line ran when
+    (``run.line_marks``): that gives the exact line. 2021 traces keep a ``Call
+    stack`` per operator with true line numbers. A live trace with stacks has
+    Python function ranges, whose line numbers are not the calling line, so
+    they give the first frame of user code by file and function. Without any
+    of these, the enclosing operator chain (``## forward ## > aten::item``).
+    """
+
+    def __init__(self, report: "Report") -> None:
+        from ..analysis.lines import trace_base_ns
+
+        self.report = report
+        t = report.table
+        run = report.run
+        self.cell_lines = run.cell_source.splitlines() if run is not None and run.cell_source else []
+        self.marks = run.line_marks if run is not None and report.raw_trace is not None else None
+        self.base_ns = trace_base_ns(report.raw_trace) if self.marks is not None else 0
+        py = np.flatnonzero(t.kind == Kind.PYTHON_FUNCTION)
+        self.py = py
+        self.py_thread = t["pid"][py] * (1 << 32) + t["tid"][py]
+        self.py_start = t["ts"][py]
+        self.py_end = t["ts"][py] + t["dur"][py]
+
+    def where(self, ev: int, pos: int) -> str:
+        t = self.report.table
+        ts = float(t["ts"][ev])
+        if self.marks is not None:
+            from ..analysis.lines import line_at
+            from ..capture.lines import NOT_IN_CELL
+
+            line = int(line_at(self.marks, np.array([ts]), self.base_ns)[0])
+            if line != NOT_IN_CELL and 0 < line <= len(self.cell_lines):
+                return f"cell line {line}: {self.cell_lines[line - 1].strip()}"
+        stack = self._call_stack(pos)
+        if stack is not None:
+            user = _first_user_frame(stack.split(";"))
+            if user is not None:
+                return user
+        if len(self.py):
+            thread = t["pid"][ev] * (1 << 32) + t["tid"][ev]
+            around = np.flatnonzero((self.py_thread == thread) & (self.py_start <= ts) & (self.py_end >= ts))
+            inner_first = around[np.argsort(-self.py_start[around], kind="stable")]
+            m = _first_user_match([str(t.names[t.name_code[self.py[i]]]) for i in inner_first])
+            if m is not None:
+                return f"{m['file']}, in {m['func']}"
+        return self._chain(pos, ev)
+
+    def _call_stack(self, pos: int) -> str | None:
+        t, tree = self.report.table, self.report.operator_tree
+        if t.call_stack is None or pos < 0:
+            return None
+        p = pos
+        while p >= 0:
+            stack = t.call_stack[tree.index[p]]
+            if stack:
+                return str(stack)
+            p = int(tree.parent[p])
+        return None
+
+    def _chain(self, pos: int, ev: int) -> str:
+        t, tree = self.report.table, self.report.operator_tree
+        chain: list[str] = []
+        p = pos
+        while p >= 0 and len(chain) < 4:
+            chain.append(str(t.names[t.name_code[tree.index[p]]]))
+            p = int(tree.parent[p])
+        if not chain:
+            chain.append(str(t.names[t.name_code[ev]]))
+        return " > ".join(reversed(chain))
+
+
+def _first_user_match(frames: list[str]) -> re.Match[str] | None:
+    """The innermost frame (``frames`` innermost first) outside library code."""
+    for frame in frames:
+        m = _FRAME.match(frame.strip())
+        if m is not None and not _LIBRARY_FRAME.search(m["file"]):
+            return m
+    return None
+
+
+def _first_user_frame(frames: list[str]) -> str | None:
+    m = _first_user_match(frames)
+    return None if m is None else m.group(0)
+
+
+# -- CPU fixed cost per operator --------------------------------------------------------------
+@dataclass(frozen=True)
+class CpuOverhead:
+    """On CPU: how much of a step is fixed cost that a larger batch would share out."""
+
+    steps: int
+    step_us: float  # mean step time without data waiting
+    op_calls: float  # outermost operator calls per step, outside the optimizer
+    op_us: float  # time inside those operators per step
+    fixed_cost_us: float  # estimated fixed cost of one operator call
+    optimizer_us: float  # optimizer step and zero_grad per step: the same for any batch size
+    python_us: float  # step time outside any operator (Python, the framework)
+
+    @property
+    def fixed_us(self) -> float:
+        return self.python_us + self.optimizer_us + self.op_calls * self.fixed_cost_us
+
+    @property
+    def share(self) -> float:
+        return min(self.fixed_us / self.step_us, 1.0) if self.step_us > 0 else 0.0
+
+
+def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
+    """Fixed cost per step on a CPU run, from the profiled steps' operators.
+
+    The outermost operators of the training thread (``aten::linear``, not the
+    ``aten::addmm`` inside it) are the calls Python makes. The fast end of
+    their durations (``quantile``) is what a call costs when it does almost no
+    work, so ``calls x that``, plus the optimizer (its cost depends on the
+    parameters, not the batch) and the time outside any operator, is the part
+    of the step that does not grow with the batch.
+    """
+    t, tree = report.table, report.operator_tree
+    if t is None or tree is None or report.has_device_activity:
+        return None
+    steps = report.trace_steps
+    if steps.empty or bool(steps["synthetic"].iloc[0]):
+        return None
+    kinds = t.kind[tree.index]
+    names = t.names[t.name_code[tree.index]].astype(str)
+    is_loader = np.char.startswith(names, _DATALOADER_PREFIX)
+    is_op = (kinds == Kind.CPU_OP) & ~is_loader
+    in_optimizer = _ancestor_flag(tree.parent, (kinds == Kind.USER_ANNOTATION) & np.char.startswith(names, "Optimizer."))
+    loop_thread = int(steps["tid"].iloc[0])
+    mine = (t["tid"][tree.index] == loop_thread) & (step_of(tree.start, steps) >= 0)
+    outer = is_op & ~_ancestor_flag(tree.parent, is_op | is_loader) & mine
+    if not (outer & ~in_optimizer).any():
+        return None
+    n = len(steps)
+    total_us = float((steps["end_us"] - steps["start_us"]).sum())
+    wait_us = _union_us(tree.start[is_loader & mine], tree.end[is_loader & mine])
+    all_ops_us = _union_us(tree.start[outer], tree.end[outer])
+    optimizer_us = _union_us(tree.start[outer & in_optimizer], tree.end[outer & in_optimizer])
+    model = outer & ~in_optimizer
+    return CpuOverhead(
+        steps=n,
+        step_us=(total_us - wait_us) / n,
+        op_calls=float(model.sum()) / n,
+        op_us=(all_ops_us - optimizer_us) / n,
+        fixed_cost_us=float(np.quantile(tree.dur[model], quantile)),
+        optimizer_us=optimizer_us / n,
+        python_us=max(total_us - wait_us - all_ops_us, 0.0) / n,
+    )
+
+
+def _union_us(start: np.ndarray, end: np.ndarray) -> float:
+    s, e = union(start, end)
+    return float((e - s).sum())
+
+
+def _ancestor_flag(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """For each node: whether one of its ancestors is flagged (one pass per tree level)."""
+    out = np.zeros(len(parent), dtype=bool)
+    cur = parent.copy()
+    while True:
+        live = cur >= 0
+        if not live.any():
+            return out
+        out[live] |= flag[cur[live]]
+        cur[live] = parent[cur[live]]
+
+
+# -- memory for batch-size advice -------------------------------------------------------------
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Device memory across the steps, in bytes: what stays, and the per-step peak."""
+
+    total: float
+    static: float  # allocated between steps: parameters, gradients, optimizer state
+    peak: float  # the highest per-step peak
+    reserved_peak: float | None
+    source: str  # "sampler" (live CUDA counters) or "trace" (the trace's allocator totals)
+
+    @property
+    def activations(self) -> float:
+        """What one step adds on top of static memory: activations and temporaries."""
+        return max(self.peak - self.static, 0.0)
+
+    @property
+    def peak_share(self) -> float:
+        return self.peak / self.total if self.total > 0 else 0.0
+
+
+def device_memory(report: "Report") -> DeviceMemory | None:
+    """None where absolute device memory is unknown: CPU runs, and traces whose
+    allocator totals had to be rebuilt (2021 traces start from an unknown level)."""
+    total = report.device.total_memory_bytes
+    if report.device.kind == "cpu" or not total:
+        return None
+    run = report.run
+    if run is not None and "mem_peak_bytes" in run.steps:
+        steps = run.steps.iloc[1:] if len(run.steps) > 1 else run.steps  # step 0 creates optimizer state
+        reserved = float(steps["mem_reserved_bytes"].max()) if "mem_reserved_bytes" in steps else None
+        return DeviceMemory(float(total), float(steps["mem_allocated_bytes"].median()),
+                            float(steps["mem_peak_bytes"].max()), reserved, "sampler")
+    if report.table is None:
+        return None
+    from ..analysis.memory import sampler_device
+
+    label = sampler_device(report.device)
+    timeline = report.memory
+    timeline = timeline[timeline["device"] == label]
+    if timeline.empty or bool(timeline["reconstructed"].any()):
+        return None
+    per_step = report.memory_steps
+    per_step = per_step[(per_step["device"] == label) & per_step["peak_allocated_bytes"].notna()]
+    if per_step.empty:
+        return None
+    reserved = per_step["peak_reserved_bytes"].max()
+    return DeviceMemory(float(total), float(per_step["end_allocated_bytes"].median()),
+                        float(per_step["peak_allocated_bytes"].max()),
+                        None if pd.isna(reserved) else float(reserved), "trace")
+
+
+def largest_power_of_two(limit: float) -> int:
+    """The largest power of two <= ``limit`` (0 when ``limit`` < 1)."""
+    return 0 if limit < 1 else 1 << int(math.floor(math.log2(limit)))

@@ -1,0 +1,717 @@
+"""The suggestion rules: each reads measured figures and proposes one change.
+
+``suggest(report)`` runs every rule and orders what they find by ``gain``,
+largest first, so the change that can help most is read first. A rule fires
+only past its threshold in ``thresholds.py``; below it, it says nothing (a
+loader that keeps up gets no DataLoader advice). A run where no rule fires
+gets one ``nothing_to_improve`` result that lists what was checked, so a
+renderer never shows an empty, ambiguous section.
+
+Every ``gain`` is Amdahl's law on a measured share of the step: the part a
+change can remove (data waiting, GPU idle after syncs) or speed up by at most
+a documented factor (tensor cores). It is a bound, not a promise.
+"""
+from __future__ import annotations
+
+import math
+import os
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+import pandas as pd
+
+from ..capture.loaders import LoaderRecord
+from ..render.format import fmt_bytes
+from . import measures as M
+from . import thresholds as T
+from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
+from .suggestion import NOTHING_TO_IMPROVE, Severity, Suggestion
+
+if TYPE_CHECKING:
+    from ..report import Report
+
+_SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+_CORES_PREAMBLE = ("import os\n# CPU cores this process may use, shared by the ranks on this machine\n"
+                   'cores = len(os.sched_getaffinity(0)) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))')
+
+
+def suggest(report: "Report") -> list[Suggestion]:
+    """Every suggestion for ``report``, largest expected gain first.
+
+    Empty only when the run completed no step (the report's notes say why);
+    otherwise at least one entry: the suggestions, or a single one of kind
+    ``nothing_to_improve``.
+    """
+    if report.steps.empty:
+        return []
+    facts = Facts(report)
+    found: list[Suggestion] = []
+    for rule in RULES:
+        found.extend(rule(facts))
+    if not found:
+        return [nothing_to_improve(facts)]
+    return sorted(found, key=lambda s: (-s.gain, _SEVERITY_ORDER[s.severity], s.kind))
+
+
+class Facts:
+    """The measurements of one report, computed once and shared by the rules."""
+
+    def __init__(self, report: "Report") -> None:
+        self.report = report
+
+    @cached_property
+    def data_wait(self) -> M.DataWait | None:
+        return M.data_wait(self.report)
+
+    @cached_property
+    def device_time(self) -> M.DeviceTime | None:
+        return M.device_time(self.report)
+
+    @cached_property
+    def kernel_mix(self) -> M.KernelMix | None:
+        return M.kernel_mix(self.report, T.TINY_KERNEL_US)
+
+    @cached_property
+    def syncs(self) -> pd.DataFrame:
+        return M.sync_points(self.report)
+
+    @cached_property
+    def memory(self) -> M.DeviceMemory | None:
+        return M.device_memory(self.report)
+
+    @cached_property
+    def cpu(self) -> M.CpuOverhead | None:
+        return M.cpu_overhead(self.report, T.CPU_FIXED_COST_QUANTILE)
+
+    @cached_property
+    def h2d(self) -> M.H2DCopies | None:
+        return M.h2d_copies(self.report)
+
+    @cached_property
+    def main_loader(self) -> LoaderRecord | None:
+        """The loader that delivered the most batches: the training loader."""
+        run = self.report.run
+        if run is None or not run.loaders:
+            return None
+        return max(run.loaders, key=lambda r: r.batches)
+
+    @cached_property
+    def cores(self) -> tuple[int, int] | None:
+        """(CPUs this process may use, local ranks sharing them); None for trace files,
+        which come from a machine we cannot see."""
+        run = self.report.run
+        if run is None:
+            return None
+        return run.cpu_count, local_world_size()
+
+    @cached_property
+    def dataloader(self) -> list[Suggestion]:
+        """The DataLoader suggestions (the sync rule needs to know whether they pin memory)."""
+        return dataloader_rule(self)
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.report.device.kind in ("cuda", "rocm")
+
+
+def local_world_size() -> int:
+    """Ranks on this machine (torchrun sets LOCAL_WORLD_SIZE); 1 when unset or unreadable."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def _severity(gain: float) -> Severity:
+    if gain >= T.SEVERITY_HIGH_GAIN:
+        return "high"
+    return "medium" if gain >= T.SEVERITY_MEDIUM_GAIN else "low"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
+
+
+def _amdahl(share: float, speedup: float = math.inf) -> float:
+    """Step speed-up when ``share`` of the step gets ``speedup`` times faster."""
+    remaining = 1.0 - share * (1.0 - 1.0 / speedup)
+    return 1.0 / max(remaining, 1e-9)
+
+
+# -- DataLoader ------------------------------------------------------------------------------
+def dataloader_rule(f: Facts) -> list[Suggestion]:
+    """Loaders whose waiting exceeds ``DATALOADER_WAIT_SHARE`` of the step.
+
+    Live runs judge each recorded loader by its own waiting; a trace (which has
+    no loader records) is judged by its DataLoader time, with generic code.
+    """
+    total = f.data_wait
+    if total is None:
+        return []
+    run = f.report.run
+    if run is not None and run.loaders:
+        out = []
+        for record in run.loaders:
+            wait = M.loader_wait(f.report, record)
+            if wait is not None and wait.share > T.DATALOADER_WAIT_SHARE:
+                out.append(_loader_suggestion(f, wait, total.compute_ms, record))
+        return out
+    if total.share <= T.DATALOADER_WAIT_SHARE:
+        return []
+    return [_loader_suggestion(f, total, total.compute_ms, None)]
+
+
+def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float, record: LoaderRecord | None) -> Suggestion:
+    waits = M.wait_per_step(f.report, record)
+    median = float(np.median(waits)) if len(waits) else 0.0
+    spikes = waits > max(median * T.STARTUP_SPIKE_FACTOR, median + T.STARTUP_MIN_MS)
+    startup_ms = float((waits[spikes] - median).sum()) / max(wait.steps, 1)
+    steady_ms = max(wait.wait_ms - startup_ms, 0.0)
+    step_ms = wait.step_ms
+    share = wait.share
+    bound = _amdahl(share)
+
+    if record is not None:
+        args = args_from_record(record)
+        workers: int | None = record.num_workers
+        name = f"`{args.loader_name}`" if record.name else f"over {record.dataset_type}"
+    else:
+        seen = M.trace_loader_workers(f.report)
+        workers = 0 if seen == "none" else None
+        # Pageable host-to-device copies show the loader did not pin memory; without workers
+        # there is nothing to persist or prefetch. Everything else the trace cannot say.
+        unknown = {"prefetch_factor"}
+        if workers is None:
+            unknown |= {"num_workers", "persistent_workers"}
+        if f.h2d is None or f.h2d.pageable == 0:
+            unknown.add("pin_memory")
+        args = LoaderArgs(loader_name="loader", dataset=Expr("dataset"), batch_size=Expr("batch_size"), shuffle=None,
+                          num_workers=0 if workers == 0 else Expr("num_workers"), unknown=frozenset(unknown))
+        name = "of this trace"
+
+    cap = None
+    evidence: dict[str, object] = {
+        "wait_share": round(share, 4),
+        "wait_ms_per_step": round(wait.wait_ms, 3),
+        "step_ms": round(step_ms, 3),
+        "compute_ms_per_step": round(compute_ms, 3),
+        "steps": wait.steps,
+    }
+    if record is not None:
+        evidence.update(loader=record.name, dataset=record.dataset_name or record.dataset_type,
+                        batch_size=record.batch_size, num_workers=record.num_workers)
+    elif workers == 0:
+        evidence["num_workers"] = "0 (the trace shows _SingleProcessDataLoaderIter)"
+    if f.cores is not None:
+        cpus, ranks = f.cores
+        cap = max(1, cpus // ranks - T.CORES_KEPT_FOR_MAIN)
+        evidence.update(usable_cpus=cpus, local_ranks=ranks)
+    if startup_ms > 0:
+        evidence["startup_ms_per_step"] = round(startup_ms, 3)
+
+    changes: dict[str, object] = {}
+    reasons: list[str] = []
+    preamble = ""
+    steady_share = steady_ms / step_ms if step_ms > 0 else 0.0
+    new_wait = steady_ms
+    target = workers
+    if steady_share > T.DATALOADER_WAIT_SHARE:
+        load_ms = None if workers is None else (steady_ms if workers == 0 else workers * (steady_ms + compute_ms))
+        needed = math.ceil(load_ms * T.WORKER_MARGIN / compute_ms) if load_ms is not None and compute_ms > 0 else None
+        if cap is not None:
+            target = min(cap, max(needed or cap, (workers or 0) + 1))
+        elif needed is not None:
+            target = max(needed, 1)
+        if target is not None and workers is not None and target > workers:
+            if cap is None and target > 1:  # a trace: the cores of the user's machine decide
+                preamble = _CORES_PREAMBLE
+                changes["num_workers"] = Expr(f"min({target}, max(1, cores - {T.CORES_KEPT_FOR_MAIN}))")
+            else:
+                changes["num_workers"] = target
+            new_wait = max(load_ms / target - compute_ms, 0.0) if load_ms is not None else 0.0
+            per_batch = f" ({_ms(load_ms)} to load a batch)" if workers == 0 else ""
+            reasons.append(f"{target} worker process{'es' if target != 1 else ''} deliver{'' if target != 1 else 's'} a batch every {_ms(load_ms / target)} or faster"
+                           f"{per_batch}, against {_ms(compute_ms)} of compute per step")
+        elif workers is None:
+            preamble = _CORES_PREAMBLE
+            changes["num_workers"] = Expr(f"max(1, cores - {T.CORES_KEPT_FOR_MAIN})")
+            new_wait = 0.0
+            reasons.append("the trace's loader already uses workers, but too few: use the cores you have")
+        else:
+            reasons.append(f"num_workers={workers} already uses the {cap} CPU core(s) this process can spare: "
+                           "make each sample cheaper to load (cache decoded data, augment on the GPU)")
+        bursty = len(waits) > 1 and median < T.PREFETCH_BURSTY_RATIO * float(waits.mean())
+        if workers and bursty and (record is None or (record.prefetch_factor or 2) < T.PREFETCH_SUGGESTED):
+            changes["prefetch_factor"] = T.PREFETCH_SUGGESTED
+            reasons.append(f"waiting is bursty (median {_ms(median)} against a mean of {_ms(float(waits.mean()))}): "
+                           "deeper prefetching absorbs slow batches")
+    final_workers = changes.get("num_workers", workers)
+    persistent = record.persistent_workers if record is not None else False
+    if final_workers != 0 and not persistent:
+        changes["persistent_workers"] = True
+        if record is not None and record.iterations_started > 1 and workers:
+            reasons.append(f"workers were started {record.iterations_started} times (once per epoch); "
+                           "persistent workers start once")
+        else:
+            reasons.append("persistent workers are not restarted at every epoch or re-run of the cell")
+    if not ("persistent_workers" in changes and workers):
+        new_wait += startup_ms  # start-up waits stay, unless persistent workers remove them
+    copies = f.h2d
+    pinned = record.pin_memory if record is not None else False
+    pin = f.on_gpu and not pinned and copies is not None
+    if pin:
+        changes["pin_memory"] = True
+        evidence["h2d_copies_pageable"] = copies.pageable
+        reasons.append("pinned batches copy to the GPU asynchronously with .to(device, non_blocking=True)")
+
+    evidence["changed"] = sorted(changes)
+    estimate = step_ms / max(compute_ms + new_wait, 1e-9) if step_ms > 0 else 1.0
+    gain = max(1.0, min(bound, estimate))
+    text = f"at most 1/(1-{share:.2f}) = {bound:.2f}× step time if data waiting disappears"
+    if changes and gain < bound - 0.005:
+        text += f"; with these settings about {_ms(step_ms)} → {_ms(step_ms / gain)} per step ({gain:.2f}×)"
+    if changes:
+        code = dataloader_call(args, changes, preamble=preamble)
+        if pin:
+            code += "\n# in the training loop:\nx, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
+    else:
+        code = None
+    verb = f"use num_workers={changes['num_workers']!r}" if "num_workers" in changes else (
+        "use " + ", ".join(f"{k}={v!r}" for k, v in changes.items()) if changes else "the loader is at its limit")
+    return Suggestion(
+        kind="dataloader",
+        title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {verb}",
+        severity=_severity(gain),
+        evidence=evidence,
+        expected_gain=text + ". Measure it: nbprofiler.tune_dataloader(" + (args.loader_name if record else "loader") + ")",
+        gain=gain,
+        code=code,
+        detail="; ".join(reasons),
+    )
+
+
+# -- batch size --------------------------------------------------------------------------------
+def batch_size_up_rule(f: Facts) -> list[Suggestion]:
+    """GPU busy under ``LOW_GPU_UTILIZATION`` of the non-waiting time, with memory to spare."""
+    dt, mem = f.device_time, f.memory
+    if dt is None or dt.synthetic or mem is None or mem.activations <= 0:
+        return []
+    util = dt.utilization_without_data_wait
+    if util >= T.LOW_GPU_UTILIZATION:
+        return []
+    room = T.MEMORY_TARGET_SHARE * mem.total - mem.static
+    record = f.main_loader
+    batch = record.batch_size if record is not None else None
+    if batch:
+        per_sample = mem.activations / batch
+        new_batch = M.largest_power_of_two(room / per_sample)
+        factor = new_batch / batch
+    else:
+        per_sample = None
+        factor = float(M.largest_power_of_two(room / mem.activations))
+        new_batch = None
+    if factor < T.MIN_BATCH_GROWTH:
+        return []
+    gain = max(1.0, min(1.0 / max(util, 1e-9), factor))
+    peak = mem.static + mem.activations * factor
+    evidence = {
+        "gpu_utilization": round(util, 4),
+        "peak_bytes": mem.peak,
+        "static_bytes": mem.static,
+        "activation_bytes_per_step": mem.activations,
+        "device_memory_bytes": mem.total,
+        "batch_size": batch,
+    }
+    if per_sample is not None:
+        evidence["activation_bytes_per_sample"] = per_sample
+    if record is not None and new_batch is not None:
+        code = dataloader_call(args_from_record(record), {"batch_size": new_batch})
+    else:
+        code = f"batch_size = batch_size * {int(factor)}"
+    code += f"\n# keep the learning rate in step with the batch (linear rule: lr × {factor:g}) and check convergence"
+    size = f"batch_size={new_batch}" if new_batch else f"a {int(factor)}× larger batch"
+    return [Suggestion(
+        kind="batch_size",
+        title=f"The GPU is busy only {util:.0%} of the step and memory allows {size}",
+        severity=_severity(gain),
+        evidence=evidence,
+        expected_gain=(f"at most {gain:.2f}× samples/s: min(1/{util:.2f} GPU utilization, {factor:g}× batch); "
+                       f"estimated peak {fmt_bytes(peak)} of {fmt_bytes(mem.total)} "
+                       f"({T.MEMORY_TARGET_SHARE:.0%} target). Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
+        gain=gain,
+        code=code,
+        detail=(f"activation memory {fmt_bytes(mem.activations)} per step (peak {fmt_bytes(mem.peak)} minus "
+                f"{fmt_bytes(mem.static)} of parameters, gradients and optimizer state)"),
+    )]
+
+
+def memory_near_limit_rule(f: Facts) -> list[Suggestion]:
+    """Peak allocated memory above ``MEMORY_NEAR_LIMIT_SHARE`` of the device."""
+    mem = f.memory
+    if mem is None or mem.peak_share < T.MEMORY_NEAR_LIMIT_SHARE:
+        return []
+    record = f.main_loader
+    batch = record.batch_size if record is not None else None
+    half = batch // 2 if batch and batch >= 2 else None
+    loader = dataloader_call(args_from_record(record), {"batch_size": half}) + "\n" if record and half else ""
+    loader_name = record.name if record is not None and record.name else "loader"
+    code = (
+        f"{loader}accumulation = 2  # micro-batches per optimizer step: the same effective batch\n"
+        f"for i, (x, y) in enumerate({loader_name}):\n"
+        "    loss = loss_fn(model(x), y) / accumulation\n"
+        "    loss.backward()\n"
+        "    if (i + 1) % accumulation == 0:\n"
+        "        optimizer.step()\n"
+        "        optimizer.zero_grad(set_to_none=True)\n"
+        "# or keep the batch and recompute activations in backward instead of storing them:\n"
+        "# from torch.utils.checkpoint import checkpoint\n"
+        "# out = checkpoint(block, x, use_reentrant=False)"
+    )
+    saved = mem.activations / 2
+    return [Suggestion(
+        kind="memory_near_limit",
+        title=f"Peak memory is {mem.peak_share:.0%} of the device: one larger batch from out-of-memory",
+        severity="high" if mem.peak_share >= T.MEMORY_CRITICAL_SHARE else "medium",
+        evidence={"peak_bytes": mem.peak, "device_memory_bytes": mem.total, "peak_share": round(mem.peak_share, 4),
+                  "activation_bytes_per_step": mem.activations, "reserved_peak_bytes": mem.reserved_peak,
+                  "batch_size": batch},
+        expected_gain=(f"no speed-up: half the micro-batch with 2 accumulation steps frees about {fmt_bytes(saved)} "
+                       f"of the {fmt_bytes(mem.activations)} of activations, for the same effective batch"),
+        gain=1.0,
+        code=code,
+        detail="a longer sequence or a larger batch than the profiled ones would not fit",
+    )]
+
+
+def cpu_batch_rule(f: Facts) -> list[Suggestion]:
+    """On CPU: fixed per-step cost (per-operator overhead, Python, optimizer) above
+    ``CPU_OVERHEAD_SHARE`` of the step, which a larger batch shares out."""
+    if f.report.device.kind != "cpu":
+        return []
+    co = f.cpu
+    if co is None or co.share <= T.CPU_OVERHEAD_SHARE:
+        return []
+    record = f.main_loader
+    batch = record.batch_size if record is not None else None
+    k = T.CPU_BATCH_GROWTH
+    if batch and record is not None and record.dataset_length:
+        k = min(k, M.largest_power_of_two(record.dataset_length / batch))
+    if k < T.MIN_BATCH_GROWTH:
+        return []
+    o = co.share
+    gain = k / (o + k * (1.0 - o))
+    evidence = {
+        "fixed_share": round(o, 4),
+        "step_us": round(co.step_us, 1),
+        "operator_calls_per_step": round(co.op_calls, 1),
+        "fixed_cost_per_call_us": round(co.fixed_cost_us, 2),
+        "python_us_per_step": round(co.python_us, 1),
+        "optimizer_us_per_step": round(co.optimizer_us, 1),
+        "batch_size": batch,
+    }
+    if record is not None and batch:
+        code = dataloader_call(args_from_record(record), {"batch_size": batch * k})
+    else:
+        code = f"batch_size = batch_size * {k}"
+    code += f"\n# keep the learning rate in step with the batch (linear rule: lr × {k}) and check convergence"
+    size = f"batch_size={batch * k}" if batch else f"a {k}× larger batch"
+    return [Suggestion(
+        kind="batch_size",
+        title=f"Fixed per-step cost is {o:.0%} of each step on CPU: use {size}",
+        severity=_severity(gain),
+        evidence=evidence,
+        expected_gain=(f"at most {gain:.2f}× samples/s with a {k}× batch ({k}/({o:.2f} + {k}×{1 - o:.2f})); never more "
+                       f"than 1/(1-{o:.2f}) = {_amdahl(o):.2f}×. Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
+        gain=gain,
+        code=code,
+        detail=(f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, plus "
+                f"{co.python_us:.0f} µs of Python and {co.optimizer_us:.0f} µs of optimizer per step, the same for "
+                "any batch size"),
+    )]
+
+
+# -- AMP / tensor cores --------------------------------------------------------------------------
+def amp_rule(f: Facts) -> list[Suggestion]:
+    """Matmul/conv kernels without tensor cores on a GPU of compute capability >= 7.0."""
+    dev = f.report.device
+    cc = dev.compute_capability
+    if dev.kind != "cuda" or cc is None or cc < T.TENSOR_CORE_MIN_CC:
+        return []
+    mix, dt = f.kernel_mix, f.device_time
+    if mix is None or dt is None or mix.tensor_core_share >= T.TENSOR_CORE_SHARE_MAX:
+        return []
+    eligible = mix.eligible_share * dt.utilization
+    if eligible < T.AMP_ELIGIBLE_MIN_SHARE:
+        return []
+    bf16 = cc >= T.BF16_MIN_CC
+    gain = _amdahl(eligible, T.TENSOR_CORE_SPEEDUP_MAX)
+    loader = f.main_loader.name if f.main_loader is not None and f.main_loader.name else "train_loader"
+    if bf16:
+        code = (
+            f"for x, y in {loader}:\n"
+            "    with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16):\n"
+            "        loss = loss_fn(model(x), y)\n"
+            "    optimizer.zero_grad(set_to_none=True)\n"
+            "    loss.backward()  # bf16 keeps fp32's range: no gradient scaling needed\n"
+            "    optimizer.step()\n"
+            "# or, without autocast: TF32 tensor cores for fp32 matmuls\n"
+            "# torch.set_float32_matmul_precision(\"high\")"
+        )
+    else:
+        code = (
+            "scaler = torch.amp.GradScaler(\"cuda\")  # fp16 needs loss scaling against underflow\n"
+            f"for x, y in {loader}:\n"
+            "    with torch.autocast(device_type=\"cuda\", dtype=torch.float16):\n"
+            "        loss = loss_fn(model(x), y)\n"
+            "    optimizer.zero_grad(set_to_none=True)\n"
+            "    scaler.scale(loss).backward()\n"
+            "    scaler.step(optimizer)\n"
+            "    scaler.update()"
+        )
+    dtype = "bf16" if bf16 else "fp16"
+    return [Suggestion(
+        kind="amp",
+        title=f"No kernel uses tensor cores: run matmuls and convolutions in {dtype} with torch.autocast",
+        severity=_severity(gain),
+        evidence={"compute_capability": f"{cc[0]}.{cc[1]}", "tensor_core_share": round(mix.tensor_core_share, 4),
+                  "eligible_kernel_share": round(mix.eligible_share, 4), "eligible_step_share": round(eligible, 4),
+                  "gpu_utilization": round(dt.utilization, 4)},
+        expected_gain=(f"at most 1/(1-{eligible:.2f}×(1-1/{T.TENSOR_CORE_SPEEDUP_MAX:g})) = {gain:.2f}× step time, if "
+                       f"the matmul/conv kernels ({eligible:.0%} of the step) ran at the full tensor-core peak; "
+                       "typically they get 2-3× faster"),
+        gain=gain,
+        code=code,
+        detail=(f"{mix.eligible_share:.0%} of kernel time comes from matmul/conv operators, all on the fp32 units; "
+                f"compute capability {cc[0]}.{cc[1]} has tensor cores" + (" and bf16" if bf16 else "")),
+    )]
+
+
+# -- host-device syncs -----------------------------------------------------------------------
+_SYNC_CAUSES = {
+    "item": "`.item()` (or float(), int(), print() of a tensor)",
+    "cpu": "a copy to the CPU (`.cpu()`, `.numpy()`, `.tolist()`)",
+    "bool": "a Python branch on a tensor (`if t:`, `while t:`)",
+    "shape": "a data-dependent shape (`nonzero`, `x[mask]`, `unique`)",
+    "h2d": "a blocking host-to-device copy (`.to(device)` from pageable memory)",
+    "explicit": "an explicit synchronize (`torch.cuda.synchronize()`, event waits)",
+}
+_SYNC_FIXES = {
+    "item": ("total = torch.zeros((), device=device)\n"
+             "for x, y in train_loader:\n"
+             "    ...\n"
+             "    total += loss.detach()   # stays on the GPU: no sync\n"
+             "print(total.item())         # one sync, after the loop (or every N steps)"),
+    "cpu": ("outputs = []\n"
+            "for x, y in train_loader:\n"
+            "    ...\n"
+            "    outputs.append(out.detach())  # keep it on the GPU\n"
+            "outputs = torch.cat(outputs).cpu()  # one copy after the loop"),
+    "bool": ("# instead of `if (x > 0).any(): x = f(x)` in the step:\n"
+             "x = torch.where(x > 0, f(x), x)  # no Python branch on a device value"),
+    "shape": ("# instead of `y = x[mask]` (its size must come from the GPU):\n"
+              "y = torch.where(mask, x, torch.zeros_like(x))  # fixed shape, no sync"),
+    "h2d": ("loader = DataLoader(dataset, batch_size=batch_size, pin_memory=True)\n"
+            "x = x.to(device, non_blocking=True)"),
+    "explicit": "# remove torch.cuda.synchronize() from the step: the profiler times the device without it",
+}
+
+
+def sync_rule(f: Facts, skip_h2d: bool = False) -> list[Suggestion]:
+    """Syncs inside the step after which the GPU idles at least ``SYNC_IDLE_SHARE`` of it.
+
+    ``skip_h2d`` leaves out blocking input copies when the DataLoader suggestion
+    already fixes them (pin_memory and non_blocking).
+    """
+    dt, points = f.device_time, f.syncs
+    if dt is None or points.empty or dt.span_us <= 0:
+        return []
+    if skip_h2d:
+        points = points[points["cause"] != "h2d"]
+        if points.empty:
+            return []
+    idle = M.sync_idle_us(points)
+    share = idle / dt.span_us
+    if share < T.SYNC_IDLE_SHARE:
+        return []
+    places = pd.DataFrame(
+        [(cause, where, len(g), M.sync_idle_us(g)) for (cause, where), g in points.groupby(["cause", "where"], sort=False)],
+        columns=["cause", "where", "calls", "idle_us"],
+    ).sort_values("idle_us", ascending=False, kind="stable")
+    top = places.iloc[0]
+    cause, where = str(top["cause"]), str(top["where"])
+    per_step = len(points) / dt.steps
+    gain = _amdahl(share)
+    in_user_code = where.startswith("cell line") or ".py" in where
+    if in_user_code or cause != "explicit":
+        code: str | None = _SYNC_FIXES[cause]
+        detail = f"{_SYNC_CAUSES[cause]} makes the host wait until the GPU has finished all queued work"
+    else:
+        code = None
+        detail = f"the wait happens inside {where}, not in your code: the library synchronizes there"
+    listing = [f"{_SYNC_CAUSES[r.cause]} at {r.where}: {r.calls / dt.steps:g} per step, "
+               f"GPU idle {r.idle_us / dt.steps / 1e3:.2f} ms per step after it" for r in places.head(5).itertuples()]
+    return [Suggestion(
+        kind="sync",
+        title=f"The host waits for the GPU {per_step:.0f}× per step, mostly at {where}",
+        severity=_severity(gain),
+        evidence={"syncs_per_step": round(per_step, 2), "idle_ms_per_step": round(idle / dt.steps / 1e3, 3),
+                  "idle_share": round(share, 4), "top_cause": cause, "top_where": where, "places": listing},
+        expected_gain=(f"at most 1/(1-{share:.3f}) = {gain:.2f}× step time: the GPU sits idle {share:.1%} of the step "
+                       "after these syncs, until the host queues work again"),
+        gain=gain,
+        code=code,
+        detail=detail,
+    )]
+
+
+# -- launch-bound steps -----------------------------------------------------------------------
+def launch_bound_rule(f: Facts) -> list[Suggestion]:
+    """GPU idle waiting on the host for more than ``LAUNCH_IDLE_SHARE`` of the step, with
+    data waiting and syncs taken out (those have their own suggestions)."""
+    dt = f.device_time
+    if dt is None or dt.synthetic or dt.span_us <= 0:
+        return []
+    idle = max(dt.host_wait_us - dt.dataloader_us - M.sync_idle_us(f.syncs), 0.0)
+    share = idle / dt.span_us
+    if share <= T.LAUNCH_IDLE_SHARE:
+        return []
+    mix = f.kernel_mix
+    tiny = mix.tiny_share if mix is not None else 0.0
+    gain = _amdahl(share)
+    many_tiny = tiny >= T.TINY_KERNEL_SHARE
+    code = ("model = torch.compile(model)  # fuses small kernels: fewer launches; the first steps compile\n"
+            "# static shapes: replay the whole step as CUDA graphs, one launch per graph\n"
+            "# model = torch.compile(model, mode=\"reduce-overhead\")")
+    why = (f"{tiny:.0%} of kernels run under {T.TINY_KERNEL_US:g} µs, shorter than a launch takes"
+           if many_tiny else "the host (Python, operator dispatch) is slower than the GPU it feeds")
+    return [Suggestion(
+        kind="launch_bound",
+        title=f"The GPU waits on the host {share:.0%} of the step: fuse kernels with torch.compile",
+        severity=_severity(gain),
+        evidence={"host_wait_share": round(share, 4), "gpu_utilization": round(dt.utilization, 4),
+                  "tiny_kernel_share": round(tiny, 4),
+                  "kernels_per_step": round(mix.kernels / dt.steps, 1) if mix is not None else None},
+        expected_gain=(f"at most 1/(1-{share:.2f}) = {gain:.2f}× step time, if the GPU never waited on the host"),
+        gain=gain,
+        code=code,
+        detail=why,
+    )]
+
+
+# -- conv nets on GPU ---------------------------------------------------------------------------
+def conv_rule(f: Facts) -> list[Suggestion]:
+    """Convolutions at ``CONV_MIN_SHARE`` of kernel time or more: cudnn.benchmark, channels_last."""
+    if f.report.device.kind != "cuda":
+        return []
+    mix, dt = f.kernel_mix, f.device_time
+    if mix is None or dt is None:
+        return []
+    conv, transpose = mix.conv_share * dt.utilization, mix.layout_transpose_share * dt.utilization
+    if conv < T.CONV_MIN_SHARE:
+        return []
+    gain = 1.0 / max(1.0 - conv * (1.0 - 1.0 / T.CONV_TUNING_SPEEDUP_MAX) - transpose, 1e-9)
+    code = ("torch.backends.cudnn.benchmark = True  # fixed input shapes: cuDNN times its algorithms once, keeps the fastest\n"
+            "model = model.to(memory_format=torch.channels_last)  # NHWC, the tensor cores' native layout\n"
+            "x = x.to(device, memory_format=torch.channels_last, non_blocking=True)")
+    return [Suggestion(
+        kind="conv",
+        title=f"Convolutions take {conv:.0%} of the step: set cudnn.benchmark and use channels_last",
+        severity=_severity(gain),
+        evidence={"conv_step_share": round(conv, 4), "conv_kernel_share": round(mix.conv_share, 4),
+                  "layout_transpose_share": round(mix.layout_transpose_share, 4),
+                  "tensor_core_share": round(mix.tensor_core_share, 4)},
+        expected_gain=(f"at most {gain:.2f}× step time: conv kernels ({conv:.0%} of the step) at most "
+                       f"{T.CONV_TUNING_SPEEDUP_MAX:g}× faster with the best algorithm, and NCHW↔NHWC conversions "
+                       f"({transpose:.1%} of the step) gone"),
+        gain=gain,
+        code=code,
+        detail="channels_last pays off most with tensor cores (AMP, or TF32 on Ampere and later)",
+    )]
+
+
+# -- memory growth ---------------------------------------------------------------------------------
+def memory_growth_rule(f: Facts) -> list[Suggestion]:
+    """Memory that rises step after step (``report.memory_growth`` flags it)."""
+    growth = f.report.memory_growth
+    if growth.empty or not growth["flagged"].any():
+        return []
+    flagged = growth[growth["flagged"]].sort_values(["steps", "slope_bytes_per_step"], ascending=False, kind="stable")
+    row = flagged.iloc[0]
+    slope = float(row["slope_bytes_per_step"])
+    limit = f.report.device.total_memory_bytes
+    evidence = {"device": str(row["device"]), "measure": str(row["measure"]), "steps": int(row["steps"]),
+                "first_bytes": float(row["first_bytes"]), "last_bytes": float(row["last_bytes"]),
+                "slope_bytes_per_step": slope, "rising_share": round(float(row["rising_share"]), 3)}
+    text = "no speed-up: memory stops growing, and the run cannot fail with out-of-memory later"
+    severity: Severity = "medium"
+    if limit and slope > 0:
+        left = (T.MEMORY_NEAR_LIMIT_SHARE * limit - float(row["last_bytes"])) / slope
+        evidence["steps_to_near_limit"] = max(int(left), 0)
+        text += f" (at this rate {T.MEMORY_NEAR_LIMIT_SHARE:.0%} of {fmt_bytes(limit)} is reached in about {max(int(left), 0):,} steps)"
+        if left < 10_000:
+            severity = "high"
+    code = ("total_loss += loss.item()        # not `total_loss += loss`: that keeps every step's graph alive\n"
+            "outputs.append(out.detach())     # not `outputs.append(out)`\n"
+            "hidden = hidden.detach()         # state carried across steps (RNNs) must drop its history")
+    return [Suggestion(
+        kind="memory_growth",
+        title=f"Memory grows {fmt_bytes(slope)} per step on {row['device']}: tensors from earlier steps are kept alive",
+        severity=severity,
+        evidence=evidence,
+        expected_gain=text,
+        gain=1.0,
+        code=code,
+        detail="the usual cause is a tensor that carries its autograd graph kept across steps (a running loss, a list of outputs)",
+    )]
+
+
+def _loader_suggestions(f: Facts) -> list[Suggestion]:
+    return f.dataloader
+
+
+def _syncs_not_fixed_by_loader(f: Facts) -> list[Suggestion]:
+    """Blocking input copies are left to the DataLoader suggestion when it pins memory."""
+    pins = any("pin_memory" in s.evidence.get("changed", ()) for s in f.dataloader)
+    return sync_rule(f, skip_h2d=pins)
+
+
+RULES: tuple[Callable[[Facts], list[Suggestion]], ...] = (
+    _loader_suggestions, batch_size_up_rule, memory_near_limit_rule, cpu_batch_rule, amp_rule,
+    _syncs_not_fixed_by_loader, launch_bound_rule, conv_rule, memory_growth_rule,
+)
+
+
+def nothing_to_improve(f: Facts) -> Suggestion:
+    """The one result of a run where no rule fired, with the figures each check saw."""
+    checks: list[str] = []
+    evidence: dict[str, object] = {}
+    if f.data_wait is not None:
+        evidence["data_wait_share"] = round(f.data_wait.share, 4)
+        checks.append(f"the DataLoader keeps up (waiting {f.data_wait.share:.1%} of the step, "
+                      f"under {T.DATALOADER_WAIT_SHARE:.0%})")
+    dt = f.device_time
+    if dt is not None and dt.synthetic:
+        checks.append("the trace has no ProfilerStep ranges, so the per-step checks (batch size, syncs, launch "
+                      "overhead) could not run")
+    elif dt is not None:
+        evidence["gpu_utilization"] = round(dt.utilization, 4)
+        checks.append(f"the GPU is busy {dt.utilization:.0%} of the step")
+    if f.cpu is not None:
+        evidence["cpu_fixed_share"] = round(f.cpu.share, 4)
+        checks.append(f"fixed per-step cost is {f.cpu.share:.0%} of the step (under {T.CPU_OVERHEAD_SHARE:.0%})")
+    if f.memory is not None:
+        evidence["peak_memory_share"] = round(f.memory.peak_share, 4)
+        checks.append(f"peak memory is {f.memory.peak_share:.0%} of the device")
+    if not f.report.memory_growth.empty:
+        checks.append("memory does not grow from step to step")
+    return Suggestion(
+        kind=NOTHING_TO_IMPROVE,
+        title="Nothing to improve: no check found time to win",
+        severity="low",
+        evidence=evidence,
+        expected_gain="none: the settings this profiler can judge already fit this run",
+        gain=1.0,
+        code=None,
+        detail="; ".join(checks),
+    )

@@ -1,0 +1,83 @@
+"""Time per line of the profiled cell: which line of *your* cell costs the time.
+
+Each torch op is billed to the cell line that was running when the op began,
+as ``LineMarks`` recorded it (see ``capture/lines.py`` for why the trace alone
+cannot say). The marks follow the innermost frame of the cell's own file, so:
+
+- ops in a loop body add up on their body line over every iteration, and the
+  DataLoader fetch at the top of each iteration goes to the ``for`` line;
+- ops inside a function defined in this cell go to the line of that function
+  that ran them;
+- ops in model code from a module, or in a function defined in an earlier
+  cell, go to the line of this cell that called into that code;
+- the backward pass, which on CUDA runs on autograd's own thread, goes to the
+  ``loss.backward()`` line, since that is the line running while it executes.
+
+Only top-level ops are billed (an op's children are inside its time already),
+so the host time of a line is the time torch ops ran for it, and its device
+time is the device work those ops launched.
+"""
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from ..capture.lines import NOT_IN_CELL, LineMarks
+from .operators import OperatorTree
+
+LINE_COLUMNS = ["line", "source", "host_us", "device_us"]
+
+
+class _TraceBase(msgspec.Struct):
+    """The one header field that places trace timestamps on the Unix clock."""
+
+    baseTimeNanoseconds: int | float | None = None
+
+
+def trace_base_ns(raw_trace: bytes) -> int:
+    """``baseTimeNanoseconds`` of a Chrome trace: its ``ts`` values are µs after it.
+
+    Traces from before that field existed carry absolute Unix µs, so 0 fits them.
+    """
+    try:
+        base = msgspec.json.decode(raw_trace, type=_TraceBase).baseTimeNanoseconds
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return 0
+    return int(base or 0)
+
+
+def line_at(marks: LineMarks, ts_us: np.ndarray, base_ns: int) -> np.ndarray:
+    """The cell line running at each trace timestamp (µs), or ``NOT_IN_CELL``."""
+    if len(marks) == 0:
+        return np.full(len(ts_us), NOT_IN_CELL, dtype=np.int64)
+    # Integer nanoseconds first, so the 1e18-sized Unix values lose no precision.
+    mark_us = (marks.times_ns - np.int64(base_ns)).astype(np.float64) / 1e3
+    k = np.searchsorted(mark_us, ts_us, side="right") - 1
+    out = np.full(len(ts_us), NOT_IN_CELL, dtype=np.int64)
+    ok = k >= 0
+    out[ok] = marks.lines[k[ok]]
+    return out
+
+
+def cell_lines(tree: OperatorTree, marks: LineMarks, source: str, base_ns: int) -> pd.DataFrame:
+    """One row per cell line that ran torch ops: ``line, source, host_us, device_us``.
+
+    Sorted by device time when the run has any, else by host time, largest first.
+    """
+    roots = np.flatnonzero(tree.parent < 0)
+    line = line_at(marks, tree.start[roots], base_ns)
+    in_cell = line != NOT_IN_CELL
+    frame = pd.DataFrame({
+        "line": line[in_cell],
+        "host_us": tree.dur[roots][in_cell],
+        "device_us": tree.device_total_us[roots][in_cell],
+    })
+    if frame.empty:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in
+                             zip(LINE_COLUMNS, ("int64", "object", "float64", "float64"))})
+    out = frame.groupby("line", sort=True).sum().reset_index()
+    text = source.splitlines()
+    out.insert(1, "source", [text[n - 1] if 0 < n <= len(text) else "" for n in out["line"]])
+    key = "device_us" if out["device_us"].sum() > 0 else "host_us"
+    return out.sort_values([key, "line"], ascending=[False, True], kind="stable").reset_index(drop=True)

@@ -1,0 +1,287 @@
+"""The step-time breakdown on the real shared traces and on a hand-made trace with known answers.
+
+The figures on real traces are checked against a plain-Python reference that
+reads the raw JSON itself (not through nbprofiler's parser) and attributes time
+by a different method (elementary segments, highest-priority category wins).
+"""
+from __future__ import annotations
+
+import bisect
+import gzip
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nbprofiler
+from nbprofiler.analysis.breakdown import CATEGORIES, breakdown_shares
+from nbprofiler.trace.table import Kind
+
+TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+ALL_TRACES = [
+    "v100_resnet50_train_num_workers_0", "v100_resnet50_train_num_workers_4", "v100_resnet_ns_timestamps",
+    "a100_train", "a100_nccl_distributed", "a100_alexnet_small", "mi250_rocm_toy_train", "cpu_only",
+]
+
+
+def trace_path(name: str) -> Path:
+    path = TRACES / f"{name}.pt.trace.json.gz"
+    if not path.exists():
+        pytest.skip(f"shared trace {path.name} not available")
+    return path
+
+
+@lru_cache(maxsize=None)
+def report(name: str) -> nbprofiler.Report:
+    return nbprofiler.load(trace_path(name))
+
+
+# -- an independent reference ------------------------------------------------------------
+_DEVICE_CATS = {"Kernel": "kernel", "kernel": "kernel", "Memcpy": "memcpy", "gpu_memcpy": "memcpy",
+                "Memset": "memset", "gpu_memset": "memset"}
+_RUNTIME_CATS = {"Runtime", "cuda_runtime", "cuda_driver"}
+_HOST_CATS = {"Operator", "cpu_op", "user_annotation", "python_function"}
+
+
+def _merge(intervals):
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def _covers(merged, starts, t):
+    i = bisect.bisect_right(starts, t) - 1
+    return i >= 0 and t < merged[i][1]
+
+
+def reference_breakdown(name: str) -> list[dict]:
+    """The plugin's procedure, step by step, in loops over the raw JSON events."""
+    raw = json.loads(gzip.decompress(trace_path(name).read_bytes()))
+    events = [e for e in raw["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
+                   if e.get("cat") in _HOST_CATS and e["name"].startswith("ProfilerStep#"))
+    runtime_by_corr = {}
+    for e in events:
+        if e.get("cat") in _RUNTIME_CATS and "correlation" in e.get("args", {}):
+            runtime_by_corr.setdefault(e["args"]["correlation"], e)
+    count, device_end = [0] * len(steps), [None] * len(steps)
+    for e in events:
+        if e.get("cat") not in _DEVICE_CATS:
+            continue
+        rt = runtime_by_corr.get(e.get("args", {}).get("correlation"))
+        if rt is None:
+            continue
+        for i, (s, end, _) in enumerate(steps):
+            if s <= rt["ts"] and rt["ts"] + rt["dur"] <= end:
+                count[i] += 1
+                device_end[i] = max(device_end[i] or -1e300, e["ts"] + e["dur"])
+    spans = []
+    prev_end = steps[0][0]
+    for i, (s, end, step_name) in enumerate(steps):
+        start = max(s, prev_end)
+        stop = max(end, start) if device_end[i] is None else max(end, device_end[i], start)
+        spans.append((start, stop, int(step_name.split("#")[1])))
+        prev_end = stop
+    while spans and count[len(spans) - 1] == 0:
+        spans.pop()
+    if len(spans) > 1 and count[len(spans) - 1] < 0.8 * count[len(spans) - 2]:
+        spans.pop()
+
+    cats = {c: [] for c in CATEGORIES}
+    for e in events:
+        cat, nm, iv = e.get("cat"), e["name"], (e["ts"], e["ts"] + e["dur"])
+        if cat in _DEVICE_CATS:
+            kind = _DEVICE_CATS[cat]
+            cats["communication" if kind == "kernel" and "nccl" in nm.lower() else kind].append(iv)
+        elif cat in _RUNTIME_CATS:
+            cats["runtime"].append(iv)
+        elif cat in _HOST_CATS and not nm.startswith("ProfilerStep#"):
+            if nm.startswith(("nccl:", "gloo:")):
+                cats["communication"].append(iv)
+            elif nm.startswith("enumerate(DataLoader)#") and nm.endswith(".__next__"):
+                cats["dataloader"].append(iv)
+            else:
+                cats["cpu_exec"].append(iv)
+    merged = {c: _merge(v) for c, v in cats.items()}
+    starts = {c: [m[0] for m in v] for c, v in merged.items()}
+    rows = []
+    for lo, hi, step in spans:
+        points = {lo, hi}
+        for v in merged.values():
+            for s, e in v:
+                if e > lo and s < hi:
+                    points.update((max(s, lo), min(e, hi)))
+        points = sorted(points)
+        row = dict.fromkeys([*CATEGORIES, "other"], 0.0)
+        for a, b in zip(points, points[1:]):
+            owner = next((c for c in CATEGORIES if _covers(merged[c], starts[c], a)), "other")
+            row[owner] += b - a
+        row.update(step=step, total=hi - lo)
+        rows.append(row)
+    return rows
+
+
+# -- real traces -------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["v100_resnet50_train_num_workers_0", "v100_resnet_ns_timestamps", "a100_nccl_distributed"])
+def test_breakdown_matches_the_reference_on_every_step(name):
+    ours = report(name).breakdown
+    expected = reference_breakdown(name)
+    assert ours["step"].tolist() == [r["step"] for r in expected]
+    for row, ref in zip(ours.to_dict("records"), expected):
+        for col in [*CATEGORIES, "other", "total"]:
+            assert row[col] == pytest.approx(ref[col], abs=0.01), (row["step"], col)
+
+
+@pytest.mark.parametrize("name", ALL_TRACES)
+def test_shares_add_up_to_one_on_every_trace(name):
+    bd = report(name).breakdown
+    assert len(bd) >= 1
+    parts = bd[[*CATEGORIES, "other"]]
+    assert (parts.to_numpy() >= 0).all()
+    np.testing.assert_allclose(parts.sum(axis=1), bd["total"], rtol=1e-9)
+    assert breakdown_shares(bd).sum() == pytest.approx(1.0)
+    assert breakdown_shares(bd, per_step=True)[[*CATEGORIES, "other"]].sum(axis=1).to_numpy() == pytest.approx(1.0)
+
+
+def test_dataloader_share_is_far_higher_with_num_workers_0():
+    starved = breakdown_shares(report("v100_resnet50_train_num_workers_0").breakdown)
+    fed = breakdown_shares(report("v100_resnet50_train_num_workers_4").breakdown)
+    assert starved["dataloader"] > 0.25
+    assert fed["dataloader"] < 0.02
+    assert starved["dataloader"] > 10 * fed["dataloader"]
+    # The workers' step is shorter because the GPU waits less for data.
+    assert report("v100_resnet50_train_num_workers_4").summary["avg_step_us"] < report(
+        "v100_resnet50_train_num_workers_0").summary["avg_step_us"]
+
+
+@pytest.mark.parametrize("name", ["v100_resnet50_train_num_workers_0", "a100_train", "v100_resnet_ns_timestamps"])
+def test_stretched_steps_cover_the_device_work_they_launched(name):
+    r = report(name)
+    spans, t = r.stretched_steps, r.table
+    assert (spans["start_us"] >= spans["host_start_us"]).all()
+    assert (spans["end_us"] >= spans["host_end_us"]).all()
+    assert (spans["start_us"].to_numpy()[1:] >= spans["end_us"].to_numpy()[:-1]).all()  # no overlap
+    assert (spans["end_us"] > spans["host_end_us"]).any()  # the GPU really runs behind the host
+    # Every kernel whose launch lies inside a step's host range ends inside the stretched step.
+    is_runtime = t.kind == Kind.RUNTIME
+    runtime = {int(c): i for i, c in zip(np.flatnonzero(is_runtime), t["correlation"][is_runtime])}
+    ts, dur, corr = t["ts"].tolist(), t["dur"].tolist(), t["correlation"].tolist()
+    windows = list(zip(spans["host_start_us"], spans["host_end_us"], spans["end_us"]))
+    checked = 0
+    for k in np.flatnonzero(t.kind == Kind.KERNEL).tolist():
+        rt = runtime[corr[k]]
+        for host_start, host_end, end in windows:
+            if host_start <= ts[rt] and ts[rt] + dur[rt] <= host_end:
+                assert ts[k] + dur[k] <= end
+                checked += 1
+    assert checked == (t.kind == Kind.KERNEL).sum()  # in these traces every kernel was launched in a step
+
+
+def test_the_last_step_is_dropped_when_it_lost_its_kernels():
+    # The ROCm trace's second step launched nothing the profiler saw.
+    r = report("mi250_rocm_toy_train")
+    assert r.trace_steps["step"].tolist() == [1, 2]
+    assert r.breakdown["step"].tolist() == [1]
+
+
+def test_cpu_only_trace_is_not_stretched_and_has_no_device_time():
+    r = report("cpu_only")
+    bd = r.breakdown
+    assert len(bd) == 1
+    assert (bd[["kernel", "memcpy", "memset", "runtime"]].to_numpy() == 0).all()
+    host = r.trace_steps.iloc[0]
+    assert bd["total"].iloc[0] == pytest.approx(host["end_us"] - host["start_us"])
+    # Its gloo all_reduce ranges are communication.
+    assert breakdown_shares(bd)["communication"] > 0.5
+
+
+def test_nccl_kernels_and_collectives_count_as_communication():
+    shares = breakdown_shares(report("a100_train").breakdown)
+    assert 0.05 < shares["communication"] < 0.5
+
+
+# -- a hand-made trace with known answers ------------------------------------------------
+def _x(cat, name, ts, dur, tid=1, pid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _device(cat, name, ts, dur, corr, **args):
+    return _x(cat, name, ts, dur, tid=7, pid=0, device=0, stream=7, correlation=corr, **args)
+
+
+def hand_made_events(last_step_kernels: int = 4) -> list[dict]:
+    """Two stretched steps with known attribution, and a third host-only step.
+
+    Step 1, host [0, 100], stretched to [0, 130] by an NCCL kernel:
+      kernel 40 ([30,70]), memcpy 10 ([65,80] minus the kernel), memset 5,
+      communication 24 (nccl:all_reduce [92,96] + NCCL kernel [110,130]),
+      runtime 5.5 ([20,25] and a sync at [97.5,98]; the rest hides under kernels / the collective),
+      dataloader 8, cpu_exec 17 ([10,20] + [25,30] of aten::conv2d, aten::item [96.5,99]
+      minus the sync), other 20.5.
+    Step 2, host [120, 200], stretched to [130, 210]: kernels 40, runtime 2, cpu_exec 6, other 32.
+    Step 3, host [200, 250], launched nothing: dropped.
+    """
+    ev = [
+        _x("user_annotation", "ProfilerStep#1", 0, 100),
+        _x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 8),
+        _x("cpu_op", "aten::conv2d", 10, 50, **{"External id": 10}),
+        _x("cuda_runtime", "cudaLaunchKernel", 20, 5, correlation=1, **{"External id": 10}),
+        _device("kernel", "volta_h884gemm_64x64_ldg8_nn", 30, 40, 1, **{"External id": 10, "blocks per SM": 0.5,
+                                                                        "est. achieved occupancy %": 50}),
+        _x("cuda_runtime", "cudaMemcpyAsync", 40, 5, correlation=2, **{"External id": 10}),
+        _device("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 65, 15, 2, bytes=1024),
+        _x("cuda_runtime", "cudaStreamSynchronize", 46, 2, correlation=9),
+        _x("cuda_runtime", "cudaMemsetAsync", 50, 2, correlation=3, **{"External id": 10}),
+        _device("gpu_memset", "Memset (Device)", 85, 5, 3),
+        _x("user_annotation", "nccl:all_reduce", 92, 4),
+        _x("cuda_runtime", "cudaLaunchKernel", 93, 1, correlation=4),
+        _device("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", 110, 20, 4, **{"blocks per SM": 2.0}),
+        _x("cpu_op", "aten::item", 96.5, 2.5),
+        _x("cpu_op", "aten::_local_scalar_dense", 97, 1.5),
+        _x("cuda_runtime", "cudaStreamSynchronize", 97.5, 0.5, correlation=10),
+        _x("user_annotation", "ProfilerStep#2", 120, 80),
+        _x("cpu_op", "aten::mm", 138, 8, **{"External id": 20}),
+        _x("user_annotation", "ProfilerStep#3", 200, 50),
+    ]
+    kernels = [(150, 10), (160, 10), (170, 10), (200, 10)][:last_step_kernels]
+    for i, (ts, dur) in enumerate(kernels):
+        ev.append(_x("cuda_runtime", "cudaLaunchKernel", 140 + i, 0.5, correlation=5 + i, **{"External id": 20}))
+        ev.append(_device("kernel", "volta_sgemm_128x64_nn", ts, dur, 5 + i, **{"External id": 20, "blocks per SM": 1.0}))
+    return ev
+
+
+def hand_made_report(tmp_path: Path, last_step_kernels: int = 4) -> nbprofiler.Report:
+    path = tmp_path / "hand.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": hand_made_events(last_step_kernels)}))
+    return nbprofiler.load(path)
+
+
+def test_priority_attribution_on_a_hand_made_trace(tmp_path):
+    r = hand_made_report(tmp_path)
+    spans = r.stretched_steps
+    assert spans[["step", "start_us", "end_us", "device_activities"]].to_numpy().tolist() == [
+        [1, 0, 130, 4], [2, 130, 210, 4]]
+    bd = r.breakdown.set_index("step")
+    expected = {
+        1: dict(kernel=40, memcpy=10, memset=5, communication=24, runtime=5.5, dataloader=8, cpu_exec=17, other=20.5,
+                total=130),
+        2: dict(kernel=40, memcpy=0, memset=0, communication=0, runtime=2, dataloader=0, cpu_exec=6, other=32, total=80),
+    }
+    for step, cols in expected.items():
+        for col, value in cols.items():
+            assert bd.loc[step, col] == pytest.approx(value), (step, col)
+    shares = breakdown_shares(r.breakdown)
+    assert shares["kernel"] == pytest.approx(80 / 210)
+    assert shares.sum() == pytest.approx(1.0)
+
+
+def test_a_last_step_with_under_80_percent_of_the_device_work_is_dropped(tmp_path):
+    # 3 activities against the previous step's 4: 3 < 0.8 * 4, so step 2 goes too.
+    r = hand_made_report(tmp_path, last_step_kernels=3)
+    assert r.breakdown["step"].tolist() == [1]
