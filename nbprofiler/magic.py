@@ -132,9 +132,7 @@ class TorchProfileMagics(Magics):
         if output is not None and report is not None:
             namespace[output] = report
         if not options.quiet and report is not None:
-            from IPython.display import display
-
-            display(report)
+            status.show(report)  # the status line turns into the report
         if failure is not None:
             raise failure.with_traceback(failure.__traceback__)
         return None

@@ -1,7 +1,9 @@
 """Shared fixtures: a real IPython shell with the extension loaded, and the shared traces."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +25,88 @@ for x, y in train_loader:
     loss = F.cross_entropy(model(x), y)
     opt.zero_grad(); loss.backward(); opt.step()
 """
+
+
+def leftover_state(modules: Iterable[Any] = ()) -> list[str]:
+    """Everything a finished profiled cell could have left behind, as readable problems.
+
+    Checks what nbprofiler installs (optimizer post-step hook, optimizer class ``step``
+    wrappers, DataLoader patches) and what it must never leave on: the torch profiler,
+    the active run, global module and optimizer hooks, and hooks on ``modules``.
+    """
+    import torch
+    import torch.nn.modules.module as module_hooks
+    import torch.optim.optimizer as optimizer_hooks
+    from torch.utils.data import DataLoader
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    from nbprofiler.capture import hooks, session
+
+    problems: list[str] = []
+
+    def ours(fn: Any) -> bool:  # an nbprofiler wrapper anywhere in a functools.wraps chain
+        while fn is not None:
+            code = getattr(fn, "__code__", None)
+            if code is not None and code.co_filename == hooks.__file__:
+                return True
+            fn = getattr(fn, "__wrapped__", None)
+        return False
+
+    patched = [(DataLoader, "__iter__"), (_BaseDataLoaderIter, "__next__")]
+    patched += [(cls, "step") for cls in hooks._optimizer_classes() if "step" in cls.__dict__]
+    problems += [f"{cls.__name__}.{attr} is still wrapped" for cls, attr in patched if ours(cls.__dict__[attr])]
+    for holder, prefix in ((optimizer_hooks, "_global_optimizer_"), (module_hooks, "_global_")):
+        for name in dir(holder):
+            value = getattr(holder, name)
+            if name.startswith(prefix) and name.endswith("hooks") and len(value):
+                problems.append(f"{holder.__name__}.{name} holds {len(value)} hook(s)")
+    for module in modules:
+        for sub in module.modules():
+            for name, value in vars(sub).items():
+                if name.endswith("hooks") and isinstance(value, dict) and value:
+                    problems.append(f"{type(sub).__name__}.{name} holds {len(value)} hook(s)")
+    if torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled():
+        problems.append("the torch profiler is still running")
+    if session._active is not None:
+        problems.append("a ProfileRun is still marked active")
+    return problems
+
+
+def assert_nothing_left(modules: Iterable[Any] = ()) -> None:
+    """Fail with the full list of leftovers (see ``leftover_state``)."""
+    problems = leftover_state(modules)
+    assert not problems, "; ".join(problems)
+
+
+def temp_traces() -> list[str]:
+    """nbprofiler's temporary trace files in the current temp directory."""
+    import tempfile
+
+    return sorted(p.name for p in Path(tempfile.gettempdir()).glob("nbprofiler-*.json"))
+
+
+@pytest.fixture()
+def private_tmp(tmp_path, monkeypatch) -> Path:
+    """A temp directory of this test's own, so leftover temp files are ours to count
+    (other test runs on the machine write nbprofiler-*.json to /tmp as well)."""
+    import tempfile
+
+    path = tmp_path / "tmp"
+    path.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    return path
+
+
+@pytest.fixture()
+def one_torch_thread():
+    """Run torch ops on one intra-op thread: tiny models on a shared 2-core machine are
+    10x slower with two spinning OpenMP threads, and the thread count changes no result."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def shared_trace(name: str) -> Path:

@@ -42,9 +42,8 @@ def nccl_kernels_per_step(events: list[dict]) -> dict[int, int]:
 
 def host_comm_per_step(events: list[dict], prefix: tuple[str, ...]) -> dict[int, int]:
     steps = host_steps(events)
-    return {step: sum(1 for e in events if e["name"].startswith(prefix) and e.get("cat") in ("cpu_op", "user_annotation")
-                      and lo <= e["ts"] < hi)
-            for step, (lo, hi) in steps.items()}
+    host = [e for e in events if e["name"].startswith(prefix) and e.get("cat") in ("cpu_op", "user_annotation")]
+    return {step: sum(1 for e in host if lo <= e["ts"] < hi) for step, (lo, hi) in steps.items()}
 
 
 def check_ranges(comm) -> None:
@@ -89,7 +88,8 @@ def test_cpu_only_gloo_collectives_are_communication():
     assert row["kernels"] == 0 and row["kernel_us"] == 0
     assert row["host_ops"] == len(starting) > 0
     # The collectives run on two gloo threads at once: their union, clipped to the step.
-    spans = sorted((max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in gloo if e["ts"] < hi and e["ts"] + e["dur"] > lo)
+    spans = sorted((max(e["ts"], lo), min(e["ts"] + e["dur"], hi))
+                   for e in gloo if e["ts"] < hi and e["ts"] + e["dur"] > lo)
     union_end, covered = -np.inf, 0.0
     for a, b in spans:
         covered += max(0.0, b - max(a, union_end))
@@ -108,7 +108,8 @@ def test_single_rank_nccl_records_ops_but_launches_no_kernels():
     assert comm["overlap_share"].isna().all()
 
 
-@pytest.mark.parametrize("name", ["v100_resnet50_train_num_workers_0.pt.trace.json.gz", "mi250_rocm_toy_train.pt.trace.json.gz"])
+@pytest.mark.parametrize("name", ["v100_resnet50_train_num_workers_0.pt.trace.json.gz",
+                                  "mi250_rocm_toy_train.pt.trace.json.gz"])
 def test_traces_without_collectives_show_none(name):
     comm = nbprofiler.load(shared_trace(name)).communication
     assert len(comm) > 0

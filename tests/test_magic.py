@@ -238,3 +238,21 @@ def test_trace_and_tensorboard_outputs(shell, tmp_path):
 def test_help_text_is_the_docstring(ip):
     doc = ip.find_cell_magic("torchprofile").__doc__
     assert "Examples" in doc and "--active" in doc and "--step-on" in doc and "-o VAR" in doc
+
+
+def test_shapes_group_operators_by_input_shape(shell):
+    run_magic(shell, "-q -o run --shapes", TRAIN_CELL)
+    ops = shell.user_ns["run"].operators
+    assert "input_shapes" in ops.columns
+    addmm = ops[ops["name"] == "aten::addmm"]
+    # Two Linear layers: two distinct shape signatures for addmm, 3 calls each in 3 active steps.
+    assert len(addmm) == 2 and set(addmm["calls"]) == {3}
+    assert any("[8, 20]" in s for s in addmm["input_shapes"])
+
+
+def test_sort_and_top_shape_the_shown_table(shell):
+    captured = run_magic(shell, "-o run --sort calls --top 3", TRAIN_CELL)
+    shown = captured.outputs[-1].data[MIME]["operators"]
+    calls = [row[shown["columns"].index("calls")] for row in shown["rows"]]
+    assert len(calls) == 3 and calls == sorted(calls, reverse=True)
+    assert calls[0] == shell.user_ns["run"].operators["calls"].max()

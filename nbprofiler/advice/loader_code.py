@@ -138,7 +138,7 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
             continue
         if arg == "shuffle" and value is None:
             continue  # a sampler of its own: passed on in ``extra`` or kept by the user
-        if not changed and (unknown or (arg != "batch_size" and value == DEFAULTS[arg])):
+        if not changed and (unknown or (arg != "batch_size" and _is_default(arg, value))):
             continue
         note = ("# changed" if unknown else f"{CHANGED}{old!r}") if changed else ""
         items.append((f"{arg}={value!r}", note))
@@ -151,6 +151,11 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
         lines.append(")")
         body = "\n".join(lines)
     return f"{preamble.rstrip()}\n{body}" if preamble else body
+
+
+def _is_default(arg: str, value: Any) -> bool:
+    # With workers, DataLoader stores its default prefetch_factor as 2 rather than None.
+    return value in (None, 2) if arg == "prefetch_factor" else value == DEFAULTS[arg]
 
 
 def _one_line(head: str, items: list[tuple[str, str]]) -> str:

@@ -421,23 +421,20 @@ def _first_user_frame(frames: list[str]) -> str | None:
 # -- CPU fixed cost per operator --------------------------------------------------------------
 @dataclass(frozen=True)
 class CpuOverhead:
-    """On CPU: how much of a step is fixed cost that a larger batch would share out."""
+    """On CPU: how much of a step is fixed cost that a larger batch would share out.
+
+    Each figure is the median over the profiled steps, so one step that pays a
+    one-time cost (a first call, a page fault storm) does not decide.
+    """
 
     steps: int
-    step_us: float  # mean step time without data waiting
+    step_us: float  # step time without data waiting
     op_calls: float  # outermost operator calls per step, outside the optimizer
     op_us: float  # time inside those operators per step
     fixed_cost_us: float  # estimated fixed cost of one operator call
-    optimizer_us: float  # optimizer step and zero_grad per step: the same for any batch size
+    optimizer_us: float  # optimizer step and zero_grad: the same for any batch size
     python_us: float  # step time outside any operator (Python, the framework)
-
-    @property
-    def fixed_us(self) -> float:
-        return self.python_us + self.optimizer_us + self.op_calls * self.fixed_cost_us
-
-    @property
-    def share(self) -> float:
-        return min(self.fixed_us / self.step_us, 1.0) if self.step_us > 0 else 0.0
+    share: float  # median over steps of (fixed cost) / (step time without data waiting)
 
 
 def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
@@ -450,6 +447,8 @@ def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
     parameters, not the batch) and the time outside any operator, is the part
     of the step that does not grow with the batch.
     """
+    from ..analysis.windows import covered_in_windows
+
     t, tree = report.table, report.operator_tree
     if t is None or tree is None or report.has_device_activity:
         return None
@@ -462,30 +461,36 @@ def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
     is_op = (kinds == Kind.CPU_OP) & ~is_loader
     in_optimizer = _ancestor_flag(tree.parent, (kinds == Kind.USER_ANNOTATION) & np.char.startswith(names, "Optimizer."))
     loop_thread = int(steps["tid"].iloc[0])
-    mine = (t["tid"][tree.index] == loop_thread) & (step_of(tree.start, steps) >= 0)
+    step = step_of(tree.start, steps)
+    mine = (t["tid"][tree.index] == loop_thread) & (step >= 0)
     outer = is_op & ~_ancestor_flag(tree.parent, is_op | is_loader) & mine
-    if not (outer & ~in_optimizer).any():
-        return None
-    n = len(steps)
-    total_us = float((steps["end_us"] - steps["start_us"]).sum())
-    wait_us = _union_us(tree.start[is_loader & mine], tree.end[is_loader & mine])
-    all_ops_us = _union_us(tree.start[outer], tree.end[outer])
-    optimizer_us = _union_us(tree.start[outer & in_optimizer], tree.end[outer & in_optimizer])
     model = outer & ~in_optimizer
+    if not model.any():
+        return None
+    lo = steps["start_us"].to_numpy(dtype=np.float64)
+    hi = steps["end_us"].to_numpy(dtype=np.float64)
+
+    def per_step(mask: np.ndarray) -> np.ndarray:
+        return covered_in_windows(tree.start[mask], tree.end[mask], lo, hi)
+
+    wait = per_step(is_loader & mine)
+    ops = per_step(outer)
+    optimizer = per_step(outer & in_optimizer)
+    calls = np.bincount(np.searchsorted(steps["step"].to_numpy(), step[model]), minlength=len(steps)).astype(float)
+    fixed_cost = float(np.quantile(tree.dur[model], quantile))
+    compute = np.maximum(hi - lo - wait, 1e-9)
+    python = np.maximum(compute - ops, 0.0)
+    shares = np.minimum((python + optimizer + calls * fixed_cost) / compute, 1.0)
     return CpuOverhead(
-        steps=n,
-        step_us=(total_us - wait_us) / n,
-        op_calls=float(model.sum()) / n,
-        op_us=(all_ops_us - optimizer_us) / n,
-        fixed_cost_us=float(np.quantile(tree.dur[model], quantile)),
-        optimizer_us=optimizer_us / n,
-        python_us=max(total_us - wait_us - all_ops_us, 0.0) / n,
+        steps=len(steps),
+        step_us=float(np.median(compute)),
+        op_calls=float(np.median(calls)),
+        op_us=float(np.median(ops - optimizer)),
+        fixed_cost_us=fixed_cost,
+        optimizer_us=float(np.median(optimizer)),
+        python_us=float(np.median(python)),
+        share=float(np.median(shares)),
     )
-
-
-def _union_us(start: np.ndarray, end: np.ndarray) -> float:
-    s, e = union(start, end)
-    return float((e - s).sum())
 
 
 def _ancestor_flag(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:

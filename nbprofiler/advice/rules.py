@@ -168,6 +168,7 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float, record: Lo
     spikes = waits > max(median * T.STARTUP_SPIKE_FACTOR, median + T.STARTUP_MIN_MS)
     startup_ms = float((waits[spikes] - median).sum()) / max(wait.steps, 1)
     steady_ms = max(wait.wait_ms - startup_ms, 0.0)
+    steady = np.where(spikes, median, waits)
     step_ms = wait.step_ms
     share = wait.share
     bound = _amdahl(share)
@@ -239,13 +240,18 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float, record: Lo
             new_wait = 0.0
             reasons.append("the trace's loader already uses workers, but too few: use the cores you have")
         else:
-            reasons.append(f"num_workers={workers} already uses the {cap} CPU core(s) this process can spare: "
-                           "make each sample cheaper to load (cache decoded data, augment on the GPU)")
-        bursty = len(waits) > 1 and median < T.PREFETCH_BURSTY_RATIO * float(waits.mean())
+            reasons.append(f"num_workers={workers} already uses all {cap} CPU core(s) this process can spare")
+        if new_wait / step_ms > T.DATALOADER_WAIT_SHARE:
+            reasons.append("loading a batch still takes longer than a step's compute with these workers: make each "
+                           "sample cheaper to load "
+                           "(cache decoded data, augment on the GPU), or, if loading waits on I/O rather than the "
+                           "CPU, more workers than cores help: measure with tune_dataloader")
+        mean_steady = float(steady.mean()) if len(steady) else 0.0
+        bursty = len(steady) > 1 and float(np.median(steady)) < T.PREFETCH_BURSTY_RATIO * mean_steady
         if workers and bursty and (record is None or (record.prefetch_factor or 2) < T.PREFETCH_SUGGESTED):
             changes["prefetch_factor"] = T.PREFETCH_SUGGESTED
-            reasons.append(f"waiting is bursty (median {_ms(median)} against a mean of {_ms(float(waits.mean()))}): "
-                           "deeper prefetching absorbs slow batches")
+            reasons.append(f"waiting is bursty (median {_ms(float(np.median(steady)))} against a mean of "
+                           f"{_ms(mean_steady)}): deeper prefetching absorbs slow batches")
     final_workers = changes.get("num_workers", workers)
     persistent = record.persistent_workers if record is not None else False
     if final_workers != 0 and not persistent:
@@ -282,7 +288,7 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float, record: Lo
     return Suggestion(
         kind="dataloader",
         title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {verb}",
-        severity=_severity(gain),
+        severity=_severity(bound),  # what is at stake; ``gain`` is what these settings can win
         evidence=evidence,
         expected_gain=text + ". Measure it: nbprofiler.tune_dataloader(" + (args.loader_name if record else "loader") + ")",
         gain=gain,
@@ -653,7 +659,9 @@ def memory_growth_rule(f: Facts) -> list[Suggestion]:
             severity = "high"
     code = ("total_loss += loss.item()        # not `total_loss += loss`: that keeps every step's graph alive\n"
             "outputs.append(out.detach())     # not `outputs.append(out)`\n"
-            "hidden = hidden.detach()         # state carried across steps (RNNs) must drop its history")
+            "hidden = hidden.detach()         # state carried across steps (RNNs) must drop its history\n"
+            "with torch.no_grad():            # evaluation inside the loop: no graph to keep\n"
+            "    val_loss = loss_fn(model(x_val), y_val)")
     return [Suggestion(
         kind="memory_growth",
         title=f"Memory grows {fmt_bytes(slope)} per step on {row['device']}: tensors from earlier steps are kept alive",

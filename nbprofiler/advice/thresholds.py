@@ -93,3 +93,9 @@ GROWTH_MIN_STEPS = 5
 GROWTH_RISING_SHARE = 0.70
 GROWTH_MIN_BYTES_PER_STEP = 1 << 20
 GROWTH_MIN_TOTAL_SHARE = 0.05
+
+# -- Measuring: tune_dataloader and batch_size_curve -------------------------------------------
+# Measured settings within 5% of the best count as equally fast: run-to-run noise is about that
+# large. The tuner then takes the fewest workers (each costs a CPU core and a copy of the
+# dataset), the batch curve the smallest batch (less memory, and usually better generalisation).
+MEASURED_TIE_SHARE = 0.95

@@ -74,7 +74,8 @@ class CallSites:
         self.op_frame = nearest_below(parent[n:], parent, n)
         frame_names = t.names[t.name_code[py]]
         self.frame_names = frame_names
-        self.in_cell = np.array([_file_of(f) == cell_filename for f in frame_names], dtype=bool)
+        self.in_cell = np.array([cell_filename is not None and _file_of(f) == cell_filename for f in frame_names],
+                                dtype=bool)
         self.is_user = np.array([_is_user_frame(f) for f in frame_names], dtype=bool) & ~self.in_cell
 
     @property

@@ -71,8 +71,11 @@ def uses_tensor_cores(name: str) -> bool:
 
 
 def _tensor_core_names(table: EventTable) -> np.ndarray:
-    """``uses_tensor_cores`` for each distinct name (names are few; events are many)."""
-    return np.fromiter((uses_tensor_cores(str(n)) for n in table.names), dtype=bool, count=len(table.names))
+    """``uses_tensor_cores`` per name code, tested once per distinct kernel name."""
+    out = np.zeros(len(table.names), dtype=bool)
+    codes = np.unique(table.name_code[table.kind == Kind.KERNEL])
+    out[codes] = [uses_tensor_cores(str(table.names[c])) for c in codes.tolist()]
+    return out
 
 
 def gpu_metrics(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:

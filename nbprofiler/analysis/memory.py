@@ -80,9 +80,8 @@ def memory_timeline(table: EventTable) -> pd.DataFrame:
             running = np.cumsum(np.nan_to_num(delta[on]))
             allocated[on] = running - min(0.0, float(running.min()))
             reconstructed[on] = True
-    frame = pd.DataFrame({"ts": ts, "device": device, "allocated_bytes": allocated, "reserved_bytes": reserved,
-                          "delta_bytes": delta, "reconstructed": reconstructed})
-    return frame
+    return pd.DataFrame({"ts": ts, "device": device, "allocated_bytes": allocated, "reserved_bytes": reserved,
+                         "delta_bytes": delta, "reconstructed": reconstructed})
 
 
 def memory_steps(timeline: pd.DataFrame, steps: pd.DataFrame, sampler: pd.DataFrame | None = None,

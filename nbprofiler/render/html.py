@@ -2,8 +2,8 @@
 
 It is what nbconvert, GitHub and VS Code show without a kernel, and what
 ``report.to_html(path)`` writes: inline styles, charts as inline PNG images,
-no script and no network (a standalone file adds one inline script, for the
-Copy buttons of the suggestions).
+no script and no network. A standalone file adds Copy buttons to the
+suggestions' code (an inline click handler).
 
 Every name that comes from a trace (operators, kernels, annotations, modules,
 the cell's source) is untrusted text and goes through ``esc``.
@@ -46,16 +46,25 @@ STYLE = """
 .nbp pre{background:#f6f8fa;padding:6px 8px;border-radius:4px;overflow-x:auto;margin:4px 0;font-size:12px}
 .nbp .bar{display:inline-block;height:10px;vertical-align:middle}.nbp img{max-width:100%}
 .nbp code{font-family:ui-monospace,Menlo,Consolas,monospace}
+.nbp .mtree summary{cursor:pointer;list-style:none}.nbp .mtree summary::-webkit-details-marker{display:none}
+.nbp .mtree .tw{display:inline-block;width:14px;color:#666}.nbp .mtree summary .tw::before{content:"▸"}
+.nbp .mtree details[open]>summary .tw::before{content:"▾"}
+.nbp .mrow{display:grid;width:100%}
+.nbp .mrow.m3{grid-template-columns:minmax(200px,1fr) repeat(3,100px)}.nbp .mrow.m5{grid-template-columns:minmax(200px,1fr) repeat(5,100px)}
+.nbp .mrow>span{text-align:right;padding:1px 4px;border-bottom:1px solid #eee;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.nbp .mrow>span:first-child{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace}
+.nbp .mhead{font-weight:600}
 """
 
-_COPY_SCRIPT = """<script>
-document.addEventListener("click", function (e) {
-  var b = e.target.closest && e.target.closest("button.nbp-copy");
-  if (!b) return;
-  var text = b.parentNode.querySelector("pre").innerText;
-  navigator.clipboard.writeText(text).then(function () { b.textContent = "Copied"; });
-});
-</script>"""
+# The Copy button's handler, inline so that it also works where a page's scripts do not run
+# (an ipywidgets HTML value). It falls back to selecting the code where the clipboard API is off.
+_COPY_ONCLICK = (
+    "var p=this.parentNode.querySelector('pre'),b=this,t=p.innerText;"
+    "(navigator.clipboard?navigator.clipboard.writeText(t):Promise.reject()).then("
+    "function(){b.textContent='Copied'},"
+    "function(){var r=document.createRange();r.selectNodeContents(p);var s=getSelection();"
+    "s.removeAllRanges();s.addRange(r);b.textContent='Press Ctrl+C'})"
+)
 
 
 def esc(value: object) -> str:
@@ -160,7 +169,7 @@ def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
     if s.expected_gain:
         parts.append(f"<div>Expected gain: {esc(s.expected_gain)}</div>")
     if s.code:
-        button = '<button class="nbp-copy" type="button">Copy</button>' if copy_button else ""
+        button = f'<button class="nbp-copy" type="button" onclick="{esc(_COPY_ONCLICK)}">Copy</button>' if copy_button else ""
         parts.append(f"<div>{button}<pre>{esc(s.code)}</pre></div>")
     parts.append("</div>")
     return "".join(parts)
@@ -263,49 +272,71 @@ def heat_bar(share: float, color: str, width_px: int = 120) -> str:
             f'<span class="bar" style="width:{width_px - w}px;background:#f0f0f0"></span>')
 
 
-def lines_section(report: "Report") -> str:
-    if report.lines.empty:
-        return ""
+def lines_table(report: "Report") -> str:
+    """The cell's source, a heat bar and the host (and device) time on every line."""
     rows = line_rows(report)
     device = report.has_device_activity
     key = "device_us" if device and rows["device_us"].sum() > 0 else "host_us"
     top = float(rows[key].max()) or 1.0
     body = []
     for r in rows.itertuples(index=False):
-        bar = heat_bar(getattr(r, key) / top, "#d62728") if getattr(r, key) > 0 else heat_bar(0.0, "#d62728")
         figures = f"<td>{esc(fmt_us(r.host_us) if r.host_us else '')}</td>"
         if device:
             figures += f"<td>{esc(fmt_us(r.device_us) if r.device_us else '')}</td>"
+        bar = heat_bar(getattr(r, key) / top, "#d62728")
         body.append(f'<tr><td>{r.line}</td><td>{bar}</td>{figures}<td class="n"><code>{esc(r.source)}</code></td></tr>')
     head = "<th>line</th><th>share</th><th>host</th>" + ("<th>device</th>" if device else "") + '<th class="n">source</th>'
-    return ("<h4>Cell lines</h4>" + how("Your cell, each line with the time of the torch ops it ran (calls into "
-                                         "functions and modules count for the calling line); the bar is relative "
-                                         "to the costliest line.")
-            + f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+LINES_HOW = ("Your cell, each line with the time of the torch ops it ran (calls into functions and modules count "
+             "for the calling line); the bar is relative to the costliest line.")
+MODULES_HOW = ("Each nn.Module with its submodules folded under it, in call order; every figure includes the "
+               "submodules. Click a module to fold or unfold it.")
+
+
+def lines_section(report: "Report") -> str:
+    if report.lines.empty:
+        return ""
+    return "<h4>Cell lines</h4>" + how(LINES_HOW) + lines_table(report)
+
+
+def modules_tree(report: "Report") -> str:
+    """The module tree as nested ``<details>``: folds open and shut in any browser, without script."""
+    mods = report.modules.head(MAX_MODULE_ROWS)
+    device = report.has_device_activity
+    labels = ["module", "calls", "fwd host", "bwd host"] + (["fwd device", "bwd device"] if device else [])
+    grid = "m5" if device else "m3"
+    head = f'<div class="mrow {grid} mhead">' + "".join(f"<span>{esc(x)}</span>" for x in labels) + "</div>"
+    children: dict[str, list[Any]] = {}
+    for r in mods.itertuples(index=False):
+        children.setdefault(str(r.parent), []).append(r)
+
+    def row(r: Any) -> str:
+        figures = [f"{int(r.calls):,}", fmt_us(r.forward_host_us), fmt_us(r.backward_host_us)]
+        if device:
+            figures += [fmt_us(r.forward_device_us), fmt_us(r.backward_device_us)]
+        leaf = str(r.module).rsplit(".", 1)[-1]
+        indent = f'<span style="padding-left:{16 * int(r.depth)}px"><span class="tw"></span>{esc(leaf)}</span>'
+        return (f'<span class="mrow {grid}" title="{esc(r.module)}">{indent}'
+                + "".join(f"<span>{esc(x)}</span>" for x in figures) + "</span>")
+
+    def node(r: Any) -> str:
+        kids = children.get(str(r.module), [])
+        if not kids:
+            return row(r)
+        opened = " open" if int(r.depth) < 2 else ""
+        return f"<details{opened}><summary>{row(r)}</summary>{''.join(node(k) for k in kids)}</details>"
+
+    more = (f'<div class="how">First {len(mods)} of {len(report.modules)} modules.</div>'
+            if len(report.modules) > len(mods) else "")
+    return f'<div class="mtree">{head}{"".join(node(r) for r in children.get("", []))}</div>{more}'
 
 
 def modules_section(report: "Report") -> str:
-    mods = report.modules
-    if mods.empty:
+    if report.modules.empty:
         return ""
-    shown = mods.head(MAX_MODULE_ROWS)
-    body = []
-    device = report.has_device_activity
-    for r in shown.itertuples(index=False):
-        leaf = str(r.module).rsplit(".", 1)[-1]
-        cells = [f'<td class="n" title="{esc(r.module)}" style="padding-left:{8 + 16 * int(r.depth)}px">{esc(leaf)}</td>',
-                 f"<td>{int(r.calls):,}</td>", f"<td>{esc(fmt_us(r.forward_host_us))}</td>",
-                 f"<td>{esc(fmt_us(r.backward_host_us))}</td>"]
-        if device:
-            cells += [f"<td>{esc(fmt_us(r.forward_device_us))}</td>", f"<td>{esc(fmt_us(r.backward_device_us))}</td>"]
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    head = '<th class="n">module</th><th>calls</th><th>forward host</th><th>backward host</th>'
-    if device:
-        head += "<th>forward device</th><th>backward device</th>"
-    more = f"<div>First {len(shown)} of {len(mods)} modules.</div>" if len(mods) > len(shown) else ""
-    return ("<h4>Modules</h4>" + how("Each nn.Module with its submodules indented under it, in call order; every "
-                                      "figure includes the submodules.")
-            + f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}")
+    return "<h4>Modules</h4>" + how(MODULES_HOW) + modules_tree(report)
 
 
 def suggestions_section(report: "Report", copy_button: bool) -> str:
@@ -370,5 +401,5 @@ def render_html(report: "Report", standalone: bool = False) -> str:
     body = "".join(parts)
     if standalone:
         return ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>nbprofiler report</title></head>'
-                f"<body>{body}{_COPY_SCRIPT}</body></html>")
+                f"<body>{body}</body></html>")
     return body

@@ -1,26 +1,44 @@
-"""The one-line live status shown while a profiled cell runs: "step 4 · warmup · 0.21 s/step".
+"""The live status line of a profiled cell: "step 4 · warmup · 0.21 s/step", then the report.
 
-It updates in place through a display handle in a notebook, or as a plain
-carriage-return line in a terminal, and disappears when the report is shown.
+Where it runs decides its form:
+
+- a widget front end (``bundle.widget_frontend``): a small HTML widget, whose
+  value each step changes through one comm message;
+- any other kernel (nbclient, papermill, a front end without widgets): a
+  ``text/plain`` output updated in place through its display id;
+- terminal IPython or a script: one line on stdout, rewritten with ``\\r``.
+
+When the cell ends, ``show(report)`` puts the report in the status line's
+place (the same output, through its display id), so the line turns into the
+report instead of leaving an empty output above it. In a terminal the line is
+erased and the report printed.
 """
 from __future__ import annotations
 
+import html
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..report import Report
 
 _MIN_INTERVAL_S = 0.1  # at most ten updates a second, whatever the step rate
+_STYLE = "font-family:system-ui,sans-serif;font-size:12px;color:#555;padding:2px 0"
 
 
 class LiveStatus:
+    """Shows the progress of one profiled run; ``update`` is the run's ``on_step`` callback."""
+
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
+        self.mode: str | None = None  # "widget", "display" or "terminal", once something was shown
         self._handle: Any = None
+        self._widget: Any = None
         self._last = 0.0
-        self._terminal = False
-        self._shown = False
 
-    def text(self, run: Any) -> str:
+    @staticmethod
+    def text(run: Any) -> str:
         per_step = run.last_step_s
         rate = f" · {per_step:.2f} s/step" if per_step is not None else ""
         return f"nbprofiler: step {run.steps_done} · {run.current_phase}{rate}"
@@ -33,32 +51,58 @@ class LiveStatus:
             return
         self._last = now
         text = self.text(run)
-        if self._handle is None and not self._terminal:
+        if self.mode is None:
             self._start(text)
-        elif self._handle is not None:
+        elif self.mode == "widget":
+            self._widget.value = _status_html(text)
+        elif self.mode == "display":
             self._handle.update({"text/plain": text}, raw=True)
         else:
-            sys.stdout.write("\r" + text)
+            sys.stdout.write("\r\x1b[2K" + text)
             sys.stdout.flush()
-        self._shown = True
 
     def _start(self, text: str) -> None:
         from IPython import get_ipython
         from IPython.display import display
 
-        shell = get_ipython()
-        if shell is not None and getattr(shell, "kernel", None) is not None:
+        from .bundle import widget_frontend
+
+        if widget_frontend():
+            import ipywidgets
+
+            self.mode = "widget"
+            self._widget = ipywidgets.HTML(_status_html(text))
+            self._handle = display(self._widget, display_id=True)
+        elif getattr(get_ipython(), "kernel", None) is not None:
+            self.mode = "display"
             self._handle = display({"text/plain": text}, raw=True, display_id=True)
         else:
-            self._terminal = True
+            self.mode = "terminal"
             sys.stdout.write(text)
             sys.stdout.flush()
 
     def close(self) -> None:
-        if not self._shown:
-            return
-        if self._handle is not None:
+        """The run is over: blank the line (``show`` then fills its place with the report)."""
+        if self.mode == "widget":
+            self._widget.value = ""
+        elif self.mode == "display":
             self._handle.update({"text/plain": ""}, raw=True)
-        elif self._terminal:
+        elif self.mode == "terminal":
             sys.stdout.write("\r\x1b[2K")
             sys.stdout.flush()
+
+    def show(self, report: "Report") -> None:
+        """Display ``report`` where the status line was, or as a new output if none was shown."""
+        if self._handle is not None:
+            self._handle.update(report)
+        else:
+            from IPython.display import display
+
+            display(report)
+        if self._widget is not None:
+            self._widget.close()
+            self._widget = None
+
+
+def _status_html(text: str) -> str:
+    return f'<div style="{_STYLE}">{html.escape(text)}</div>' if text else ""

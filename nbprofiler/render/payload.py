@@ -56,7 +56,8 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "device": report.device.as_dict(),
         "summary": {k: _clean(v) for k, v in h.items()},
         "breakdown": {"kind": kind, **table_payload(parts)},
-        "operators": table_payload(operator_view(report, MAX_OPERATOR_ROWS)),
+        # A live run shows what --sort/--top asked for; a trace file its top rows.
+        "operators": table_payload(operator_view(report, None if report.run is not None else MAX_OPERATOR_ROWS)),
         "steps": table_payload(report.steps.head(MAX_STEP_ROWS)),
         "suggestions": [{k: _clean(v) if not isinstance(v, dict) else {a: _clean(b) for a, b in v.items()}
                          for k, v in s.as_dict().items()} for s in ranked_suggestions(report)],

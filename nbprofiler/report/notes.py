@@ -32,7 +32,7 @@ def report_notes(report: "Report") -> list[str]:
         needed = o.steps_needed
         if needed is not None and done < needed:
             active_done = int((run.steps["phase"] == "active").sum()) if done else 0
-            if active_done == 0:
+            if active_done == 0 and run.step_source != "other thread":  # that case has its own note
                 notes.append(
                     f"The cell ran {done} step(s) but the schedule needs {needed} "
                     f"(skip_first={o.skip_first}, wait={o.wait}, warmup={o.warmup}, active={o.active}, repeat={o.repeat}); "

@@ -20,6 +20,7 @@ from ..analysis.steps import profiler_steps
 from ..trace.table import DeviceInfo, EventTable, Kind
 
 if TYPE_CHECKING:
+    from ..advice.suggestion import Suggestion
     from ..capture.session import RunRecord
 
 _DATALOADER_PREFIX = "enumerate(DataLoader)#"
@@ -285,6 +286,14 @@ class Report:
         if self.table is None:
             return pd.DataFrame(columns=IDLE_COLUMNS)
         return idle_time(self.table, self.stretched_steps, self.device.index)
+
+    @cached_property
+    def suggestions(self) -> tuple["Suggestion", ...]:
+        """What to change, largest expected gain first, each with its evidence and code
+        (``nbprofiler.advice``); one ``nothing_to_improve`` entry when no rule fires."""
+        from ..advice.rules import suggest
+
+        return tuple(suggest(self))
 
     @cached_property
     def notes(self) -> tuple[str, ...]:

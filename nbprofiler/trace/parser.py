@@ -5,16 +5,21 @@ depends on where the trace came from.
 
 How it stays fast and small: the header is decoded with ``traceEvents`` as a
 list of ``msgspec.Raw`` slices (no objects built per event), then events are
-typed-decoded in batches of ``BATCH`` into ``schema.Event`` structs and turned
-into columns at once, so only one batch of Python objects is alive at a time.
-A batch that fails validation is retried event by event and the malformed
-events are dropped and counted, never allowed to crash the load.
+typed-decoded in batches of ``BATCH`` into ``schema.Event`` structs and written
+into preallocated columns, so only one batch of Python objects is alive at a
+time, and each batch's raw slices are released once decoded. The cyclic garbage
+collector is paused meanwhile: it would otherwise re-traverse every live event
+struct many times per batch. Peak memory is about twice the JSON size, the JSON
+itself included. A batch that fails validation is retried event by event and
+the malformed events are dropped and counted, never allowed to crash the load.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import msgspec
 import numpy as np
@@ -24,7 +29,7 @@ from ..errors import TraceError
 from .schema import Args, Event, Header
 from .table import FLOAT_COLUMNS, INT_COLUMNS, MISSING, DeviceInfo, EventTable, Kind, TraceMeta
 
-BATCH = 100_000
+BATCH = 20_000
 
 _CATEGORY_KIND: dict[object, Kind] = {
     "Operator": Kind.CPU_OP,
@@ -64,9 +69,12 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
     raws = header.traceEvents
     if raws is None:
         raise TraceError(source, "no 'traceEvents' list: not a Chrome trace from torch.profiler")
-    builder = _ColumnBuilder()
-    for start in range(0, len(raws), BATCH):
-        builder.add(_decode_batch(raws[start:start + BATCH]))
+    builder = _ColumnBuilder(capacity=len(raws))
+    with _gc_paused():
+        for start in range(0, len(raws), BATCH):
+            stop = min(start + BATCH, len(raws))
+            builder.add(_decode_batch(raws[start:stop]))
+            raws[start:stop] = [None] * (stop - start)  # free each batch's slices once decoded
     del raws
     if builder.count == 0:
         raise TraceError(source, "the trace holds no profiler events (was the profiler stopped before any step?)")
@@ -81,6 +89,24 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         skipped_events=builder.skipped,
     )
     return builder.table(meta)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while batches are decoded.
+
+    Every decoded event is a tracked object, so each batch triggers collections
+    that traverse all the batch's events again: more than half the decode time.
+    Decoding creates no reference cycles, so reference counting frees everything
+    the collector would have.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _decode_header(data: bytes | memoryview, source: str) -> Header:
@@ -129,13 +155,22 @@ class _ColumnBuilder:
     handful of C calls, so the builder keeps pace with the decoder.
     """
 
-    def __init__(self) -> None:
-        self.parts: dict[str, list[np.ndarray]] = {c: [] for c in ("kind", "name_code", *INT_COLUMNS, *FLOAT_COLUMNS)}
+    def __init__(self, capacity: int) -> None:
+        # Columns are allocated once for every event the trace could keep and filled in
+        # place: pages past the last kept row are never touched, so they take no memory,
+        # and there is no final concatenation that would hold every column twice.
+        self.columns: dict[str, np.ndarray] = {
+            "kind": np.empty(capacity, dtype=np.int8),
+            "name_code": np.empty(capacity, dtype=np.int32),
+            **{c: np.empty(capacity, dtype=np.int64) for c in INT_COLUMNS},
+            **{c: np.empty(capacity, dtype=np.float64) for c in FLOAT_COLUMNS},
+        }
         # Input shapes and stacks are rare: kept as (row offset, values) only for batches that have any.
         self.dims_parts: list[tuple[int, np.ndarray]] = []
         self.stack_parts: list[tuple[int, np.ndarray]] = []
         self.name_index: dict[str, int] = {}
-        self.text_index: dict[object, object] = {}
+        # Interned shapes and stacks; empty ones map to None.
+        self.text_index: dict[object, object] = {b"": None, "": None, None: None}
         self.thread_names: dict[int, str] = {}
         self.tid_index: dict[str, int] = {}
         self.count = 0
@@ -192,12 +227,18 @@ class _ColumnBuilder:
         kept = n if all_ok else int(ok.sum())
         self.skipped += n - kept
         for key, col in cols.items():
-            self.parts[key].append(col if all_ok else col[ok])
+            self.columns[key][self.count:self.count + kept] = col if all_ok else col[ok]
+        text = self.text_index
         if any(input_dims):  # an absent "Input Dims" is an empty, falsy Raw
-            dims = np.array([self._dedupe(bytes(d)) if d else None for d in input_dims], dtype=object)
+            blobs = list(map(bytes, input_dims))
+            dims = np.array(list(map(text.setdefault, blobs, blobs)), dtype=object)  # b"" -> None
             self.dims_parts.append((self.count, dims if all_ok else dims[ok]))
-        if any(isinstance(c, str) and c for c in call_stack):
-            stacks = np.array([self._dedupe(c if isinstance(c, str) and c else None) for c in call_stack], dtype=object)
+        if set(map(type, call_stack)) <= {str, type(None)}:
+            if call_stack.count(None) + call_stack.count("") < n:
+                stacks = np.array(list(map(text.setdefault, call_stack, call_stack)), dtype=object)
+                self.stack_parts.append((self.count, stacks if all_ok else stacks[ok]))
+        elif any(isinstance(c, str) and c for c in call_stack):
+            stacks = np.array([text.setdefault(c, c) if isinstance(c, str) else None for c in call_stack], dtype=object)
             self.stack_parts.append((self.count, stacks if all_ok else stacks[ok]))
         self.count += kept
 
@@ -231,36 +272,35 @@ class _ColumnBuilder:
 
     def _ids(self, values: tuple[object, ...]) -> np.ndarray:
         """pid/tid: ints, numeric strings, ``"stream 7"``, or labels like ``"Spans"``."""
-        if set(map(type, values)) == {int}:  # the common case, converted in C
+        types = set(map(type, values))
+        if types == {int}:  # the common case, converted in C
             try:
                 arr = np.array(values, dtype=np.int64)
             except OverflowError:
                 arr = None
             if arr is not None and not ((arr >= 2**62) | (arr <= -(2**62))).any():
                 return arr
-        out = []
-        for v in values:
-            if type(v) is int and abs(v) < 2**62:
-                out.append(v)
-            elif isinstance(v, str):
-                tail = v.rsplit(" ", 1)[-1]
-                if tail.isdigit() and len(tail) < 18:
-                    out.append(int(tail))
-                else:
-                    out.append(-2 - self.tid_index.setdefault(v, len(self.tid_index)))
-            elif isinstance(v, float) and math.isfinite(v) and abs(v) < _INT_LIMIT:
-                out.append(int(v))
-            else:
-                out.append(MISSING)
-        return np.array(out, dtype=np.int64)
+        if bool in types:  # True would hash together with 1 below; bools are no ids
+            return np.fromiter(map(self._id, values), dtype=np.int64, count=len(values))
+        # A trace has few distinct pids and tids: convert each once.
+        local, uniques = pd.factorize(np.array(values, dtype=object))  # None and NaN -> -1
+        mapping = np.fromiter(map(self._id, uniques), dtype=np.int64, count=len(uniques))
+        return np.append(mapping, MISSING)[local]  # code -1 picks the appended MISSING
 
-    def _dedupe(self, value: object) -> object:
-        return None if value is None else self.text_index.setdefault(value, value)
+    def _id(self, v: object) -> int:
+        if type(v) is int and abs(v) < 2**62:
+            return v
+        if isinstance(v, str):
+            tail = v.rsplit(" ", 1)[-1]
+            if tail.isdigit() and len(tail) < 18:
+                return int(tail)
+            return -2 - self.tid_index.setdefault(v, len(self.tid_index))
+        if isinstance(v, float) and math.isfinite(v) and abs(v) < _INT_LIMIT:
+            return int(v)
+        return MISSING
 
     def table(self, meta: TraceMeta) -> EventTable:
-        # Concatenate column by column, dropping each column's parts as soon as it is
-        # whole, so the peak holds the columns once plus one column's parts.
-        cols = {k: _concat(self.parts.pop(k)) for k in list(self.parts)}
+        cols = {k: v[:self.count] for k, v in self.columns.items()}
         kind = cols.pop("kind")
         code = cols.pop("name_code")
         names = np.empty(len(self.name_index), dtype=object)
@@ -276,12 +316,6 @@ class _ColumnBuilder:
         )
 
 
-def _concat(parts: list[np.ndarray]) -> np.ndarray:
-    out = np.concatenate(parts)
-    parts.clear()
-    return out
-
-
 def _sparse(parts: list[tuple[int, np.ndarray]], count: int) -> np.ndarray | None:
     """An object column from the batches that had values; None when none had."""
     if not parts:
@@ -294,13 +328,15 @@ def _sparse(parts: list[tuple[int, np.ndarray]], count: int) -> np.ndarray | Non
 
 def _first_present(primary: tuple[object, ...], fallback: tuple[object, ...]) -> list[object]:
     """``primary`` where it is not None, else ``fallback`` (two spellings of one arg)."""
-    if not any(v is not None for v in fallback):
+    if fallback.count(None) == len(fallback):
         return list(primary)
     return [p if p is not None else f for p, f in zip(primary, fallback)]
 
 
 def _floats(values: Sequence[object]) -> np.ndarray:
     """Numbers to float64; None, strings that are no numbers and non-finite values to NaN."""
+    if values.count(None) == len(values):  # an arg most events lack
+        return np.full(len(values), np.nan)
     try:
         arr = np.array(values, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):

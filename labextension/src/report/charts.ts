@@ -204,12 +204,16 @@ export function memoryChart(
   const plotH = H - MARGIN.top - MARGIN.bottom;
   const values = series.flatMap(ser => ser.values.filter((v): v is number => v !== null && Number.isFinite(v)));
   const maxB = Math.max(0, ...values);
+  const minB = values.length ? Math.min(...values) : 0;
   const unit = byteAxisUnit(maxB);
-  const ticks = niceTicks(maxB / unit.scale);
+  // Start the axis at zero unless the lines sit high above it: then zoom in
+  // so step-to-step changes show (the tick labels say where the axis starts).
+  const { ticks, start } = byteTicks(minB / unit.scale, maxB / unit.scale);
+  const bottom = start * unit.scale;
   const top = ticks[ticks.length - 1] * unit.scale || 1;
   const n = steps.length;
   const x = (i: number): number => MARGIN.left + (n <= 1 ? plotW / 2 : ((i + 0.5) / n) * plotW);
-  const y = (b: number): number => MARGIN.top + plotH - (b / top) * plotH;
+  const y = (b: number): number => MARGIN.top + plotH - ((b - bottom) / (top - bottom || 1)) * plotH;
 
   const svg = s('svg', {
     class: 'nbp-chart',
@@ -274,7 +278,7 @@ export function memoryChart(
   });
   svg.appendChild(axis);
 
-  if (opts.limitBytes && opts.limitBytes <= top) {
+  if (opts.limitBytes && opts.limitBytes <= top && opts.limitBytes >= bottom) {
     const yy = y(opts.limitBytes);
     svg.appendChild(s('line', { class: 'nbp-limit', x1: MARGIN.left, x2: W - MARGIN.right, y1: yy, y2: yy }));
     svg.appendChild(s('text', { class: 'nbp-limit-label', x: W - MARGIN.right - 4, y: yy - 4, 'text-anchor': 'end' }, 'device memory'));
@@ -311,6 +315,25 @@ export function memoryChart(
     lines.appendChild(g);
   });
   svg.appendChild(lines);
-  svg.appendChild(s('line', { class: 'nbp-baseline', x1: MARGIN.left, x2: W - MARGIN.right, y1: y(0), y2: y(0) }));
+  svg.appendChild(s('line', { class: 'nbp-baseline', x1: MARGIN.left, x2: W - MARGIN.right, y1: y(bottom), y2: y(bottom) }));
   return svg;
+}
+
+/** Ticks for a memory axis (in display units): from 0, or from a nice value below `min` when the data sit high. */
+export function byteTicks(min: number, max: number): { ticks: number[]; start: number } {
+  if (max > 0 && min > 0.5 * max) {
+    const span = max - min || max * 0.05;
+    const raw = niceTicks(span * 1.25, 4);
+    const step = raw.length > 1 ? raw[1] - raw[0] : span;
+    const start = Math.max(0, Math.floor((min - span * 0.1) / step) * step);
+    const ticks: number[] = [];
+    for (let t = start; t < max + step * 0.999; t += step) {
+      ticks.push(Number(t.toPrecision(12)));
+    }
+    if (ticks.length < 2) {
+      ticks.push(Number((start + step).toPrecision(12)));
+    }
+    return { ticks, start };
+  }
+  return { ticks: niceTicks(max), start: 0 };
 }

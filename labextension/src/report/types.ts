@@ -34,6 +34,7 @@ export interface ISummary {
   tensor_core_share: number | null;
   steps_profiled: number;
   samples_per_s: number | null;
+  batch_size: number | null;
 }
 
 export interface IBreakdown extends ITable {
@@ -47,6 +48,7 @@ export interface ISuggestion {
   evidence: { [key: string]: unknown };
   expected_gain: string;
   code: string | null;
+  detail: string | null;
 }
 
 export interface IReport {
@@ -164,7 +166,8 @@ export function parseReport(data: unknown): IReport {
       achieved_occupancy: num(summary.achieved_occupancy),
       tensor_core_share: num(summary.tensor_core_share),
       steps_profiled: num(summary.steps_profiled) ?? 0,
-      samples_per_s: num(summary.samples_per_s)
+      samples_per_s: num(summary.samples_per_s),
+      batch_size: num(summary.batch_size)
     },
     breakdown: {
       kind: isObject(data.breakdown) ? str(data.breakdown.kind, 'phases') : 'phases',
@@ -178,7 +181,8 @@ export function parseReport(data: unknown): IReport {
       severity: str(s.severity, 'low'),
       evidence: isObject(s.evidence) ? s.evidence : {},
       expected_gain: str(s.expected_gain),
-      code: s.code === null || s.code === undefined ? null : str(s.code)
+      code: s.code === null || s.code === undefined ? null : str(s.code),
+      detail: s.detail === null || s.detail === undefined ? null : str(s.detail)
     }))
   };
 }

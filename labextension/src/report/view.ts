@@ -137,12 +137,13 @@ function explain(text: string): HTMLElement {
   return h('p', { class: 'nbp-explain' }, text);
 }
 
-function metric(label: string, value: string, hint?: string): HTMLElement {
+function metric(label: string, value: string, hint?: string, sub?: string): HTMLElement {
   return h(
     'div',
     { class: 'nbp-metric', title: hint ?? null },
     h('div', { class: 'nbp-metric-value' }, value),
-    h('div', { class: 'nbp-metric-label' }, label)
+    h('div', { class: 'nbp-metric-label' }, label),
+    sub ? h('div', { class: 'nbp-metric-sub' }, sub) : null
   );
 }
 
@@ -252,13 +253,12 @@ export class ReportView {
   private build(): void {
     const r = this.report;
     const source = r.source === 'live' ? 'live run' : `trace file ${r.source}`;
-    const dev = r.device;
     this.node.appendChild(
       h(
         'div',
         { class: 'nbp-header' },
         h('span', { class: 'nbp-title' }, r.title),
-        h('span', { class: 'nbp-subtitle' }, `${source} · ${dev.name} (${dev.kind})`)
+        h('span', { class: 'nbp-subtitle' }, source)
       )
     );
     if (r.partial) {
@@ -330,7 +330,14 @@ export class ReportView {
       metric('steps profiled', formatCount(sm.steps_profiled))
     ];
     if (sm.samples_per_s !== null) {
-      metrics.push(metric('samples / s', formatRate(sm.samples_per_s), 'Batch size divided by the average step time'));
+      metrics.push(
+        metric(
+          'samples / s',
+          formatRate(sm.samples_per_s),
+          'Batch size divided by the average step time',
+          sm.batch_size !== null ? `batch size ${formatCount(sm.batch_size)}` : undefined
+        )
+      );
     }
     if (onDevice || sm.gpu_utilization !== null) {
       metrics.push(metric('GPU utilization', formatShare(sm.gpu_utilization), 'Share of the steps span with a kernel running'));
@@ -425,22 +432,23 @@ export class ReportView {
 
   private buildDevice(): HTMLElement {
     const d = this.report.device;
-    const facts: [string, string][] = [
-      ['Device', `${d.name} (${d.kind})`]
-    ];
+    const facts: string[] = [];
     if (d.total_memory_bytes !== null) {
-      facts.push(['Memory', formatBytes(d.total_memory_bytes)]);
+      facts.push(`${formatBytes(d.total_memory_bytes)} memory`);
     }
     if (d.compute_capability) {
-      facts.push(['Compute capability', d.compute_capability]);
+      facts.push(`compute capability ${d.compute_capability}`);
     }
     if (d.sm_count !== null) {
-      facts.push(['SMs', formatCount(d.sm_count)]);
+      facts.push(`${formatCount(d.sm_count)} SMs`);
     }
     return h(
-      'dl',
-      { class: 'nbp-facts' },
-      ...facts.flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v)])
+      'p',
+      { class: 'nbp-device' },
+      'Device: ',
+      h('strong', null, d.name),
+      ` (${d.kind})`,
+      facts.length ? ` · ${facts.join(' · ')}` : null
     );
   }
 
@@ -645,6 +653,7 @@ export class ReportView {
     const evidence = Object.entries(sug.evidence);
     const children: Child[] = [
       h('div', { class: 'nbp-card-head' }, severityBadge(sug.severity), h('span', { class: 'nbp-card-title' }, sug.title)),
+      sug.detail ? h('p', { class: 'nbp-detail' }, sug.detail) : null,
       sug.expected_gain ? h('p', { class: 'nbp-gain' }, h('strong', null, 'Expected gain: '), sug.expected_gain) : null,
       evidence.length
         ? h(

@@ -1,0 +1,565 @@
+"""The interactive explorer: an ipywidgets view of a Report, one tab per question.
+
+Tabs: Overview, Operators, Kernels (only with device kernels), Memory, Cell
+lines, Modules, Suggestions, Export. Each opens with one line on how to read
+it. A tab is built the first time it is opened, so the explorer appears at
+once even for large traces.
+
+Why it stays fast with thousands of operators: tables are pandas frames that
+are filtered, sorted and cut in pandas, and each page (``PAGE_ROWS`` rows) is
+drawn as one HTML widget. Only the controls and the header cells are widgets,
+a few dozen whatever the table's length.
+
+Escaping: text that comes from a trace (operator, kernel, annotation and
+module names, the cell's source) reaches the page in two ways. In HTML widget
+values it always goes through ``html.escape``. In widget labels (dropdown
+options) ipywidgets 8 writes it as a text node (``textContent``), never as
+HTML, so it is shown as it is, and no label here sets ``description_allow_html``.
+"""
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+import numpy as np
+import pandas as pd
+
+from .charts import chart
+from .format import fmt_bytes, fmt_pct, fmt_us, shorten
+from .html import (LINES_HOW, MODULES_HOW, STYLE, Col, breakdown_table, device_html, html_table, img, lines_table,
+                   metrics_html, modules_tree, suggestion_card, us_col)
+from .text import render_summary_line
+from .views import growth_warnings, memory_device, ranked_suggestions
+
+if TYPE_CHECKING:
+    from ..analysis.callsites import CallSites
+    from ..report import Report
+
+PAGE_ROWS = 50
+DEFAULT_TOP = 100
+OVERVIEW_SUGGESTIONS = 3
+
+_WIDGET_STYLE = STYLE + """
+.nbp-grid{display:grid;column-gap:0;font-size:12px}
+.nbp-grid>div{padding:2px 6px;border-bottom:1px solid #eee;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;text-align:right}
+.nbp-grid>div.n{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace}
+.nbp-grid>div.odd{background:#fafafa}
+"""
+
+HOW = {
+    "Overview": "The average step and its breakdown: one bar per profiled step, parts by device activity on a GPU, "
+                "by training phase on a CPU. Below: the device, and the changes worth trying first.",
+    "Operators": "One row per operator. Self time excludes the ops it calls, total includes them; device time is "
+                 "the GPU work it launched. Click a header to sort; pick an operator below for its kernels and "
+                 "call sites.",
+    "Kernels": "GPU kernels by total time, with the operator that launched each; the pie groups kernel time by "
+               "what the kernels compute.",
+    "Memory": "Memory at the end of every step of the cell (wait, warmup and active shaded), then through the "
+              "profiled steps, then which operators allocated it. A rising line across steps is a leak.",
+    "Cell lines": LINES_HOW,
+    "Modules": MODULES_HOW,
+    "Suggestions": "Changes to try, largest expected gain first, each with the measurements behind it and code "
+                   "to paste (Copy puts it on the clipboard).",
+    "Export": "Save what this report holds: the Chrome trace (opens in ui.perfetto.dev or chrome://tracing), a "
+              "TensorBoard log directory, or this report as one standalone HTML file.",
+}
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def how_html(tab: str) -> widgets.HTML:
+    return widgets.HTML(f'<div class="nbp"><div class="how">{esc(HOW[tab])}</div></div>')
+
+
+def copy_cards(report: "Report", limit: int | None = None) -> str:
+    """Suggestion cards, largest gain first, with Copy buttons on their code."""
+    return "".join(suggestion_card(s, copy_button=True) for s in ranked_suggestions(report)[:limit])
+
+
+# -- a paged, sortable, filterable table ---------------------------------------------------------
+@dataclass(frozen=True)
+class GridColumn:
+    """One column of a ``PagedTable``: header label, cell formatter, CSS grid width."""
+
+    key: str
+    label: str
+    fmt: Callable[[Any], str] = str
+    width: str = "110px"
+    name: bool = False
+
+
+def _count(v: Any) -> str:
+    return f"{int(v):,}"
+
+
+def us(key: str, label: str) -> GridColumn:
+    return GridColumn(key, label, fmt_us)
+
+
+class PagedTable:
+    """A DataFrame shown a page at a time: filter, sort (header click or control), top-N, pages.
+
+    ``view`` is the filtered, sorted, top-N frame; ``page_frame`` the rows on
+    screen. ``on_change`` runs after every redraw (the operator picker uses it).
+    """
+
+    def __init__(self, frame: pd.DataFrame, columns: Sequence[GridColumn], sort: str, noun: str,
+                 filter_column: str = "name", top: int = DEFAULT_TOP) -> None:
+        self.noun = noun
+        self.filter_column = filter_column
+        self.on_change: Callable[[], None] | None = None
+        self._frame = frame
+        self._columns: list[GridColumn] = list(columns)
+        self._quiet = False
+        self.page = 0
+        self.filter = widgets.Text(placeholder=f"filter {noun} by name (substring)", continuous_update=True,
+                                   layout=widgets.Layout(width="260px"))
+        self.sort = widgets.Dropdown(description="sort by", options=self._sort_options(), value=sort,
+                                     layout=widgets.Layout(width="230px"))
+        self.descending = widgets.ToggleButton(value=True, description="largest first", icon="sort-amount-desc",
+                                               layout=widgets.Layout(width="130px"))
+        self.top = widgets.IntSlider(description="top N", min=1, max=max(len(frame), 1),
+                                     value=max(min(top, len(frame)), 1), continuous_update=False,
+                                     layout=widgets.Layout(width="330px"))
+        self.prev = widgets.Button(description="◀ previous", layout=widgets.Layout(width="110px"))
+        self.next = widgets.Button(description="next ▶", layout=widgets.Layout(width="110px"))
+        self.status = widgets.HTML()
+        self.header = widgets.GridBox(layout=widgets.Layout(width="100%"))
+        self.body = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.filter.observe(self._restart, "value")
+        self.sort.observe(self._restart, "value")
+        self.descending.observe(self._restart, "value")
+        self.top.observe(self._restart, "value")
+        self.prev.on_click(lambda _: self._turn(-1))
+        self.next.on_click(lambda _: self._turn(1))
+        self.box = widgets.VBox([
+            widgets.HBox([self.filter, self.sort, self.descending, self.top], layout=widgets.Layout(flex_flow="row wrap")),
+            widgets.HBox([self.prev, self.next, self.status]),
+            self.header, self.body,
+        ])
+        self._build_header()
+        self.refresh()
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def frame(self) -> pd.DataFrame:
+        return self._frame
+
+    def set_frame(self, frame: pd.DataFrame, columns: Sequence[GridColumn] | None = None, sort: str | None = None) -> None:
+        """Show another frame (another grouping, another time basis), keeping filter and top-N."""
+        self._quiet = True
+        try:
+            self._frame = frame
+            if columns is not None:
+                self._columns = list(columns)
+                self.sort.options = self._sort_options()
+            if sort is not None:
+                self.sort.value = sort
+            self.top.max = max(len(frame), 1)
+        finally:
+            self._quiet = False
+        self._build_header()
+        self._restart()
+
+    @property
+    def view(self) -> pd.DataFrame:
+        df = self._frame
+        query = self.filter.value.strip()
+        if query and self.filter_column in df:
+            df = df[df[self.filter_column].astype(str).str.contains(query, case=False, regex=False)]
+        key = self.sort.value
+        if key in df:
+            df = df.sort_values(key, ascending=not self.descending.value, kind="stable", na_position="last")
+        return df.head(self.top.value)
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-len(self.view) // PAGE_ROWS))
+
+    @property
+    def page_frame(self) -> pd.DataFrame:
+        return self.view.iloc[self.page * PAGE_ROWS:(self.page + 1) * PAGE_ROWS]
+
+    def sort_by(self, key: str) -> None:
+        """What a header click does: sort by ``key``, or flip the order if already sorted by it."""
+        if self.sort.value == key:
+            self.descending.value = not self.descending.value
+        else:
+            self._quiet = True
+            self.sort.value = key
+            self.descending.value = key != self.filter_column  # names A→Z, figures largest first
+            self._quiet = False
+            self._restart()
+
+    # -- drawing --------------------------------------------------------------------------
+    def _sort_options(self) -> list[tuple[str, str]]:
+        return [(c.label, c.key) for c in self._columns]
+
+    def _template(self) -> str:
+        return " ".join(c.width if not c.name else f"minmax(160px,{c.width})" for c in self._columns)
+
+    def _build_header(self) -> None:
+        buttons = []
+        for col in self._columns:
+            b = widgets.Button(description=col.label, tooltip=f"sort by {col.label}",
+                               layout=widgets.Layout(width="auto", margin="0", height="28px"))
+            b.on_click(lambda _, key=col.key: self.sort_by(key))
+            buttons.append(b)
+        self.header.children = buttons
+        self.header.layout.grid_template_columns = self._template()
+        self._mark_header()
+
+    def _mark_header(self) -> None:
+        for col, b in zip(self._columns, self.header.children):
+            arrow = (" ▼" if self.descending.value else " ▲") if col.key == self.sort.value else ""
+            b.description = col.label + arrow
+            b.button_style = "info" if arrow else ""
+
+    def _restart(self, *_: Any) -> None:
+        if self._quiet:
+            return
+        self.page = 0
+        self.refresh()
+
+    def _turn(self, step: int) -> None:
+        self.page = min(max(self.page + step, 0), self.pages - 1)
+        self.refresh()
+
+    def refresh(self) -> None:
+        view = self.view
+        rows = self.page_frame
+        self._mark_header()
+        cells = []
+        for i, rec in enumerate(rows.itertuples(index=False)):
+            odd = " odd" if i % 2 else ""
+            values = dict(zip(rows.columns, rec))
+            for col in self._columns:
+                value = values.get(col.key)
+                text = col.fmt(value) if value is not None and not _isnan(value) else "–"
+                title = f' title="{esc(value)}"' if col.name else ""
+                cells.append(f'<div class="{"n" if col.name else ""}{odd}"{title}>{esc(shorten(text, 90) if col.name else text)}</div>')
+        empty = "" if len(rows) else f'<div class="how">No {esc(self.noun)} match.</div>'
+        self.body.value = (f'<div class="nbp"><div class="nbp-grid" style="grid-template-columns:{self._template()}">'
+                           f'{"".join(cells)}</div>{empty}</div>')
+        first = self.page * PAGE_ROWS + 1 if len(rows) else 0
+        self.status.value = (f'<div class="nbp" style="padding:4px 8px">rows {first:,}–{first + len(rows) - 1 if len(rows) else 0:,} '
+                             f"of {len(view):,} shown · {len(self._frame):,} {esc(self.noun)} · page {self.page + 1} of {self.pages}</div>")
+        self.prev.disabled = self.page == 0
+        self.next.disabled = self.page >= self.pages - 1
+        if self.on_change is not None:
+            self.on_change()
+
+
+def _isnan(value: Any) -> bool:
+    return isinstance(value, (float, np.floating)) and bool(np.isnan(value))
+
+
+# -- the tabs -----------------------------------------------------------------------------------
+class OperatorsTab:
+    """The operator table with its host/device and grouping switches, and the drill-down."""
+
+    def __init__(self, report: "Report") -> None:
+        self.report = report
+        self.time = widgets.ToggleButtons(options=[("host time", "host"), ("device time", "device")],
+                                          value="device" if report.has_device_activity else "host",
+                                          description="show")
+        self.time.disabled = not report.has_device_activity
+        has_shapes = report.table is not None and report.table.input_dims is not None
+        self.group = widgets.ToggleButtons(options=[("name", "name"), ("name + input shape", "shape")],
+                                           value="name", description="group by")
+        self.group.disabled = not has_shapes
+        self.group.tooltip = "" if has_shapes else "record input shapes with --shapes to group by them"
+        self.table = PagedTable(self._frame(), self._columns(), sort=f"{self.time.value}_self_us", noun="operators")
+        self.pick = widgets.Dropdown(description="details for", layout=widgets.Layout(width="640px"))
+        self.details = widgets.HTML()
+        self.time.observe(self._switch, "value")
+        self.group.observe(self._switch, "value")
+        self.pick.observe(self._show_details, "value")
+        self.table.on_change = self._fill_pick
+        self._fill_pick()
+        self.box = widgets.VBox([how_html("Operators"), widgets.HBox([self.time, self.group]), self.table.box,
+                                 self.pick, self.details])
+
+    @cached_property
+    def _by_name(self) -> pd.DataFrame:
+        from ..analysis.operators import operator_table
+
+        if self.report.operator_tree is None:
+            return self.report.operators
+        return operator_table(self.report.operator_tree, by_shape=False)
+
+    def _frame(self) -> pd.DataFrame:
+        return self.report.operators_by_shape() if self.group.value == "shape" else self._by_name
+
+    def _columns(self) -> list[GridColumn]:
+        t = self.time.value
+        cols = [GridColumn("name", "operator", width="4fr", name=True), GridColumn("calls", "calls", _count, "80px")]
+        if self.group.value == "shape":
+            cols.append(GridColumn("input_shapes", "input shapes", width="2fr", name=True))
+        return cols + [us(f"{t}_self_us", f"{t} self"), us(f"{t}_total_us", f"{t} total")]
+
+    def _switch(self, *_: Any) -> None:
+        self.table.set_frame(self._frame(), self._columns(), sort=f"{self.time.value}_self_us")
+
+    def _fill_pick(self) -> None:
+        rows = self.table.page_frame
+        start = self.table.page * PAGE_ROWS
+        options: list[tuple[str, int]] = [("(pick an operator on this page)", -1)]
+        for i, (idx, rec) in enumerate(zip(rows.index, rows.itertuples(index=False)), start + 1):
+            label = f"{i}. {shorten(str(rec.name), 90)}"
+            if "input_shapes" in rows.columns:
+                label += f"  {shorten(str(rec.input_shapes), 40)}"
+            options.append((label, int(idx)))
+        self.pick.options = options
+        self.pick.value = -1
+
+    def _show_details(self, *_: Any) -> None:
+        idx = self.pick.value
+        if idx is None or idx < 0:
+            self.details.value = ""
+            return
+        row = self.table.frame.loc[idx]
+        self.details.value = self.details_html(str(row["name"]), row.get("input_shapes"))
+
+    def details_html(self, name: str, input_shapes: str | None = None) -> str:
+        """Kernels and call sites of one operator (its shape group, when grouped by shape)."""
+        from ..analysis.callsites import operator_kernels, operator_mask
+
+        tree = self.report.operator_tree
+        if tree is None:
+            return ""
+        mask = operator_mask(tree, name, input_shapes)
+        parts = [f'<div class="nbp"><h4>{esc(name)}</h4>']
+        kernels = operator_kernels(tree, mask)
+        if len(kernels):
+            parts.append(f"<div>Device work it launched ({len(kernels)} kinds):</div>")
+            parts.append(html_table(kernels.head(20), [Col("kernel", "kernel", name=True), Col("calls", "calls", _count),
+                                                        us_col("total_us", "total")], 90))
+        elif self.report.has_device_activity:
+            parts.append("<div>It launched no device work.</div>")
+        sites = self._call_sites
+        run = self.report.run
+        if sites is not None and sites.has_frames:
+            from ..analysis.lines import trace_base_ns
+
+            base = trace_base_ns(self.report.raw_trace) if self.report.raw_trace is not None else 0
+            table = sites.call_sites(mask, run.line_marks if run is not None else None, base,
+                                     (run.cell_source or "") if run is not None else "")
+            cols = [Col("called_from", "called from (your code outside torch)", name=True),
+                    Col("calls", "calls", _count), us_col("host_us", "host")]
+            if self.report.has_device_activity:
+                cols.append(us_col("device_us", "device"))
+            if run is not None and run.line_marks is not None:
+                cols = [Col("line", "cell line", lambda v: str(v) if v > 0 else "–"), Col("source", "source", name=True),
+                        *cols]
+            parts.append("<div>Where it was called from (a file's number is the line of its <code>def</code>; "
+                         "empty: the cell itself):</div>")
+            parts.append(html_table(table.head(20), cols, 70))
+        else:
+            parts.append('<div class="how">Run with <code>--stack</code> to see where it was called from.</div>')
+        parts.append("</div>")
+        return "".join(parts)
+
+    @cached_property
+    def _call_sites(self) -> "CallSites | None":
+        from ..analysis.callsites import CallSites
+
+        tree = self.report.operator_tree
+        if tree is None:
+            return None
+        return CallSites(tree, self.report.run.cell_filename if self.report.run is not None else None)
+
+
+def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
+    from ..analysis.kernel_kinds import kernel_kind
+
+    k = report.kernels.assign(category=[kernel_kind(str(n)) for n in report.kernels["name"]])
+    cols = [GridColumn("name", "kernel", width="4fr", name=True), GridColumn("category", "category", width="110px"),
+            GridColumn("calls", "calls", _count, "80px"), us("total_us", "total"), us("mean_us", "mean"),
+            us("max_us", "max"), GridColumn("mean_occupancy", "occupancy", fmt_pct, "90px"),
+            GridColumn("operator", "launched by", width="2fr", name=True)]
+    table = PagedTable(k, cols, sort="total_us", noun="kernels")
+    pie = widgets.HTML(f'<div class="nbp">{img(chart(report, "kernels"), "kernel time by category")}</div>')
+    return widgets.VBox([how_html("Kernels"), pie, table.box]), table
+
+
+def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
+    device = memory_device(report)
+    if device is None:
+        return widgets.VBox([how_html("Memory"), widgets.HTML(
+            '<div class="nbp how">No memory was recorded (the run used --no-memory, or no step was profiled).</div>')]), None
+    warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in growth_warnings(report))
+    charts = (f'<div class="nbp">{warnings}{img(chart(report, "memory"), "memory over steps")}'
+              f'{img(chart(report, "memory_timeline"), "memory during the profiled steps")}'
+              f"<div>Allocations on {esc(device)} by operator during the profiled steps "
+              "(held = still allocated when its step ended):</div></div>")
+    ops = report.memory_by_operator
+    ops = ops[ops["device"] == device].reset_index(drop=True)
+    cols = [GridColumn("name", "operator", width="4fr", name=True), GridColumn("allocations", "allocations", _count, "100px"),
+            GridColumn("allocated_bytes", "allocated", fmt_bytes), GridColumn("held_bytes", "held", fmt_bytes)]
+    table = PagedTable(ops, cols, sort="allocated_bytes", noun="operators", top=50)
+    return widgets.VBox([how_html("Memory"), widgets.HTML(charts), table.box]), table
+
+
+def lines_html(report: "Report") -> str:
+    """The annotated cell, or why there is none."""
+    if not report.lines.empty:
+        return lines_table(report)
+    run = report.run
+    if run is None:
+        why = "A trace file holds no cell source: line attribution needs a live %%torchprofile run."
+    elif not run.options.stack:
+        why = "Run the cell with <code>%%torchprofile --stack</code> to see which of its lines cost the time."
+    elif run.line_marks is None:
+        why = "The time per line was not recorded for this run (see the notes above)."
+    else:
+        why = "No torch op ran from this cell's lines during the profiled steps."
+    return f'<div class="how">{why}</div>'
+
+
+def modules_html(report: "Report") -> str:
+    """The module tree, or how to get one."""
+    if not report.modules.empty:
+        return modules_tree(report)
+    run = report.run
+    recorded = run is not None and (run.options.modules or run.options.stack)
+    return ('<div class="how">' + ("No nn.Module ran during the profiled steps." if recorded else
+            "Run the cell with <code>%%torchprofile --modules</code> to see the time per nn.Module.") + "</div>")
+
+
+class ExportTab:
+    """Buttons that write the trace, a TensorBoard directory, or the standalone HTML report."""
+
+    def __init__(self, report: "Report") -> None:
+        self.report = report
+        has_trace = report.raw_trace is not None or (report.source_path is not None and Path(report.source_path).is_file())
+        self.trace_path = widgets.Text(value="nbprofiler_trace.json.gz", description="trace file",
+                                       layout=widgets.Layout(width="420px"))
+        self.tb_dir = widgets.Text(value="nbprofiler_tb", description="directory", layout=widgets.Layout(width="420px"))
+        self.html_path = widgets.Text(value="nbprofiler_report.html", description="HTML file",
+                                      layout=widgets.Layout(width="420px"))
+        self.save_trace = widgets.Button(description="Save Chrome trace", icon="download", disabled=not has_trace)
+        self.save_tb = widgets.Button(description="Write TensorBoard dir", icon="folder", disabled=not has_trace)
+        self.save_html = widgets.Button(description="Save HTML report", icon="file")
+        self.status = widgets.HTML()
+        self.save_trace.on_click(lambda _: self._do(lambda: report.export_chrome_trace(self.trace_path.value),
+                                                    "Chrome trace", "open it in https://ui.perfetto.dev or chrome://tracing"))
+        self.save_tb.on_click(lambda _: self._do(lambda: report.export_tensorboard(self.tb_dir.value),
+                                                 "TensorBoard trace", "nbprofiler.load() reads the directory back"))
+        self.save_html.on_click(lambda _: self._do(self._write_html, "HTML report", "it opens offline in any browser"))
+        note = "" if has_trace else ('<div class="how">This report has no recorded trace (the run ended before any '
+                                     "active step), so only the HTML report can be saved.</div>")
+        self.box = widgets.VBox([how_html("Export"), widgets.HTML(f'<div class="nbp">{note}</div>'),
+                                 widgets.HBox([self.trace_path, self.save_trace]),
+                                 widgets.HBox([self.tb_dir, self.save_tb]),
+                                 widgets.HBox([self.html_path, self.save_html]), self.status])
+
+    def _write_html(self) -> Path:
+        path = Path(self.html_path.value).expanduser()
+        self.report.to_html(path)
+        return path
+
+    def _do(self, action: Callable[[], Path], what: str, hint: str) -> None:
+        try:
+            path = Path(action()).resolve()
+        except (OSError, ValueError) as exc:
+            self.status.value = f'<div class="nbp warn">Could not save the {esc(what)}: {esc(exc)}</div>'
+            return
+        self.status.value = f'<div class="nbp">Saved the {esc(what)} to <code>{esc(path)}</code>; {esc(hint)}.</div>'
+
+
+# -- the explorer -------------------------------------------------------------------------------
+class Explorer(widgets.VBox):
+    """The report's explorer widget. ``tab_titles`` lists its tabs; ``show_tab(title)`` shows one."""
+
+    def __init__(self, report: "Report") -> None:
+        self.report = report
+        self.operators: OperatorsTab | None = None
+        self.kernels: PagedTable | None = None
+        self.memory: PagedTable | None = None
+        self.export: ExportTab | None = None
+        builders: list[tuple[str, Callable[[], widgets.Widget]]] = [
+            ("Overview", self._overview), ("Operators", self._operators)]
+        if not report.kernels.empty:
+            builders.append(("Kernels", self._kernels))
+        builders += [("Memory", self._memory), ("Cell lines", self._lines), ("Modules", self._modules),
+                     ("Suggestions", self._suggestions), ("Export", self._export)]
+        self._builders = dict(builders)
+        self.tab_titles = tuple(self._builders)
+        self._built: set[int] = set()
+        self.tabs = widgets.Tab(children=[widgets.VBox() for _ in builders], titles=self.tab_titles)
+        self.tabs.observe(self._on_select, "selected_index")
+        notes = "".join(f'<div class="note">{esc(n)}</div>' for n in report.notes)
+        header = widgets.HTML(f'<style>{_WIDGET_STYLE}</style><div class="nbp"><h3>nbprofiler report — '
+                              f"{esc(render_summary_line(report))}</h3>{notes}</div>")
+        super().__init__([header, self.tabs])
+        self._build(0)
+
+    def show_tab(self, title: str) -> widgets.Widget:
+        """Select the tab called ``title`` (building it if needed) and return its content."""
+        index = self.tab_titles.index(title)
+        self.tabs.selected_index = index
+        self._build(index)
+        return self.tabs.children[index]
+
+    def _on_select(self, change: dict[str, Any]) -> None:
+        if change["new"] is not None:
+            self._build(int(change["new"]))
+
+    def _build(self, index: int) -> None:
+        if index in self._built:
+            return
+        self._built.add(index)
+        self.tabs.children[index].children = [self._builders[self.tab_titles[index]]()]
+
+    # -- tab builders ---------------------------------------------------------------------
+    def _overview(self) -> widgets.Widget:
+        r = self.report
+        uri = chart(r, "breakdown")
+        parts = [metrics_html(r), device_html(r)]
+        if uri:
+            parts.append(img(uri, "step time breakdown"))
+            parts.append(html_table(breakdown_table(r), [Col("part", "part"), us_col("per_step_us", "per step"),
+                                                         Col("share", "share", fmt_pct)]))
+        else:
+            parts.append('<div class="how">No complete step was profiled, so there is no breakdown.</div>')
+        ranked = ranked_suggestions(r)
+        if ranked:
+            more = len(ranked) - OVERVIEW_SUGGESTIONS
+            parts.append("<h4>Top suggestions</h4>" + copy_cards(r, OVERVIEW_SUGGESTIONS))
+            if more > 0:
+                parts.append(f'<div class="how">{more} more in the Suggestions tab.</div>')
+        return widgets.VBox([how_html("Overview"), widgets.HTML(f'<div class="nbp">{"".join(parts)}</div>')])
+
+    def _operators(self) -> widgets.Widget:
+        self.operators = OperatorsTab(self.report)
+        return self.operators.box
+
+    def _kernels(self) -> widgets.Widget:
+        box, self.kernels = kernels_tab(self.report)
+        return box
+
+    def _memory(self) -> widgets.Widget:
+        box, self.memory = memory_tab(self.report)
+        return box
+
+    def _lines(self) -> widgets.Widget:
+        return widgets.VBox([how_html("Cell lines"), widgets.HTML(f'<div class="nbp">{lines_html(self.report)}</div>')])
+
+    def _modules(self) -> widgets.Widget:
+        return widgets.VBox([how_html("Modules"), widgets.HTML(f'<div class="nbp">{modules_html(self.report)}</div>')])
+
+    def _suggestions(self) -> widgets.Widget:
+        cards = copy_cards(self.report) or '<div class="how">No suggestions for this run.</div>'
+        return widgets.VBox([how_html("Suggestions"), widgets.HTML(f'<div class="nbp">{cards}</div>')])
+
+    def _export(self) -> widgets.Widget:
+        self.export = ExportTab(self.report)
+        return self.export.box

@@ -1,0 +1,405 @@
+"""report.suggestions: each rule fires on a workload built to trigger it, and not on one built not to.
+
+Live CPU runs (real training loops) cover the DataLoader, CPU batch-size and memory-growth
+rules; the shared GPU traces cover the GPU rules. Where a GPU rule needs live CUDA memory
+counters, which no trace has, a real trace's table is paired with a run record holding those
+counters, so the rule still reads real kernels.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import time
+
+import pandas as pd
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, TensorDataset
+
+import nbprofiler
+from conftest import shared_trace
+from nbprofiler.advice import measures
+from nbprofiler.advice import thresholds as T
+from nbprofiler.advice.loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
+from nbprofiler.advice.rules import suggest
+from nbprofiler.advice.suggestion import NOTHING_TO_IMPROVE, Suggestion
+from nbprofiler.capture.loaders import LoaderRecord
+from nbprofiler.capture.session import ProfileRun, RunRecord
+from nbprofiler.options import ProfileOptions
+from nbprofiler.report import Report
+from nbprofiler.trace.table import DeviceInfo
+
+
+def kinds(suggestions) -> list[str]:
+    return [s.kind for s in suggestions]
+
+
+def only(suggestions, kind: str) -> Suggestion:
+    found = [s for s in suggestions if s.kind == kind]
+    assert len(found) == 1, kinds(suggestions)
+    return found[0]
+
+
+# -- the shared GPU traces -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def traces() -> dict[str, Report]:
+    names = ["v100_resnet50_train_num_workers_0", "v100_resnet50_train_num_workers_4", "v100_resnet_ns_timestamps",
+             "a100_train", "a100_nccl_distributed", "a100_alexnet_small", "cpu_only"]
+    return {n: nbprofiler.load(shared_trace(f"{n}.pt.trace.json.gz")) for n in names}
+
+
+def test_num_workers_0_trace_gets_a_dataloader_suggestion(traces):
+    s = only(traces["v100_resnet50_train_num_workers_0"].suggestions, "dataloader")
+    share = s.evidence["wait_share"]
+    assert 0.30 < share < 0.37  # the breakdown's DataLoader time: ~59 ms of a ~178 ms step
+    assert s.gain == pytest.approx(1 / (1 - share), rel=0.01)
+    assert f"1/(1-{share:.2f})" in s.expected_gain
+    assert s.evidence["num_workers"].startswith("0 (the trace shows _SingleProcessDataLoaderIter")
+    # No loader record in a trace: generic code, with what the trace shows marked as changed.
+    assert "num_workers=1,  # changed: was 0" in s.code
+    assert "pin_memory=True,  # changed: was False" in s.code  # the trace's copies are pageable
+    assert "non_blocking=True" in s.code
+    ast.parse(s.code)
+
+
+def test_num_workers_4_trace_gets_no_dataloader_suggestion(traces):
+    report = traces["v100_resnet50_train_num_workers_4"]
+    assert measures.data_wait(report).share < T.DATALOADER_WAIT_SHARE
+    assert "dataloader" not in kinds(report.suggestions)
+
+
+@pytest.mark.parametrize("name", ["v100_resnet50_train_num_workers_0", "v100_resnet50_train_num_workers_4"])
+def test_both_v100_traces_get_the_amp_suggestion(traces, name):
+    s = only(traces[name].suggestions, "amp")
+    assert s.evidence["compute_capability"] == "7.0" and s.evidence["tensor_core_share"] == 0
+    assert "torch.autocast(device_type=\"cuda\", dtype=torch.float16)" in s.code
+    assert "GradScaler" in s.code  # fp16 on Volta: no bf16, loss scaling needed
+    e = s.evidence["eligible_step_share"]
+    assert s.gain == pytest.approx(1 / (1 - e * (1 - 1 / T.TENSOR_CORE_SPEEDUP_MAX)), rel=1e-3)
+    ast.parse(s.code)
+
+
+def test_amp_does_not_fire_when_tensor_cores_are_used(traces):
+    report = traces["a100_train"]
+    assert report.summary["tensor_core_share"] > T.TENSOR_CORE_SHARE_MAX
+    assert "amp" not in kinds(report.suggestions)
+
+
+def test_amp_uses_bf16_from_compute_capability_8(traces):
+    """The V100's fp32 kernels on a device that reports compute capability 8.0."""
+    v100 = traces["v100_resnet50_train_num_workers_4"]
+    a100 = DeviceInfo(index=0, name="A100", kind="cuda", total_memory_bytes=40 * 2**30, compute_capability=(8, 0))
+    report = Report.from_live(v100.table, _record(a100, v100.steps[["step", "phase", "wall_ms", "dataloader_ms"]]), None)
+    s = only(report.suggestions, "amp")
+    assert "dtype=torch.bfloat16" in s.code and "GradScaler" not in s.code
+
+
+def test_suggestions_are_ordered_by_gain(traces):
+    for report in traces.values():
+        gains = [s.gain for s in report.suggestions]
+        assert gains == sorted(gains, reverse=True)
+
+
+def test_every_suggestion_is_plain_json(traces):
+    for report in traces.values():
+        for s in report.suggestions:
+            json.dumps(s.as_dict())
+            assert s.severity in ("high", "medium", "low") and s.title and s.expected_gain
+
+
+def test_report_suggestions_is_cached(traces):
+    report = traces["v100_resnet50_train_num_workers_4"]
+    assert report.suggestions is report.suggestions
+    assert isinstance(report.suggestions, tuple)
+
+
+def test_sync_rule_fires_on_item_calls_and_names_them(traces):
+    s = only(traces["a100_train"].suggestions, "sync")
+    assert s.evidence["idle_share"] >= T.SYNC_IDLE_SHARE
+    assert any("`.item()`" in p and "aten::item" in p for p in s.evidence["places"])
+    points = measures.sync_points(traces["a100_train"])
+    assert {"item", "cpu"} <= set(points["cause"])
+
+
+def test_sync_rule_quiet_when_syncs_cost_little(traces):
+    """The V100 runs sync only on their input copies, and the GPU barely idles after them."""
+    for name in ("v100_resnet50_train_num_workers_0", "v100_resnet50_train_num_workers_4"):
+        report = traces[name]
+        points = measures.sync_points(report)
+        assert set(points["cause"]) == {"h2d"}
+        assert points["where"].eq("resnet50_profiler_api.py(44): <module>").all()  # the 2021 call stack
+        assert "sync" not in kinds(report.suggestions)
+
+
+def test_launch_bound_rule(traces):
+    s = only(traces["a100_nccl_distributed"].suggestions, "launch_bound")
+    assert s.evidence["host_wait_share"] > T.LAUNCH_IDLE_SHARE and "torch.compile" in s.code
+    for name in ("v100_resnet_ns_timestamps", "v100_resnet50_train_num_workers_4"):  # GPU kept busy
+        assert "launch_bound" not in kinds(traces[name].suggestions)
+
+
+def test_conv_rule(traces):
+    s = only(traces["v100_resnet_ns_timestamps"].suggestions, "conv")
+    assert "cudnn.benchmark = True" in s.code and "channels_last" in s.code
+    assert s.evidence["conv_step_share"] >= T.CONV_MIN_SHARE
+    assert "conv" not in kinds(traces["a100_train"].suggestions)  # no convolutions at all
+
+
+def test_trace_without_anything_to_improve_says_so(traces):
+    result = traces["cpu_only"].suggestions
+    assert kinds(result) == [NOTHING_TO_IMPROVE]
+    assert result[0].nothing_to_improve and "Nothing to improve" in result[0].title
+    assert result[0].gain == 1.0 and result[0].code is None
+
+
+# -- GPU memory rules: a real trace's kernels with live-style CUDA memory counters --------------------
+def _record(device: DeviceInfo, steps: pd.DataFrame, loaders: tuple[LoaderRecord, ...] = ()) -> RunRecord:
+    return RunRecord(options=ProfileOptions(), device=device, steps=steps.reset_index(drop=True), loaders=loaders,
+                     step_source="optimizer", cpu_count=8)
+
+
+def _loader_record(batch_size: int) -> LoaderRecord:
+    return LoaderRecord(loader_id=1, batch_size=batch_size, num_workers=4, pin_memory=True, persistent_workers=True,
+                        prefetch_factor=2, drop_last=False, shuffle=True, dataset_type="ImageFolder",
+                        dataset_length=100_000, dataset_repr="ImageFolder", name="train_loader",
+                        dataset_name="train_ds", batches=12)
+
+
+def _cuda_run(traces, static_gb: float, peak_gb: float) -> Report:
+    """a100_nccl_distributed's kernels (GPU busy 24% of the step), with memory counters."""
+    trace = traces["a100_nccl_distributed"]
+    device = DeviceInfo(index=0, name="NVIDIA A100", kind="cuda", total_memory_bytes=40 * 2**30,
+                        compute_capability=(8, 0))
+    n = 8
+    steps = pd.DataFrame({"step": range(n), "phase": "active", "wall_ms": 220.0, "dataloader_ms": 0.0,
+                          "mem_allocated_bytes": static_gb * 2**30, "mem_peak_bytes": peak_gb * 2**30,
+                          "mem_reserved_bytes": peak_gb * 2**30})
+    return Report.from_live(trace.table, _record(device, steps, (_loader_record(32),)), None)
+
+
+def test_low_utilization_with_headroom_suggests_the_largest_batch_that_fits(traces):
+    report = _cuda_run(traces, static_gb=2.0, peak_gb=6.0)  # 4 GiB of activations for 32 samples
+    s = only(report.suggestions, "batch_size")
+    # 0.85 * 40 GiB - 2 GiB = 32 GiB of room; 128 MiB per sample -> 256 samples, the largest power of two.
+    assert "batch_size=256,  # changed: was 32" in s.code
+    assert s.evidence["activation_bytes_per_sample"] == pytest.approx(2**30 / 8)
+    assert s.gain == pytest.approx(min(1 / s.evidence["gpu_utilization"], 8.0), rel=1e-3)
+    assert "memory_near_limit" not in kinds(report.suggestions)
+
+
+def test_peak_near_the_limit_suggests_accumulation_not_a_larger_batch(traces):
+    report = _cuda_run(traces, static_gb=10.0, peak_gb=38.0)  # 95% of 40 GiB
+    s = only(report.suggestions, "memory_near_limit")
+    assert s.severity == "high" and s.gain == 1.0
+    assert "batch_size=16,  # changed: was 32" in s.code and "accumulation = 2" in s.code
+    assert "checkpoint" in s.code
+    assert "batch_size" not in kinds(report.suggestions)
+
+
+def test_no_batch_size_advice_without_headroom_or_idle_gpu(traces):
+    busy = traces["v100_resnet_ns_timestamps"]  # GPU 97% busy
+    device = DeviceInfo(index=0, name="V100", kind="cuda", total_memory_bytes=32 * 2**30, compute_capability=(7, 0))
+    steps = pd.DataFrame({"step": range(5), "phase": "active", "wall_ms": 96.0, "dataloader_ms": 0.0,
+                          "mem_allocated_bytes": 2.0 * 2**30, "mem_peak_bytes": 6.0 * 2**30,
+                          "mem_reserved_bytes": 6.0 * 2**30})
+    report = Report.from_live(busy.table, _record(device, steps, (_loader_record(32),)), None)
+    assert not {"batch_size", "memory_near_limit"} & set(kinds(report.suggestions))
+
+
+# -- DataLoader: thresholds on measured steps ---------------------------------------------------------
+def _cpu_steps(wait_share: float, n: int = 12, wall_ms: float = 40.0) -> pd.DataFrame:
+    return pd.DataFrame({"step": range(n), "phase": "active", "wall_ms": wall_ms,
+                         "dataloader_ms": wall_ms * wait_share, "rss_bytes": 1e9})
+
+
+def _cpu_loader(wait_ms: float, n: int = 12) -> LoaderRecord:
+    record = _loader_record(64)
+    record.num_workers, record.pin_memory, record.persistent_workers, record.prefetch_factor = 0, False, False, None
+    record.wait_ms_by_step = {i: wait_ms for i in range(n)}
+    return record
+
+
+@pytest.mark.parametrize("share, fires", [(0.04, False), (0.049, False), (0.06, True), (0.5, True)])
+def test_dataloader_threshold(share, fires):
+    cpu = DeviceInfo(index=-1, name="CPU", kind="cpu", total_memory_bytes=16 * 2**30)
+    record = _record(cpu, _cpu_steps(share), (_cpu_loader(40.0 * share),))
+    found = suggest(Report.from_live(None, record, None))
+    assert ("dataloader" in kinds(found)) is fires
+
+
+# -- live CPU runs ----------------------------------------------------------------------------------------
+class SlowDataset(Dataset):
+    """Each sample takes ``delay`` seconds to produce, like a slow decode or transform."""
+
+    def __init__(self, n: int, delay: float) -> None:
+        self.n, self.delay = n, delay
+        self.data = torch.randn(n, 32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):
+        if self.delay:
+            time.sleep(self.delay)
+        return self.data[i], i % 4
+
+
+def _train(namespace: dict, model: nn.Module, epochs: int = 1, hold: bool = False, **options) -> Report:
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    kept = []
+    with ProfileRun(ProfileOptions(**options), namespace=namespace) as run:
+        for _ in range(epochs):
+            for x, y in namespace["train_loader"]:
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if hold:  # a validation loss kept with its graph: the classic leak
+                    kept.append(F.cross_entropy(model(x), y))
+    return run.report
+
+
+def _mlp(width: int, inputs: int = 32) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(inputs, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 4))
+
+
+@pytest.fixture()
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_slow_loader_gets_a_dataloader_suggestion_with_the_users_names(one_thread):
+    ds = SlowDataset(16 * 10, delay=0.002)
+    ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=16, shuffle=True)}
+    report = _train(ns, _mlp(256))
+    s = only(report.suggestions, "dataloader")
+    assert s.evidence["wait_share"] > 0.5 and s.evidence["loader"] == "train_loader"
+    assert s.code.startswith("train_loader = DataLoader(\n    train_ds,\n    batch_size=16,\n    shuffle=True,\n")
+    assert "num_workers=" in s.code and "# changed: was 0" in s.code
+    assert "persistent_workers=True,  # changed: was False" in s.code
+    assert "pin_memory" not in s.code  # no GPU: nothing to pin for
+    cpus, ranks = s.evidence["usable_cpus"], s.evidence["local_ranks"]
+    assert s.evidence["usable_cpus"] == report.run.cpu_count and ranks == 1
+    workers = int(s.code.split("num_workers=")[1].split(",")[0])
+    assert 1 <= workers <= max(1, cpus - T.CORES_KEPT_FOR_MAIN)
+    rebuilt = {}
+    exec(s.code, {"DataLoader": DataLoader, "train_ds": ds}, rebuilt)
+    assert rebuilt["train_loader"].num_workers == workers and rebuilt["train_loader"].persistent_workers
+
+
+def test_local_ranks_share_the_cpus(monkeypatch, one_thread):
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    ds = SlowDataset(16 * 8, delay=0.002)
+    report = _train({"train_ds": ds, "train_loader": DataLoader(ds, batch_size=16)}, _mlp(128))
+    s = only(report.suggestions, "dataloader")
+    assert s.evidence["local_ranks"] == 2
+
+
+def test_fast_loader_and_big_batches_have_nothing_to_improve(one_thread):
+    ds = TensorDataset(torch.randn(64 * 12, 256), torch.randint(0, 4, (64 * 12,)))
+    # Whole batches by one indexing call: the loader costs microseconds per step.
+    batched = DataLoader(ds, batch_size=None, sampler=BatchSampler(SequentialSampler(ds), 64, drop_last=False))
+    report = _train({"train_ds": ds, "train_loader": batched}, _mlp(1024, inputs=256))
+    assert measures.data_wait(report).share < T.DATALOADER_WAIT_SHARE
+    assert kinds(report.suggestions) == [NOTHING_TO_IMPROVE]
+    assert "the DataLoader keeps up" in report.suggestions[0].detail
+
+
+def test_workers_restarted_every_epoch_get_persistent_workers(one_thread):
+    ds = SlowDataset(8 * 6, delay=0.002)
+    ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=8, num_workers=1)}
+    report = _train(ns, _mlp(64), epochs=3, wait=0, warmup=0, active=2)
+    assert report.run.loaders[0].iterations_started == 3
+    s = only(report.suggestions, "dataloader")
+    assert "persistent_workers" in s.evidence["changed"]
+    assert "persistent_workers=True,  # changed: was False" in s.code
+
+
+def test_tiny_batches_on_cpu_get_a_larger_batch(one_thread):
+    ds = TensorDataset(torch.randn(2 * 40, 4), torch.randint(0, 4, (2 * 40,)))
+    loader = DataLoader(ds, batch_size=2)
+    report = _train({"train_ds": ds, "train_loader": loader}, _mlp(4, inputs=4), wait=1, warmup=1, active=10)
+    s = only(report.suggestions, "batch_size")
+    assert s.evidence["fixed_share"] > T.CPU_OVERHEAD_SHARE
+    assert f"batch_size={2 * T.CPU_BATCH_GROWTH},  # changed: was 2" in s.code
+    o, k = s.evidence["fixed_share"], T.CPU_BATCH_GROWTH
+    assert s.gain == pytest.approx(k / (o + k * (1 - o)), rel=1e-3)
+
+
+def test_large_batches_on_cpu_get_no_batch_advice(one_thread):
+    ds = TensorDataset(torch.randn(256 * 8, 256), torch.randint(0, 4, (256 * 8,)))
+    report = _train({"train_ds": ds, "train_loader": DataLoader(ds, batch_size=256)}, _mlp(1024, inputs=256))
+    assert measures.cpu_overhead(report, T.CPU_FIXED_COST_QUANTILE).share < T.CPU_OVERHEAD_SHARE
+    assert "batch_size" not in kinds(report.suggestions)
+
+
+def test_memory_growth_points_to_tensors_kept_with_their_graph(one_thread):
+    """Ten profiled steps of allocator events: the trace's allocated bytes, exact unlike RSS."""
+    ds = TensorDataset(torch.randn(128 * 12, 64), torch.randint(0, 4, (128 * 12,)))
+    ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=128)}
+    leaky = _train(ns, _mlp(1024, inputs=64), hold=True, wait=0, warmup=1, active=10)
+    s = only(leaky.suggestions, "memory_growth")
+    assert s.evidence["slope_bytes_per_step"] > 2**20  # 128 x 1024 floats kept per layer per step
+    assert ".item()" in s.code and ".detach()" in s.code and "no_grad" in s.code
+    clean = _train(ns, _mlp(1024, inputs=64), hold=False, wait=0, warmup=1, active=10)
+    assert "memory_growth" not in kinds(clean.suggestions)
+
+
+def test_sync_location_is_the_cell_line(shell):
+    """With --stack, the cell's line marks place an aten::item on its own line of the cell."""
+    shell.run_cell("total = 0.0").raise_error()
+    shell.run_cell(
+        "%%torchprofile --stack -q -o run\n"
+        "for x, y in train_loader:\n"
+        "    loss = F.cross_entropy(model(x), y)\n"
+        "    opt.zero_grad()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    total += loss.item()\n"
+    ).raise_error()
+    report = shell.user_ns["run"]
+    t, tree = report.table, report.operator_tree
+    names = t.names[t.name_code[tree.index]].astype(str)
+    pos = int((names == "aten::item").nonzero()[0][0])
+    where = measures._Locator(report).where(int(tree.index[pos]), pos)
+    assert where == "cell line 6: total += loss.item()"
+
+
+# -- loader code ------------------------------------------------------------------------------------------
+def test_unchanged_call_stays_on_one_line():
+    record = LoaderRecord.of(DataLoader(TensorDataset(torch.zeros(4, 1)), batch_size=2, shuffle=True, drop_last=True))
+    record.name, record.dataset_name = "train_loader", "train_ds"
+    assert dataloader_call(args_from_record(record)) == \
+        "train_loader = DataLoader(train_ds, batch_size=2, shuffle=True, drop_last=True)"
+
+
+def test_changed_arguments_are_marked_and_invalid_ones_dropped():
+    record = LoaderRecord.of(DataLoader(TensorDataset(torch.zeros(4, 1)), batch_size=2, num_workers=2,
+                                        persistent_workers=True, prefetch_factor=4))
+    code = dataloader_call(args_from_record(record), {"num_workers": 0})
+    assert "num_workers=0,  # changed: was 2" in code
+    assert "persistent_workers" not in code and "prefetch_factor" not in code  # DataLoader rejects them then
+    assert code.startswith("loader = DataLoader(\n    loader.dataset,") is False
+    assert code.startswith("loader = DataLoader(\n    dataset,")  # no names known: generic ones
+
+
+def test_unknown_arguments_are_marked_without_an_old_value():
+    args = LoaderArgs(loader_name="loader", dataset=Expr("dataset"), batch_size=Expr("batch_size"),
+                      num_workers=Expr("num_workers"), unknown=frozenset({"num_workers", "pin_memory"}))
+    code = dataloader_call(args, {"pin_memory": True})
+    assert "pin_memory=True,  # changed\n" in code and "num_workers" not in code
+    with pytest.raises(ValueError, match="collate_fn"):
+        dataloader_call(args, {"collate_fn": None})
+
+
+def test_suggestion_validates_its_fields():
+    with pytest.raises(ValueError, match="severity"):
+        Suggestion(kind="x", title="t", severity="urgent")
+    with pytest.raises(ValueError, match="gain"):
+        Suggestion(kind="x", title="t", severity="low", gain=0.5)

@@ -1,0 +1,155 @@
+"""The JupyterLab extension in a real browser (tests/browser/lab_e2e.mjs).
+
+Starts a JupyterLab server on localhost with a temporary notebook directory
+and a token, copies notebooks/01_quickstart.ipynb there, and runs the
+Playwright script against it with Debian's Chromium. Screenshots and the
+script's result (with timings) go to build/screenshots/.
+
+Skipped when Node.js or Chromium is missing. When both are there, the
+extension must be built and installed (labextension/build.sh --install, which
+`make test` runs), and playwright-core must be in labextension/node_modules.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tests" / "browser" / "lab_e2e.mjs"
+NOTEBOOK = ROOT / "notebooks" / "01_quickstart.ipynb"
+SHOTS = ROOT / "build" / "screenshots"
+CHROMIUM = os.environ.get("NBP_CHROMIUM", "/usr/bin/chromium")
+
+pytestmark = pytest.mark.slow
+
+
+def _node() -> str | None:
+    return shutil.which("node")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _extension_installed() -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter", "labextension", "list"],
+        capture_output=True, text=True, timeout=120,
+    )
+    return out.stdout + out.stderr
+
+
+def _wait_for_server(url: str, token: str, proc: subprocess.Popen, log: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            req = urllib.request.Request(f"{url}api/status", headers={"Authorization": f"token {token}"})
+            with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - localhost only
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"JupyterLab did not answer within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    # The server runs in its own process group, with its kernels.
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+@pytest.mark.skipif(_node() is None, reason="Node.js is not installed")
+@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
+    if not (ROOT / "labextension" / "node_modules" / "playwright-core").is_dir():
+        pytest.fail("playwright-core is missing: run labextension/build.sh (it installs the extension's node modules)")
+    listing = _extension_installed()
+    if not any("nbprofiler" in line and "enabled" in line and "OK" in line for line in listing.splitlines()):
+        pytest.fail(f"the nbprofiler JupyterLab extension is not installed: run labextension/build.sh --install\n{listing}")
+
+    root = tmp_path / "notebooks"
+    (root / "build").mkdir(parents=True)
+    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    home = tmp_path / "jupyter"
+    settings = home / "settings"
+    # No news or update pop-ups over the page.
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        PYTHONUNBUFFERED="1",
+    )
+    env.pop("JUPYTER_PATH", None)
+    port = _free_port()
+    token = secrets.token_hex(16)
+    url = f"http://127.0.0.1:{port}/"
+    log = tmp_path / "jupyterlab.log"
+    cmd = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+        "--LabApp.expose_app_in_browser=True", "--ServerApp.terminals_enabled=False",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with log.open("w") as log_file:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for_server(url, token, proc, log)
+        server_s = time.monotonic() - t0
+        run = subprocess.run(
+            [_node(), str(SCRIPT)],
+            cwd=ROOT,
+            env=dict(
+                os.environ,
+                NBP_LAB_URL=url, NBP_LAB_TOKEN=token, NBP_NOTEBOOK=NOTEBOOK.name, NBP_ROOT_DIR=str(root),
+                NBP_SCREENSHOTS=str(SHOTS), NBP_CHROMIUM=CHROMIUM,
+            ),
+            capture_output=True, text=True, timeout=900,
+        )
+    finally:
+        _stop(proc)
+    print(f"JupyterLab server up in {server_s:.1f} s")
+    print(run.stdout[-6000:])
+    result_line = next((line for line in reversed(run.stdout.splitlines()) if line.startswith("RESULT ")), None)
+    result = json.loads(result_line[len("RESULT "):]) if result_line else {}
+    if result:
+        result["serverStartSeconds"] = round(server_s, 1)
+        (SHOTS / "result.json").write_text(json.dumps(result, indent=2))
+    assert run.returncode == 0 and result.get("ok"), (
+        f"browser test failed: {result.get('error', 'no result')}\n"
+        f"--- script stderr ---\n{run.stderr[-4000:]}\n--- server log ---\n{log.read_text()[-4000:]}"
+    )
