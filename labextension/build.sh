@@ -62,8 +62,13 @@ if [ "$test" = 1 ]; then
 fi
 
 if [ "$install" = 1 ]; then
-  # Same files as the wheel's shared-data: share/jupyter/labextensions/nbprofiler.
-  "$PYTHON" -m pip install -q --no-deps -e "$ROOT"
-  "$PYTHON" -m jupyter labextension list 2>&1 | grep -E "nbprofiler" || {
-    echo "labextension: nbprofiler is not listed by jupyter labextension list" >&2; exit 1; }
+  # Same files as the wheel's shared-data: <prefix>/share/jupyter/labextensions/nbprofiler.
+  DEST="$("$PYTHON" -c 'import sys; print(sys.prefix)')/share/jupyter/labextensions/nbprofiler"
+  if [ -f "$DEST/install.json" ] && diff -rq "$ROOT/nbprofiler/labextension" "$DEST" -x install.json >/dev/null 2>&1; then
+    echo "labextension: installed copy is current ($DEST)"
+  else
+    "$PYTHON" -m pip install -q --no-deps -e "$ROOT"
+  fi
+  "$PYTHON" -m jupyter labextension list 2>&1 | grep -E "nbprofiler.*enabled.*OK" || {
+    echo "labextension: jupyter labextension list does not show nbprofiler enabled and OK" >&2; exit 1; }
 fi

@@ -36,7 +36,6 @@ def test_measures_every_size_and_restores_the_model(training, capsys):
     assert (result["samples_per_s"] > 0).all() and (result["peak_memory_bytes"] > 0).all()
     assert set(result["memory"]) == {"rss"}  # no CUDA in this process
     assert result["efficiency"].max() == pytest.approx(1.0)
-    assert result["samples_per_s"].iloc[-1] > result["samples_per_s"].iloc[0]  # per-step overhead amortised
     assert result.attrs["recommended"] in (1, 8, 64)
     assert "Recommended batch_size=" in capsys.readouterr().out
     assert all(torch.equal(a, b) for a, b in zip(weights, model.parameters()))

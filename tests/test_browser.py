@@ -52,6 +52,23 @@ def _extension_installed() -> str:
     return out.stdout + out.stderr
 
 
+def _stale_install() -> str | None:
+    """Why the served extension may not be the current source, or None."""
+    built = ROOT / "nbprofiler" / "labextension"
+    installed = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "nbprofiler"
+    if not (built / "package.json").is_file():
+        return "the extension is not built"
+    newest_source = max(p.stat().st_mtime for d in ("src", "style", "schema") for p in (ROOT / "labextension" / d).rglob("*") if p.is_file())
+    if newest_source > (built / "static" / "style.js").stat().st_mtime:
+        return "labextension/ sources are newer than the built extension"
+    if installed.is_dir() and not installed.is_symlink():
+        built_files = sorted(p.name for p in (built / "static").iterdir())
+        installed_files = sorted(p.name for p in (installed / "static").iterdir()) if (installed / "static").is_dir() else []
+        if built_files != installed_files:
+            return f"the installed copy in {installed} differs from the build"
+    return None
+
+
 def _wait_for_server(url: str, token: str, proc: subprocess.Popen, log: Path, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -87,6 +104,9 @@ def _stop(proc: subprocess.Popen) -> None:
 def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
     if not (ROOT / "labextension" / "node_modules" / "playwright-core").is_dir():
         pytest.fail("playwright-core is missing: run labextension/build.sh (it installs the extension's node modules)")
+    stale = _stale_install()
+    if stale:
+        pytest.fail(f"{stale}: run labextension/build.sh --install")
     listing = _extension_installed()
     if not any("nbprofiler" in line and "enabled" in line and "OK" in line for line in listing.splitlines()):
         pytest.fail(f"the nbprofiler JupyterLab extension is not installed: run labextension/build.sh --install\n{listing}")
@@ -124,6 +144,8 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     SHOTS.mkdir(parents=True, exist_ok=True)
+    for old in [*SHOTS.glob("*.png"), SHOTS / "result.json"]:
+        old.unlink(missing_ok=True)
     t0 = time.monotonic()
     with log.open("w") as log_file:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)

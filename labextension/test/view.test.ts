@@ -13,7 +13,9 @@ function fixture(name: string): unknown {
   return JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf-8'));
 }
 
-const FIXTURES = ['report_v100_trace.json', 'report_cpu_live.json'];
+// Two composed from real trace data (make_fixtures.py), one recorded from nbprofiler itself.
+const FIXTURES = ['report_v100_trace.json', 'report_cpu_live.json', 'report_recorded_cpu.json'];
+const HOSTILE_SCRIPT_SINGLE = "</script><script>alert('nbp')</script>";
 
 function render(name: string, copy?: (t: string) => Promise<void>): ReportView {
   const view = new ReportView(parseReport(fixture(name)), { copy, footer: 'footer text' });
@@ -109,6 +111,14 @@ describe('escaping of untrusted names', () => {
       }
       const text = root.textContent ?? '';
       const html = root.innerHTML;
+      if (name === 'report_recorded_cpu.json') {
+        // Names recorded by torch.profiler from record_function(...).
+        expect(operatorNames(view)).toContain(HOSTILE_IMG);
+        expect(operatorNames(view)).toContain(HOSTILE_SCRIPT_SINGLE);
+        expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;');
+        expect(html).toContain('&lt;/script&gt;&lt;script&gt;');
+        return;
+      }
       if (name === 'report_v100_trace.json') {
         expect(operatorNames(view)).toContain(HOSTILE_IMG);
         expect(operatorNames(view)).toContain(HOSTILE_SCRIPT);
@@ -173,14 +183,17 @@ describe('report view', () => {
     const legend = Array.from(overview.querySelectorAll('.nbp-legend li')).map(li => li.textContent);
     expect(legend[0]).toMatch(/^Kernel.*\/ step · \d+%$/);
     expect(overview.querySelectorAll('.nbp-top-suggestions li').length).toBe(3);
-    expect(overview.textContent).toContain('Tesla V100-DGXS-32GB (cuda)');
-    expect(overview.textContent).toContain('Compute capability7.0');
+    expect(overview.querySelector('.nbp-device')!.textContent).toBe(
+      'Device: Tesla V100-DGXS-32GB (cuda) · 31.7 GiB memory · compute capability 7.0 · 80 SMs'
+    );
   });
 
   it('marks a partial report and shows the footer', () => {
     const view = render('report_cpu_live.json');
     expect(view.node.querySelector('.nbp-banner')!.textContent).toMatch(/^Partial report/);
     expect(view.node.querySelector('.nbp-footer')!.textContent).toBe('footer text');
+    const samples = Array.from(panel(view, 'Overview').querySelectorAll('.nbp-metric')).find(m => m.textContent!.includes('samples / s'))!;
+    expect(samples.querySelector('.nbp-metric-sub')!.textContent).toBe('batch size 64');
     // CPU: no GPU utilization card.
     expect(panel(view, 'Overview').textContent).not.toContain('GPU utilization');
     expect(panel(view, 'Overview').querySelector('svg title')!.textContent).toBe('Step time by phase');
@@ -255,6 +268,25 @@ describe('operator table', () => {
   });
 });
 
+describe('recorded payload', () => {
+  it('shows what nbprofiler emits for a CPU run', () => {
+    const raw = fixture('report_recorded_cpu.json') as any;
+    const view = render('report_recorded_cpu.json');
+    const overview = panel(view, 'Overview');
+    expect(view.node.querySelector('.nbp-title')!.textContent).toBe(raw.title);
+    const legend = Array.from(overview.querySelectorAll('.nbp-legend-name')).map(n => n.textContent);
+    expect(legend).toEqual(['DataLoader', 'Forward', 'Backward', 'Optimizer', 'Other']);
+    expect(overview.querySelectorAll('svg .nbp-bar').length).toBe(raw.breakdown.rows.length);
+    // The memory line spans all the steps the cell ran, with the phases shaded.
+    const mem = panel(view, 'Memory');
+    expect(mem.querySelectorAll('svg .nbp-line circle').length).toBe(raw.steps.rows.length);
+    expect(mem.querySelectorAll('svg .nbp-phase-active').length).toBe(1);
+    const card = panel(view, 'Suggestions').querySelector('.nbp-card')!;
+    expect(card.querySelector('.nbp-detail')!.textContent).toBe(raw.suggestions[0].detail);
+    expect(card.querySelector('.nbp-copy')).toBeNull();
+  });
+});
+
 describe('memory tab', () => {
   it('plots memory over the steps with the phases shaded and warns on growth', () => {
     const view = render('report_cpu_live.json');
@@ -274,6 +306,11 @@ describe('memory tab', () => {
     expect(line.getAttribute('d')!.split('L').length).toBe(10);
     expect(svg.querySelectorAll('.nbp-line circle').length).toBe(10);
     expect(Array.from(svg.querySelectorAll('.nbp-axis-title')).map(t => t.textContent)).toEqual(['memory (MiB)', 'step']);
+    // 612–802 MiB: the axis starts near the data, not at 0, so the growth shows.
+    const ticks = Array.from(svg.querySelectorAll('.nbp-axis > text:not(.nbp-axis-title):not(.nbp-tick)')).map(t => Number(t.textContent));
+    expect(ticks[0]).toBeGreaterThan(400);
+    expect(ticks[0]).toBeLessThanOrEqual(612);
+    expect(ticks[ticks.length - 1]).toBeGreaterThanOrEqual(802);
     expect(mem.textContent).toMatch(/Process RSS memory grew at each of the last 5 steps, from 612 MiB to 802 MiB/);
     expect(mem.querySelectorAll('.nbp-steps-table tbody tr').length).toBe(10);
   });
@@ -284,6 +321,16 @@ describe('memory tab', () => {
     expect(mem.querySelector('svg')).toBeNull();
     expect(mem.textContent).toContain('no per-step memory samples');
     expect(mem.querySelectorAll('.nbp-steps-table tbody tr').length).toBe(6);
+  });
+
+  it('zooms the memory axis only when the lines sit high above zero', async () => {
+    const { byteTicks } = await import('../src/report/charts');
+    expect(byteTicks(10, 800)).toEqual({ ticks: [0, 200, 400, 600, 800], start: 0 });
+    const z = byteTicks(612, 802);
+    expect(z.start).toBeGreaterThan(0);
+    expect(z.start).toBeLessThanOrEqual(612);
+    expect(z.ticks[z.ticks.length - 1]).toBeGreaterThanOrEqual(802);
+    expect(byteTicks(500, 500).ticks.length).toBeGreaterThanOrEqual(2);
   });
 
   it('detects only sustained growth', () => {
@@ -306,6 +353,7 @@ describe('suggestions', () => {
     expect(cards[0].querySelector('.nbp-severity')!.textContent).toBe('high');
     expect(cards[0].querySelector('.nbp-evidence')!.textContent).toContain('num workers0');
     expect(cards[0].textContent).toContain('Expected gain: up to 40% shorter steps (about 1.66x samples/s)');
+    expect(cards[0].querySelector('.nbp-detail')).toBeNull();
     const button = cards[0].querySelector('.nbp-copy') as HTMLButtonElement;
     button.click();
     await Promise.resolve();

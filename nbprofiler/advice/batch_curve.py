@@ -70,7 +70,7 @@ def batch_size_curve(step_fn: Callable[[int], Any], batch_sizes: Sequence[int], 
     bar = Progress(len(sizes), "batch size", enabled=progress)
     try:
         for i, size in enumerate(sizes):
-            if rows and rows[-1]["status"] == "out of memory":
+            if any(r["status"] == "out of memory" for r in rows):
                 rows.append(_row(size, None, None, 0, None, cuda, "not run: a smaller batch ran out of memory"))
                 continue
             bar.update(i, f"batch_size={size}")

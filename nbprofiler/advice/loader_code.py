@@ -13,11 +13,13 @@ from typing import Any, Mapping
 from ..capture.loaders import LoaderRecord, name_in
 
 # Arguments a snippet can show, in the order a DataLoader call usually lists them.
-ARG_ORDER = ("batch_size", "shuffle", "drop_last", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
+ARG_ORDER = ("batch_size", "shuffle", "sampler", "drop_last", "num_workers", "pin_memory", "persistent_workers",
+             "prefetch_factor")
 # PyTorch's defaults: an argument equal to its default is left out, unless we change it.
 DEFAULTS: dict[str, Any] = {
     "batch_size": None,  # never left out: always shown
     "shuffle": False,
+    "sampler": None,
     "drop_last": False,
     "num_workers": 0,
     "pin_memory": False,
@@ -53,6 +55,7 @@ class LoaderArgs:
     dataset: Expr
     batch_size: Any
     shuffle: bool | None = False
+    sampler: Any = None  # only as a change: the record does not keep the sampler
     drop_last: bool = False
     num_workers: Any = 0
     pin_memory: bool = False
@@ -119,9 +122,11 @@ def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) ->
 def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, *, preamble: str = "") -> str:
     """``name = DataLoader(dataset, ...)`` with ``changes`` applied and marked.
 
-    Arguments at their PyTorch default are left out unless changed. With no
-    worker processes, ``persistent_workers`` and ``prefetch_factor`` are dropped
-    (DataLoader rejects them then). Unchanged calls that fit stay on one line.
+    Arguments at their PyTorch default are left out unless changed. Arguments
+    DataLoader would reject together are dropped: ``persistent_workers`` and
+    ``prefetch_factor`` without workers, ``shuffle`` beside a new ``sampler``
+    (which then says so), ``drop_last`` without a batch size. Unchanged calls
+    that fit stay on one line.
     """
     changes = dict(changes or {})
     bad = set(changes) - set(ARG_ORDER)
@@ -136,11 +141,15 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
         changed = arg in changes and (unknown or value != old)
         if no_workers and arg in ("persistent_workers", "prefetch_factor"):
             continue
-        if arg == "shuffle" and value is None:
-            continue  # a sampler of its own: passed on in ``extra`` or kept by the user
+        if arg == "shuffle" and (value is None or new["sampler"] is not None):
+            continue  # a sampler of its own: passed on in ``extra``, kept by the user, or the new one
+        if arg == "drop_last" and new["batch_size"] is None:
+            continue  # no auto-batching: a batch sampler decides, drop_last goes there
         if not changed and (unknown or (arg != "batch_size" and _is_default(arg, value))):
             continue
         note = ("# changed" if unknown else f"{CHANGED}{old!r}") if changed else ""
+        if arg == "sampler" and changed and args.shuffle:
+            note = "# changed: replaces shuffle=True"
         items.append((f"{arg}={value!r}", note))
     items.extend((f"{key}={expr!r}", "") for key, expr in args.extra)
     head = f"{args.loader_name} = DataLoader("

@@ -145,24 +145,22 @@ def dataloader_rule(f: Facts) -> list[Suggestion]:
 
     Live runs judge each recorded loader by its own waiting; a trace (which has
     no loader records) is judged by its DataLoader time, with generic code.
+    The one-time start-up of persistent workers does not count: no setting
+    removes it, and over a whole training run it is negligible.
     """
     total = f.data_wait
     if total is None:
         return []
     run = f.report.run
-    if run is not None and run.loaders:
-        out = []
-        for record in run.loaders:
-            wait = M.loader_wait(f.report, record)
-            if wait is not None and wait.share > T.DATALOADER_WAIT_SHARE:
-                out.append(_loader_suggestion(f, wait, total.compute_ms, record))
-        return out
-    if total.share <= T.DATALOADER_WAIT_SHARE:
-        return []
-    return [_loader_suggestion(f, total, total.compute_ms, None)]
+    pairs = ([(M.loader_wait(f.report, r), r) for r in run.loaders] if run is not None and run.loaders
+             else [(total, None)])
+    found = [_loader_suggestion(f, wait, total.compute_ms, record) for wait, record in pairs
+             if wait is not None and wait.share > T.DATALOADER_WAIT_SHARE]
+    return [s for s in found if s is not None]
 
 
-def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float, record: LoaderRecord | None) -> Suggestion:
+def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
+                       record: LoaderRecord | None) -> Suggestion | None:
     waits = M.wait_per_step(f.report, record)
     median = float(np.median(waits)) if len(waits) else 0.0
     spikes = waits > max(median * T.STARTUP_SPIKE_FACTOR, median + T.STARTUP_MIN_MS)
@@ -170,6 +168,9 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float, record: Lo
     steady_ms = max(wait.wait_ms - startup_ms, 0.0)
     steady = np.where(spikes, median, waits)
     step_ms = wait.step_ms
+    once = record is not None and record.persistent_workers and record.num_workers > 0
+    if once and steady_ms / step_ms <= T.DATALOADER_WAIT_SHARE:
+        return None  # only the single start-up of persistent workers waited
     share = wait.share
     bound = _amdahl(share)
 
@@ -217,7 +218,18 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float, record: Lo
     steady_share = steady_ms / step_ms if step_ms > 0 else 0.0
     new_wait = steady_ms
     target = workers
-    if steady_share > T.DATALOADER_WAIT_SHARE:
+    in_memory = (record is not None and record.dataset_type == "TensorDataset" and workers == 0
+                 and record.batch_size and record.shuffle is not None)
+    if steady_share > T.DATALOADER_WAIT_SHARE and in_memory:
+        order = "RandomSampler" if record.shuffle else "SequentialSampler"
+        preamble = f"from torch.utils.data import BatchSampler, {order}"
+        changes["batch_size"] = None
+        changes["sampler"] = Expr(f"BatchSampler({order}({args.dataset!r}), batch_size={record.batch_size}, "
+                                  f"drop_last={record.drop_last})")
+        new_wait = 0.0
+        reasons.append("a TensorDataset can index a whole batch at once: one indexing call per batch instead of one "
+                       "per sample and a collate, with no worker processes to feed")
+    elif steady_share > T.DATALOADER_WAIT_SHARE:
         load_ms = None if workers is None else (steady_ms if workers == 0 else workers * (steady_ms + compute_ms))
         needed = math.ceil(load_ms * T.WORKER_MARGIN / compute_ms) if load_ms is not None and compute_ms > 0 else None
         if cap is not None:
@@ -283,8 +295,12 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float, record: Lo
             code += "\n# in the training loop:\nx, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
     else:
         code = None
-    verb = f"use num_workers={changes['num_workers']!r}" if "num_workers" in changes else (
-        "use " + ", ".join(f"{k}={v!r}" for k, v in changes.items()) if changes else "the loader is at its limit")
+    if "sampler" in changes:
+        verb = "index whole batches with a BatchSampler"
+    elif "num_workers" in changes:
+        verb = f"use num_workers={changes['num_workers']!r}"
+    else:
+        verb = "use " + ", ".join(f"{k}={v!r}" for k, v in changes.items()) if changes else "the loader is at its limit"
     return Suggestion(
         kind="dataloader",
         title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {verb}",

@@ -12,7 +12,11 @@ over the span from the first (stretched) step's start to the last one's end:
   argument, averaged with the kernels' durations inside the span as weights,
   as a fraction (the trace holds percent).
 * ``tensor_core_share``: the duration of kernels whose names mark tensor-core
-  use over the duration of all kernels on the device.
+  use over the duration of all kernels on the device. It uses the plugin's own
+  list of name markers, so a user moving from the plugin sees the same figure;
+  the kernel table's ``tensor_cores`` column uses the fuller detection
+  (``uses_tensor_cores``), which also knows TF32 convolutions, cuBLASLt and
+  ROCm matrix-core kernels, and is what the AMP advice reads.
 
 Every fraction is ``None`` where it cannot be measured (no device, or no
 kernel carrying the argument), never a 0 that would read as a measurement.
@@ -20,6 +24,7 @@ kernel carrying the argument), never a 0 that would read as a measurement.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -63,18 +68,23 @@ KERNEL_COLUMNS = [
 SUMMARY_KEYS = ("avg_step_us", "steps", "gpu_utilization", "sm_efficiency", "achieved_occupancy", "tensor_core_share")
 
 
+def plugin_tensor_core_kernel(name: str) -> bool:
+    """Whether the TensorBoard plugin counted a kernel as using tensor cores."""
+    return any(p in name for p in _PLUGIN_TENSOR_CORE_PATTERNS)
+
+
 def uses_tensor_cores(name: str) -> bool:
     """Whether a kernel name marks tensor-core (or ROCm matrix-core) instructions."""
     if _NOT_TENSOR_CORE.search(name):
         return False
-    return any(p in name for p in _PLUGIN_TENSOR_CORE_PATTERNS) or _EXTRA_TENSOR_CORE.search(name) is not None
+    return plugin_tensor_core_kernel(name) or _EXTRA_TENSOR_CORE.search(name) is not None
 
 
-def _tensor_core_names(table: EventTable) -> np.ndarray:
-    """``uses_tensor_cores`` per name code, tested once per distinct kernel name."""
+def _tensor_core_names(table: EventTable, test: Callable[[str], bool] = uses_tensor_cores) -> np.ndarray:
+    """``test`` per name code, run once per distinct kernel name."""
     out = np.zeros(len(table.names), dtype=bool)
     codes = np.unique(table.name_code[table.kind == Kind.KERNEL])
-    out[codes] = [uses_tensor_cores(str(table.names[c])) for c in codes.tolist()]
+    out[codes] = [test(str(table.names[c])) for c in codes.tolist()]
     return out
 
 
@@ -89,7 +99,7 @@ def gpu_metrics(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
     lo = float(spans["start_us"].iloc[0]) if len(spans) else np.nan
     hi = float(spans["end_us"].iloc[-1]) if len(spans) else np.nan
     span = hi - lo
-    tensor_core = _tensor_core_names(table)[table.name_code[kernels]]
+    tensor_core = _tensor_core_names(table, plugin_tensor_core_kernel)[table.name_code[kernels]]
     device = table["device"][kernels]
     rows = []
     for d in np.unique(device):

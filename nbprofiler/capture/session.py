@@ -89,7 +89,8 @@ class ProfileRun:
             # torch.profiler records only the thread that started it, and stepping or
             # stopping it from another thread crashes the process (segfault in the
             # export): another thread's steps are counted for a note, never ended here.
-            self._other_thread_steps += 1
+            if source != "dataloader":  # a producer thread's fetches are no loop's steps
+                self._other_thread_steps += 1
             return
         self._boundaries[source] = self._boundaries.get(source, 0) + 1
         self.sampler.end_step()

@@ -25,6 +25,7 @@ from .text import render_text
 
 if TYPE_CHECKING:
     from ..report import Report
+    from .widget import Explorer
 
 MIME_TYPE = "application/vnd.nbprofiler.report+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -60,8 +61,11 @@ def rich_output() -> bool:
 
 
 def mimebundle(report: "Report", include: Collection[str] | None = None,
-               exclude: Collection[str] | None = None) -> dict[str, Any]:
-    """The bundle for ``display(report)``, honouring IPython's ``include``/``exclude``."""
+               exclude: Collection[str] | None = None, explorer: "Explorer | None" = None) -> dict[str, Any]:
+    """The bundle for ``display(report)``, honouring IPython's ``include``/``exclude``.
+
+    ``explorer`` is the widget to show (a new one for the report by default).
+    """
     def wanted(mime: str) -> bool:
         return (include is None or mime in include) and not (exclude and mime in exclude)
 
@@ -73,7 +77,7 @@ def mimebundle(report: "Report", include: Collection[str] | None = None,
     if wanted(MIME_TYPE):
         bundle[MIME_TYPE] = report_payload(report)
     if wanted(WIDGET_MIME) and widget_frontend():
-        from .widget import Explorer
+        from .widget import Explorer, widget_view
 
-        bundle[WIDGET_MIME] = Explorer(report)._repr_mimebundle_()[WIDGET_MIME]
+        bundle[WIDGET_MIME] = widget_view(explorer if explorer is not None else Explorer(report))
     return bundle

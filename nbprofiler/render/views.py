@@ -102,13 +102,14 @@ def growth_warnings(report: "Report") -> list[str]:
     out = []
     growth = report.memory_growth
     for row in growth[growth["flagged"]].itertuples(index=False):
-        what = "process RSS" if row.measure == "rss" else "allocated memory"
+        what = "Process RSS" if row.measure == "rss" else "Allocated memory"
         where = "every step the cell ran" if row.source == "sampler" else "the profiled steps"
         out.append(
-            f"{what.capitalize()} on {row.device} grows by about {fmt_bytes(row.slope_bytes_per_step)} per step "
+            f"{what} on {row.device} grows by about {fmt_bytes(row.slope_bytes_per_step)} per step "
             f"({fmt_bytes(row.first_bytes)} → {fmt_bytes(row.last_bytes)} over {row.steps} steps, {where}). "
-            "Something keeps tensors alive from step to step: a common cause is storing `loss` (or outputs) "
-            "with their graph, e.g. `losses.append(loss)`; keep `loss.item()` or `loss.detach()` instead."
+            "Something keeps tensors alive from one step to the next. The usual cause is a loss or an output "
+            "kept with its graph (computed with autograd on and never backpropagated, such as a validation "
+            "loss outside torch.no_grad()): keep loss.item() or loss.detach() instead."
         )
     return out
 

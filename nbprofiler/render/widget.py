@@ -29,6 +29,7 @@ import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
+from .bundle import WIDGET_MIME, mimebundle
 from .charts import chart
 from .format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .html import (LINES_HOW, MODULES_HOW, STYLE, Col, breakdown_table, device_html, html_table, img, lines_table,
@@ -476,8 +477,17 @@ class ExportTab:
 
 
 # -- the explorer -------------------------------------------------------------------------------
+def widget_view(widget: widgets.DOMWidget) -> dict[str, Any]:
+    """The ``application/vnd.jupyter.widget-view+json`` data that displays ``widget``."""
+    return widgets.DOMWidget._repr_mimebundle_(widget)[WIDGET_MIME]
+
+
 class Explorer(widgets.VBox):
-    """The report's explorer widget. ``tab_titles`` lists its tabs; ``show_tab(title)`` shows one."""
+    """The report's explorer widget. ``tab_titles`` lists its tabs; ``show_tab(title)`` shows one.
+
+    Displayed, it carries the whole report bundle (``bundle.mimebundle``): the
+    explorer where a widget front end runs the cell, the static report everywhere.
+    """
 
     def __init__(self, report: "Report") -> None:
         self.report = report
@@ -501,6 +511,9 @@ class Explorer(widgets.VBox):
                               f"{esc(render_summary_line(report))}</h3>{notes}</div>")
         super().__init__([header, self.tabs])
         self._build(0)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
+        return mimebundle(self.report, include, exclude, explorer=self)
 
     def show_tab(self, title: str) -> widgets.Widget:
         """Select the tab called ``title`` (building it if needed) and return its content."""

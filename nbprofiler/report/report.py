@@ -346,11 +346,13 @@ class Report:
         name = f"{socket.gethostname()}_{os.getpid()}.{int(time.time() * 1000)}.pt.trace.json"
         return self.export_chrome_trace(Path(directory).expanduser() / name)
 
-    def explorer(self) -> Any:
-        """The interactive explorer (an ipywidgets widget) for this report."""
+    def explorer(self, tab: str = "Overview") -> Any:
+        """The interactive explorer (an ipywidgets widget) for this report, opened on ``tab``."""
         from ..render.widget import Explorer
 
-        return Explorer(self)
+        explorer = Explorer(self)
+        explorer.show_tab(tab)
+        return explorer
 
     def show(self) -> None:
         """Display the report again: the explorer in a widget front end, else the static report."""

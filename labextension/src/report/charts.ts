@@ -208,8 +208,9 @@ export function memoryChart(
   const unit = byteAxisUnit(maxB);
   // Start the axis at zero unless the lines sit high above it: then zoom in
   // so step-to-step changes show (the tick labels say where the axis starts).
-  const { ticks, start } = byteTicks(minB / unit.scale, maxB / unit.scale);
-  const bottom = start * unit.scale;
+  const axis0 = byteTicks(minB / unit.scale, maxB / unit.scale);
+  const ticks = axis0.ticks;
+  const bottom = axis0.start * unit.scale;
   const top = ticks[ticks.length - 1] * unit.scale || 1;
   const n = steps.length;
   const x = (i: number): number => MARGIN.left + (n <= 1 ? plotW / 2 : ((i + 0.5) / n) * plotW);

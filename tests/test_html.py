@@ -1,0 +1,122 @@
+"""The static HTML report (and the text and JSON renderings beside it): complete, offline, escaped."""
+from __future__ import annotations
+
+import base64
+import re
+import textwrap
+
+import pytest
+import torch
+from IPython.utils.capture import capture_output
+
+import nbprofiler
+from conftest import shared_trace
+from nbprofiler.render.bundle import MIME_TYPE
+from nbprofiler.render.payload import report_payload
+
+HOSTILE_SCRIPT = "<script>alert(1)</script>"
+HOSTILE_IMG = "<img src=x onerror=alert(1)>"
+HOSTILE_CLOSE = "</script><b>bold</b>"
+
+CELL = textwrap.dedent(f"""
+    for x, y in train_loader:
+        with torch.profiler.record_function({HOSTILE_SCRIPT!r}):
+            out = model(x)
+        with torch.profiler.record_function({HOSTILE_IMG!r}):
+            loss = F.cross_entropy(out, y)  # {HOSTILE_CLOSE}
+        opt.zero_grad(); loss.backward(); opt.step()
+""").strip("\n")
+
+
+@pytest.fixture(scope="module")
+def hostile(ip):
+    from conftest import SETUP_CELL
+
+    ip.run_cell(SETUP_CELL).raise_error()
+    with capture_output():
+        ip.run_cell_magic("torchprofile", "--stack --modules -q -o hostile_run", CELL)
+    return ip.user_ns["hostile_run"]
+
+
+def images(page: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
+
+
+def test_the_written_file_is_a_complete_offline_report(hostile, tmp_path):
+    path = tmp_path / "report.html"
+    returned = hostile.to_html(path)
+    page = path.read_text(encoding="utf-8")
+    assert page == returned and page.startswith("<!DOCTYPE html>")
+    for section in ("Overview", "Suggestions", "Steps", "Top operators", "Cell lines", "Modules", "Memory"):
+        assert f"<h4>{section}" in page, section
+    assert page.count("<table") >= 6
+    pngs = images(page)
+    assert len(pngs) == 3 and all(p.startswith(b"\x89PNG") and len(p) > 5000 for p in pngs)  # breakdown, memory x2
+    # No network: no external script, style sheet or image, and no script element at all.
+    assert not re.search(r'(src|href)="(https?:)?//', page) and "<link" not in page and "<script" not in page
+
+
+def test_hostile_names_are_text(hostile):
+    ops = set(hostile.operators["name"])
+    assert HOSTILE_SCRIPT in ops and HOSTILE_IMG in ops  # a real trace holding them
+    page = hostile.to_html()
+    assert "<script" not in page and "<img src=x" not in page and "<b>bold" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in page  # from the cell's own source, in Cell lines
+    assert 'class="nbp-copy"' not in page  # inside a notebook the fragment carries no handlers
+
+
+def test_cell_lines_and_modules_sections(hostile):
+    page = hostile.to_html()
+    lines = page[page.index("<h4>Cell lines"):page.index("<h4>Modules")]
+    assert lines.count("<tr><td>") == len(CELL.splitlines())  # every line of the cell, with or without time
+    assert "opt.zero_grad(); loss.backward(); opt.step()" in lines
+    modules = page[page.index("<h4>Modules"):page.index("<h4>Memory")]
+    assert "Sequential_0" in modules and "Linear_1" in modules and "<details open>" in modules
+
+
+def test_gpu_trace_has_kernels_a_pie_and_the_device_breakdown(tmp_path):
+    report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz"))
+    page = report.to_html()
+    assert "<h4>Kernels" in page and "Kernel time by category" not in page  # the pie is an image
+    assert len(images(page)) == 4  # breakdown, kernel pie, memory over steps, memory timeline
+    assert "GPU utilization" in page and "Tesla V100-DGXS-32GB" in page
+    coded = sum(1 for s in report.suggestions if s.code)
+    assert coded >= 1 and 'class="nbp-copy"' not in page
+    assert report.to_html(tmp_path / "gpu.html").count('class="nbp-copy"') == coded  # one Copy per snippet
+    payload = report_payload(report)
+    assert payload["breakdown"]["kind"] == "device"
+    assert payload["breakdown"]["columns"][:2] == ["step", "kernel"]
+    assert 0 < payload["summary"]["gpu_utilization"] < 1
+
+
+def test_text_report_has_every_section_and_the_largest_gain_first():
+    report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz"))
+    text = report.to_text()
+    for heading in ("Step time by device activity", "Suggestions (largest expected gain first)",
+                    "Top operators", "Top kernels", "Memory on cuda:0"):
+        assert heading in text, heading
+    listed = re.findall(r"^\d+\. \[\w+\] (.+)$", text, flags=re.M)
+    by_gain = sorted(report.suggestions, key=lambda s: -s.gain)
+    assert listed == [s.title for s in by_gain] and len(listed) >= 2
+
+
+def test_payload_keys_are_the_labextension_contract(hostile):
+    payload = report_payload(hostile)
+    assert set(payload) == {"schema", "title", "source", "partial", "notes", "device", "summary", "breakdown",
+                            "operators", "steps", "suggestions"}
+    assert payload["breakdown"]["kind"] == "phases"  # a CPU run
+    assert payload["breakdown"]["columns"] == ["step", "dataloader", "forward", "backward", "optimizer", "other"]
+    assert payload["summary"]["batch_size"] == 8 and payload["summary"]["samples_per_s"] > 0
+    assert {"title", "evidence", "expected_gain", "code", "severity"} <= set(payload["suggestions"][0])
+
+
+def test_terminal_ipython_gets_text_only(hostile, ip):
+    before = list(ip.display_formatter.active_types)
+    ip.display_formatter.active_types = ["text/plain"]
+    try:
+        assert set(hostile._repr_mimebundle_()) == {"text/plain"}
+    finally:
+        ip.display_formatter.active_types = before
+    assert {"text/plain", "text/html", MIME_TYPE} <= set(hostile._repr_mimebundle_())

@@ -1,0 +1,79 @@
+"""Repeated use in one kernel: nothing a profiled cell makes outlives it unless kept.
+
+The bench (bench/leak.py) runs 50 cells and measures RSS; this runs 8 and checks the
+causes directly, which is robust to allocator noise: every Report, ProfileRun and
+torch profiler the user did not keep is freed, no chart figure stays open, and no
+temporary trace file is left. RSS is checked too, with a bound that only a real
+per-run leak (the trace bytes, a kept profiler) would cross.
+"""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import psutil
+import pytest
+from IPython.utils.capture import capture_output
+
+import nbprofiler
+from conftest import TRAIN_CELL, assert_nothing_left, temp_traces
+
+pytestmark = pytest.mark.usefixtures("private_tmp", "one_torch_thread")
+
+RUNS = 8
+# The cell records weak references to its own run and torch profiler while they are live.
+WATCHED_CELL = """
+import weakref, nbprofiler
+_run = nbprofiler.current_run()
+watched.append((weakref.ref(_run), weakref.ref(_run._prof)))
+del _run
+""" + TRAIN_CELL
+
+
+def _rss() -> int:
+    gc.collect()
+    return psutil.Process().memory_info().rss
+
+
+def test_repeated_cells_free_what_they_made(shell):
+    import matplotlib.pyplot as plt
+
+    shell.user_ns["watched"] = []
+    reports: list[weakref.ref] = []
+    rss: list[int] = []
+    for i in range(RUNS):
+        failing = i % 4 == 3  # every fourth cell raises: the traceback must not pin its report
+        body = WATCHED_CELL + ("raise ValueError('boom')\n" if failing else "")
+        with capture_output() as captured:
+            result = shell.run_cell(f"%%torchprofile\n{body}")
+        assert isinstance(result.error_in_exec, ValueError) == failing
+        assert any("text/html" in o.data for o in captured.outputs)  # shown in full, charts and all
+        del captured, result
+        reports.append(weakref.ref(nbprofiler.last()))
+        rss.append(_rss())
+    assert_nothing_left([shell.user_ns["model"]])
+    assert temp_traces() == []
+    assert plt.get_fignums() == []
+    # IPython keeps the last failure's traceback (for %debug), which holds that cell's
+    # frames; a user clears it by the next failure. Without it, only nbprofiler.last()
+    # may keep a report alive.
+    shell.run_cell("import sys; sys.last_traceback = sys.last_value = sys.last_exc = None")
+    gc.collect()
+    alive = [i for i, ref in enumerate(reports) if ref() is not None]
+    assert alive == [RUNS - 1], f"reports of runs {alive} are still alive"
+    runs_alive = [i for i, (run, prof) in enumerate(shell.user_ns["watched"]) if run() is not None or prof() is not None]
+    assert runs_alive == [], f"ProfileRun or torch profiler of runs {runs_alive} still alive"
+    # 50 runs must grow RSS by < 50 MB after the first: < 1 MB a run. Allocator noise on
+    # 7 runs is a few MB, so 3 MB a run is the bound that still fails a per-run leak of
+    # the raw trace plus its event table (several MB each on this cell).
+    growth = rss[-1] - rss[0]
+    assert growth < 3e6 * (RUNS - 1), f"RSS grew {growth / 1e6:.1f} MB over {RUNS - 1} runs: {[r // 10**6 for r in rss]}"
+
+
+def test_a_kept_report_is_kept(shell):
+    """The other side of freeing: -o VAR and nbprofiler.last() keep theirs, with the trace."""
+    with capture_output():
+        shell.run_cell_magic("torchprofile", "-q -o kept", TRAIN_CELL)
+        shell.run_cell_magic("torchprofile", "-q", TRAIN_CELL)
+    kept = shell.user_ns["kept"]
+    assert kept is not nbprofiler.last() and kept.raw_trace and len(kept.operators)

@@ -1,0 +1,59 @@
+"""notebooks/03_memory.ipynb runs headless: the leak is flagged, the fix is not, the HTML holds both."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from nbconvert import HTMLExporter
+
+from conftest import cell_outputs, execute_notebook
+
+pytestmark = pytest.mark.slow
+MIME = "application/vnd.nbprofiler.report+json"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def executed():
+    start = time.perf_counter()
+    nb = execute_notebook("03_memory.ipynb", timeout=120)
+    return nb, time.perf_counter() - start
+
+
+def report_bundle(nb, startswith: str) -> dict:
+    bundles = [o["data"] for o in cell_outputs(nb, startswith) if MIME in o.get("data", {})]
+    assert len(bundles) == 1, startswith
+    return bundles[0]
+
+
+def test_it_runs_in_under_a_minute(executed):
+    _, seconds = executed
+    assert seconds < 60, f"{seconds:.1f} s"
+
+
+def test_the_leak_is_flagged_and_the_fix_is_not(executed):
+    nb, _ = executed
+    leaky = report_bundle(nb, "%%torchprofile --wait 1 --warmup 1 --active 6 -o leaky")
+    fixed = report_bundle(nb, "%%torchprofile --wait 1 --warmup 1 --active 6 -o fixed")
+    assert "Allocated memory on cpu grows by about" in leaky["text/html"]
+    assert "grows by about" not in fixed["text/html"]
+    # Headless, there is no widget front end: the output is the static report, with no widget to lose.
+    assert WIDGET not in leaky and WIDGET not in fixed
+    side_by_side = cell_outputs(nb, "import pandas as pd")[0]["data"]["text/plain"]
+    held = re.search(r"MB held per step\s+([\d.]+)\s+([\d.]+)", side_by_side)
+    assert held and float(held.group(1)) > 2.0 and float(held.group(2)) < 0.1
+
+
+def test_the_memory_tab_cell_shows_the_memory_section(executed):
+    nb, _ = executed
+    shown = report_bundle(nb, 'leaky.explorer(tab="Memory")')
+    memory = shown["text/html"][shown["text/html"].index("<h4>Memory"):]
+    assert memory.count("data:image/png;base64,") == 2  # memory over all steps, and through the profiled ones
+    assert "wait, warmup and active shaded" in memory and "held" in memory
+
+
+def test_nbconvert_html_shows_the_reports(executed):
+    nb, _ = executed
+    html, _ = HTMLExporter().from_notebook_node(nb)
+    assert html.count("nbprofiler report —") >= 4 and "grows by about" in html

@@ -1,0 +1,293 @@
+"""The ipywidgets explorer, driven through its traitlets and a recording comm, as a front end would."""
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+
+import comm
+import pytest
+import torch
+from torch import nn
+
+import nbprofiler
+from nbprofiler.render import bundle
+from nbprofiler.render.live import LiveStatus
+from nbprofiler.render.widget import PAGE_ROWS, Explorer
+from nbprofiler.report import Report
+from nbprofiler.trace.parser import parse_trace
+
+HOSTILE = "<script>alert(1)</script>"
+HOSTILE_IMG = "<img src=x onerror=alert(1)>"
+
+
+class RecordingComm(comm.DummyComm):
+    """A comm that keeps what the kernel side sends, in place of a front end."""
+
+    sent: list[tuple[str, dict]] = []
+
+    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+        RecordingComm.sent.append((msg_type, data or {}))
+
+
+@pytest.fixture()
+def recording(monkeypatch):
+    RecordingComm.sent = []
+    monkeypatch.setattr(comm, "create_comm", RecordingComm)
+    return RecordingComm.sent
+
+
+def front_end(widget, **state) -> None:
+    """A state change coming from the browser."""
+    widget.comm.handle_msg({"content": {"data": {"method": "update", "state": state}}, "buffers": []})
+
+
+def click(button) -> None:
+    button.comm.handle_msg({"content": {"data": {"method": "custom", "content": {"event": "click"}}}, "buffers": []})
+
+
+def names_in(page_html: str) -> list[str]:
+    """The operator names drawn in a page of the table, as the browser would show them."""
+    return [html.unescape(t) for t in re.findall(r'<div class="n[^"]*" title="([^"]*)"', page_html)]
+
+
+def body_names(table) -> list[str]:
+    return names_in(table.body.value)
+
+
+@pytest.fixture(scope="module")
+def live_report() -> Report:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 32), torch.randint(0, 4, (16,))
+    with nbprofiler.profile(modules=True, shapes=True, wait=0, warmup=1, active=2) as run:
+        for _ in range(3):
+            with torch.profiler.record_function(HOSTILE):
+                loss = nn.functional.cross_entropy(model(x), y)
+            with torch.profiler.record_function(HOSTILE_IMG):
+                opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return run.report
+
+
+def test_tabs_are_present_and_built_when_opened(live_report, recording):
+    e = Explorer(live_report)
+    assert e.tab_titles == ("Overview", "Operators", "Memory", "Cell lines", "Modules", "Suggestions", "Export")
+    assert e.tabs.titles == e.tab_titles
+    # The front end got the widget models, the tab titles among them.
+    opened = [d["state"] for kind, d in recording if kind == "comm_open"]
+    assert any(s.get("_model_name") == "TabModel" and tuple(s.get("titles", ())) == e.tab_titles for s in opened)
+    assert e.operators is None  # built on first view only
+    front_end(e.tabs, selected_index=1)
+    assert e.operators is not None and len(e.operators.table.page_frame) > 0
+    for title in e.tab_titles:
+        content = e.show_tab(title)
+        assert content.children, title
+    every_html = " ".join(w.value for w in _walk(e) if hasattr(w, "value") and isinstance(w.value, str))
+    for how in ("One row per operator", "Your cell, each line", "Each nn.Module", "largest expected gain first"):
+        assert how in every_html
+
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
+def test_sorting_and_filtering_change_the_rows(live_report, recording):
+    e = Explorer(live_report)
+    ops = e.operators or (e.show_tab("Operators") and e.operators)
+    table = ops.table
+    by_self = body_names(table)
+    assert by_self == [str(n) for n in table.page_frame["name"]]
+    # A click on the "calls" header sorts by calls, largest first; a second click flips the order.
+    calls_button = next(b for b in table.header.children if b.description.startswith("calls"))
+    click(calls_button)
+    calls = table.page_frame["calls"].tolist()
+    assert calls == sorted(calls, reverse=True) and body_names(table) != by_self
+    assert calls_button.description == "calls ▼"
+    click(calls_button)
+    assert table.page_frame["calls"].tolist() == sorted(calls)
+    # The sort control does the same as the header.
+    front_end(table.sort, index=[o[1] for o in table.sort.options].index("host_total_us"))
+    totals = table.page_frame["host_total_us"].tolist()
+    assert totals == sorted(totals) or totals == sorted(totals, reverse=True)
+    # Filtering keeps the matching names, case-insensitively, and says how many.
+    front_end(table.filter, value="ATEN::ADDMM")
+    assert body_names(table) == ["aten::addmm"] and "of 1 shown" in table.status.value
+    front_end(table.filter, value="no such op")
+    assert body_names(table) == [] and "No operators match" in table.body.value
+
+
+def test_the_top_n_slider_sets_the_row_count(live_report, recording):
+    e = Explorer(live_report)
+    table = e.show_tab("Operators") and e.operators.table
+    n = len(table.frame)
+    assert len(table.view) == min(n, 100)
+    front_end(table.top, value=5)
+    assert len(table.view) == 5 and len(body_names(table)) == 5
+    # The new page went to the front end as one HTML value.
+    updates = [d["state"]["value"] for kind, d in recording if kind == "comm_msg" and "value" in d.get("state", {})]
+    assert any(len(names_in(v)) == 5 for v in updates if isinstance(v, str) and "nbp-grid" in v)
+
+
+def test_host_device_switch_grouping_and_drill_down(live_report, recording):
+    e = Explorer(live_report)
+    e.show_tab("Operators")
+    ops = e.operators
+    assert ops.time.disabled and ops.time.value == "host"  # a CPU run has no device time to show
+    front_end(ops.group, index=1)  # name + input shape
+    assert "input_shapes" in ops.table.frame.columns
+    assert any(b.description.startswith("input shapes") for b in ops.table.header.children)
+    front_end(ops.group, index=0)
+    addmm = next(v for label, v in ops.pick.options if label.endswith("aten::addmm"))
+    front_end(ops.pick, index=[v for _, v in ops.pick.options].index(addmm))
+    assert "<h4>aten::addmm</h4>" in ops.details.value
+    assert "test_widget.py" in ops.details.value  # called from this file (profiled with Python stacks)
+
+
+def test_hostile_names_are_escaped_everywhere(live_report, recording):
+    e = Explorer(live_report)
+    for title in e.tab_titles:
+        e.show_tab(title)
+    ops = e.operators
+    front_end(ops.table.filter, value="alert")
+    assert sorted(body_names(ops.table)) == sorted([HOSTILE, HOSTILE_IMG])
+    pick = next(v for label, v in ops.pick.options if HOSTILE in label)  # a text label: shown as typed
+    front_end(ops.pick, index=[v for _, v in ops.pick.options].index(pick))
+    values = [w.value for w in _walk(e) if isinstance(getattr(w, "value", None), str)]
+    values += [d["state"]["value"] for kind, d in recording if isinstance(d.get("state", {}).get("value"), str)]
+    for value in values:
+        assert "<script>alert" not in value and "<img src=x" not in value
+    assert any("&lt;script&gt;alert(1)&lt;/script&gt;" in v for v in values)
+    assert not any(getattr(w, "description_allow_html", False) for w in _walk(e))
+
+
+def synthetic_report(n_ops: int) -> Report:
+    """One step with ``n_ops`` distinct operators, each called (i % 7) + 1 times."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 10 * n_ops * 8 + 10,
+               "pid": 1, "tid": 1}]
+    ts = 1
+    for i in range(n_ops):
+        for _ in range(i % 7 + 1):
+            events.append({"ph": "X", "cat": "cpu_op", "name": f"custom::op_{i:05d}", "ts": ts, "dur": 1 + i % 13,
+                           "pid": 1, "tid": 1})
+            ts += 10
+    return Report.from_trace(parse_trace(json.dumps({"traceEvents": events}).encode(), "synthetic"), "synthetic")
+
+
+def test_five_thousand_operators_stay_paged_and_quick(recording):
+    report = synthetic_report(5000)
+    assert len(report.operators) == 5000
+    e = Explorer(report)
+    e.show_tab("Operators")
+    table = e.operators.table
+    front_end(table.top, value=5000)
+    assert len(table.view) == 5000 and len(table.page_frame) == PAGE_ROWS
+    assert len(body_names(table)) == PAGE_ROWS
+    assert "page 1 of 100" in table.status.value
+    # A handful of widgets whatever the size: controls and header cells, never one per row.
+    assert sum(1 for _ in _walk(e.operators.box)) < 40
+    start = time.perf_counter()
+    click(table.next)
+    front_end(table.filter, value="op_04")
+    click(next(b for b in table.header.children if b.description.startswith("calls")))
+    front_end(table.filter, value="")
+    elapsed = time.perf_counter() - start
+    assert table.page == 0 and len(table.page_frame) == PAGE_ROWS
+    assert elapsed < 2.0, f"four interactions took {elapsed:.2f} s"
+    click(table.next)
+    assert table.page == 1 and body_names(table)[0] == str(table.view["name"].iloc[PAGE_ROWS])
+
+
+def test_the_bundle_carries_explorer_and_static_report(live_report, recording, monkeypatch):
+    monkeypatch.setattr(bundle, "widget_frontend", lambda: True)
+    data = bundle.mimebundle(live_report)
+    assert set(data) == {"text/plain", "text/html", bundle.MIME_TYPE, bundle.WIDGET_MIME}
+    model_id = data[bundle.WIDGET_MIME]["model_id"]
+    opened = [(d.get("state", {}).get("_model_name"), d) for kind, d in recording if kind == "comm_open"]
+    assert any(name == "VBoxModel" for name, _ in opened) and model_id
+    assert "<table" in data["text/html"] and data[bundle.MIME_TYPE]["schema"] == "nbprofiler.report/1"
+    # Where IPython asks for some types only, the explorer is not built.
+    monkeypatch.setattr(bundle, "widget_frontend", lambda: pytest.fail("asked for a widget"))
+    assert set(bundle.mimebundle(live_report, include={"text/plain", "text/html"})) == {"text/plain", "text/html"}
+
+
+class FakeKernel:
+    comm_manager = object()
+
+    def __init__(self, allow_stdin: bool) -> None:
+        self._allow_stdin = allow_stdin
+
+
+class FakeShell:
+    def __init__(self, kernel) -> None:
+        self.kernel = kernel
+
+
+def test_widget_front_end_detection(monkeypatch):
+    import IPython
+
+    assert not bundle.widget_frontend()  # pytest: no kernel
+    monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell(FakeKernel(allow_stdin=True)))
+    assert bundle.widget_frontend()
+    # nbclient, papermill, nbconvert --execute: no stdin, nobody to click, saved widget state would hide the HTML.
+    monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell(FakeKernel(allow_stdin=False)))
+    assert not bundle.widget_frontend()
+
+
+def test_export_buttons_write_trace_tensorboard_and_html(live_report, recording, tmp_path):
+    e = Explorer(live_report)
+    e.show_tab("Export")
+    x = e.export
+    front_end(x.trace_path, value=str(tmp_path / "t.json.gz"))
+    front_end(x.tb_dir, value=str(tmp_path / "tb"))
+    front_end(x.html_path, value=str(tmp_path / "r.html"))
+    for button in (x.save_trace, x.save_tb, x.save_html):
+        click(button)
+    assert (tmp_path / "t.json.gz").stat().st_size > 0 and (tmp_path / "r.html").stat().st_size > 0
+    assert nbprofiler.load(tmp_path / "tb").operators["name"].str.contains("addmm").any()
+    assert "Saved the HTML report" in x.status.value
+    front_end(x.html_path, value=str(tmp_path / "missing-dir" / "sub" / "r.html"))
+    click(x.save_html)
+    assert "Could not save" in x.status.value
+
+
+class FakeRun:
+    steps_done, current_phase, last_step_s = 4, "warmup", 0.21
+
+
+def test_live_status_text_in_a_terminal(capsys):
+    status = LiveStatus()
+    status.update(FakeRun())
+    assert status.mode == "terminal"
+    assert capsys.readouterr().out == "nbprofiler: step 4 · warmup · 0.21 s/step"
+    status.close()
+    assert capsys.readouterr().out == "\r\x1b[2K"
+
+
+class FakeHandle:
+    def __init__(self) -> None:
+        self.shown: list[object] = []
+
+    def update(self, obj, raw=False) -> None:
+        self.shown.append(obj)
+
+
+def test_live_status_widget_turns_into_the_report(live_report, recording, monkeypatch):
+    import IPython.display
+
+    handle = FakeHandle()
+    monkeypatch.setattr(bundle, "widget_frontend", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: handle.shown.append(obj) or handle)
+    status = LiveStatus()
+    status.update(FakeRun())
+    assert status.mode == "widget" and "step 4 · warmup · 0.21 s/step" in status._widget.value
+    widget = status._widget
+    status.close()
+    status.show(live_report)
+    assert handle.shown[-1] is live_report  # the status output now holds the report
+    assert widget.comm is None  # the status widget is closed
