@@ -423,8 +423,10 @@ def _first_user_frame(frames: list[str]) -> str | None:
 class CpuOverhead:
     """On CPU: how much of a step is fixed cost that a larger batch would share out.
 
-    Each figure is the median over the profiled steps, so one step that pays a
-    one-time cost (a first call, a page fault storm) does not decide.
+    The figures are those of one representative step: the first quartile by
+    step time. A busy machine only ever adds time to a step (to its operators
+    or to the gaps between them, at random), so the quieter steps show the
+    costs best, while the very fastest may be a short last batch.
     """
 
     steps: int
@@ -480,16 +482,16 @@ def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
     fixed_cost = float(np.quantile(tree.dur[model], quantile))
     compute = np.maximum(hi - lo - wait, 1e-9)
     python = np.maximum(compute - ops, 0.0)
-    shares = np.minimum((python + optimizer + calls * fixed_cost) / compute, 1.0)
+    k = int(np.argsort(compute, kind="stable")[(len(compute) - 1) // 4])
     return CpuOverhead(
         steps=len(steps),
-        step_us=float(np.median(compute)),
-        op_calls=float(np.median(calls)),
-        op_us=float(np.median(ops - optimizer)),
+        step_us=float(compute[k]),
+        op_calls=float(calls[k]),
+        op_us=float(ops[k] - optimizer[k]),
         fixed_cost_us=fixed_cost,
-        optimizer_us=float(np.median(optimizer)),
-        python_us=float(np.median(python)),
-        share=float(np.median(shares)),
+        optimizer_us=float(optimizer[k]),
+        python_us=float(python[k]),
+        share=float(min((python[k] + optimizer[k] + calls[k] * fixed_cost) / compute[k], 1.0)),
     )
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..trace.table import DeviceInfo, EventTable, Kind
+from ..trace.table import MISSING, DeviceInfo, EventTable, Kind
 from .operators import OperatorTree
 from .steps import step_of
 
@@ -134,14 +134,13 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
     step ended (summed over steps): activations kept for backward, gradients,
     optimizer state, or a leak.
 
-    The event table does not carry the allocation addresses, so a free is
-    paired with the most recent live allocation of the same device and size
-    (temporaries are freed in reverse order). When two allocations of one size
-    are alive and the *older* is freed first (``relu(linear(x))`` frees the
-    linear output just after ReLU made a same-size one), the two swap: the
-    bytes held are right but can be credited to the other one's operator, or
-    step. Bytes allocated per operator, and the levels in ``memory_steps``,
-    are exact.
+    A free is paired with its allocation by device and block address. Traces
+    without addresses (the 2021 schema) pair it with the most recent live
+    allocation of the same device and size instead (temporaries are freed in
+    reverse order); there, when two same-size allocations are alive and the
+    *older* is freed first (``relu(linear(x))``), the two swap: the bytes held
+    are right but can be credited to the other one's operator, or step. Bytes
+    allocated per operator, and the levels in ``memory_steps``, are exact.
     """
     table = tree.table
     idx = _memory_events(table)
@@ -150,7 +149,7 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
     ts = table["ts"][idx]
     delta = np.nan_to_num(table["bytes"][idx])
     device = device_label(table["mem_device_type"][idx], table["mem_device_id"][idx])
-    free_ts = _paired_free_time(ts, delta, device)
+    free_ts = _paired_free_time(ts, delta, device, table["addr"][idx])
     step = step_of(ts, steps)
     alloc = np.flatnonzero((delta > 0) & (step >= 0))
     if len(alloc) == 0:
@@ -253,10 +252,11 @@ def _memory_events(table: EventTable) -> np.ndarray:
     return idx[np.argsort(table["ts"][idx], kind="stable")]
 
 
-def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray) -> np.ndarray:
+def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray, addr: np.ndarray) -> np.ndarray:
     """For each allocation event, the time of the free paired with it (+inf when none).
 
-    Within one (device, size) group, pairing each free with the most recent
+    Events group by (device, address), or by (device, size) where the trace has
+    no address. Within one group, pairing each free with the most recent
     unpaired allocation is bracket matching: with ``depth`` the number of live
     allocations after each event, an allocation that raises the depth to ``d``
     is freed by the next event in the group that lowers it from ``d``. Sorting
@@ -269,7 +269,9 @@ def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray) -> 
     size = np.abs(delta)
     _, dev_code = np.unique(device, return_inverse=True)
     _, size_code = np.unique(size, return_inverse=True)
-    group = dev_code.astype(np.int64) * (int(size_code.max(initial=0)) + 1) + size_code
+    block = np.where(addr != MISSING, addr, -2 - size_code)  # addresses are >= 0: no clash with size codes
+    _, block_code = np.unique(block, return_inverse=True)
+    group = dev_code.astype(np.int64) * (int(block_code.max(initial=0)) + 1) + block_code
     order = np.lexsort((np.arange(n), group))  # by group, then time (events are time-sorted)
     g, s = group[order], sign[order]
     depth = np.cumsum(s)

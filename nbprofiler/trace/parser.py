@@ -141,7 +141,7 @@ _EVENT_FIELDS = operator.attrgetter("ph", "name", "cat", "pid", "tid", "ts", "du
 _ARG_FIELDS = operator.attrgetter(
     "correlation", "external_id", "external_id_old", "device", "stream", "bytes", "mem_bytes",
     "blocks_per_sm", "occupancy", "total_allocated", "total_reserved", "seq", "fwd_thread",
-    "python_id", "python_parent_id", "mem_device_type", "mem_device_id", "input_dims", "call_stack",
+    "python_id", "python_parent_id", "mem_device_type", "mem_device_id", "addr", "input_dims", "call_stack",
 )
 _EMPTY_ARG_VALUES = _ARG_FIELDS(_EMPTY_ARGS)
 _DEVICE_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION, Kind.SYNC], dtype=np.int8)
@@ -186,7 +186,7 @@ class _ColumnBuilder:
         arg_values = zip(*(_EMPTY_ARG_VALUES if a is None else _ARG_FIELDS(a) for a in args))
         (correlation, external_id, external_id_old, device, stream, nbytes, mem_bytes, blocks_per_sm, occupancy,
          total_allocated, total_reserved, seq, fwd_thread, python_id, python_parent_id, mem_device_type,
-         mem_device_id, input_dims, call_stack) = arg_values
+         mem_device_id, addr, input_dims, call_stack) = arg_values
         codes = self._name_codes(names)
         kinds = self._kinds(cats)
         memory_code = self.name_index.get("[memory]")
@@ -222,6 +222,7 @@ class _ColumnBuilder:
             "python_parent_id": _ints(python_parent_id),
             "mem_device_type": _ints(mem_device_type),
             "mem_device_id": _ints(mem_device_id),
+            "addr": _ints(addr),
         }
         all_ok = bool(ok.all())
         kept = n if all_ok else int(ok.sum())

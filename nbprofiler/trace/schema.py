@@ -37,9 +37,7 @@ class Args(msgspec.Struct, omit_defaults=True):
     # Kept raw: decoded only on demand (shapes, stacks), never for every event.
     input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
     call_stack: Scalar = msgspec.field(default=None, name="Call stack")
-    module_hierarchy: Scalar = msgspec.field(default=None, name="Module Hierarchy")
     name: Scalar = None  # metadata events: process_name / thread_name
-    labels: Scalar = None  # metadata events: process_labels
 
 
 class Event(msgspec.Struct):

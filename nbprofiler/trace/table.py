@@ -46,6 +46,7 @@ MISSING = -1
 INT_COLUMNS = (
     "pid", "tid", "correlation", "external_id", "device", "stream",
     "seq", "fwd_thread", "python_id", "python_parent_id", "mem_device_type", "mem_device_id",
+    "addr",  # [memory] events: the block's address, which pairs a free with its allocation
 )
 FLOAT_COLUMNS = (
     "ts", "dur", "bytes", "blocks_per_sm", "occupancy", "total_allocated", "total_reserved",
