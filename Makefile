@@ -19,11 +19,15 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
+# The JupyterLab extension is built (and reinstalled) when Node.js is present and
+# its sources changed; without Node.js, labextension/build.sh says so and goes on.
 demo: $(STAMP)
+	labextension/build.sh --install
 	mkdir -p build
 	$(VPY) -m nbprofiler.demo
 
 test: $(STAMP)
+	labextension/build.sh --install
 	$(VPY) -m pytest -q
 
 bench: $(STAMP)

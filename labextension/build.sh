@@ -45,7 +45,7 @@ fi
 
 OUT="$ROOT/nbprofiler/labextension/static/style.js"
 stale=$force
-if [ ! -f "$OUT" ]; then
+if [ ! -f "$OUT" ] || [ ! -f "$ROOT/nbprofiler/labextension/install.json" ]; then
   stale=1
 elif [ -n "$(find src style schema package.json tsconfig.json -newer "$OUT" -print -quit)" ]; then
   stale=1

@@ -32,6 +32,11 @@ def last() -> Report | None:
     return last_report()
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds the built extension (used by ``jupyter labextension develop``)."""
+    return [{"src": "labextension", "dest": "nbprofiler"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     from .magic import load_ipython_extension as _load
 

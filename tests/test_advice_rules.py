@@ -46,7 +46,7 @@ def only(suggestions, kind: str) -> Suggestion:
 @pytest.fixture(scope="module")
 def traces() -> dict[str, Report]:
     names = ["v100_resnet50_train_num_workers_0", "v100_resnet50_train_num_workers_4", "v100_resnet_ns_timestamps",
-             "a100_train", "a100_nccl_distributed", "a100_alexnet_small", "cpu_only"]
+             "a100_train", "a100_nccl_distributed", "a100_alexnet_small", "mi250_rocm_toy_train", "cpu_only"]
     return {n: nbprofiler.load(shared_trace(f"{n}.pt.trace.json.gz")) for n in names}
 
 
@@ -145,6 +145,14 @@ def test_conv_rule(traces):
     assert "cudnn.benchmark = True" in s.code and "channels_last" in s.code
     assert s.evidence["conv_step_share"] >= T.CONV_MIN_SHARE
     assert "conv" not in kinds(traces["a100_train"].suggestions)  # no convolutions at all
+
+
+def test_a_single_profiled_step_is_not_judged_by_its_idle_time(traces):
+    """The MI250 toy run's one step is mostly start-up: the GPU is idle 98% of it."""
+    report = traces["mi250_rocm_toy_train"]
+    assert measures.device_time(report).utilization < 0.05
+    assert kinds(report.suggestions) == [NOTHING_TO_IMPROVE]
+    assert "only one step was profiled" in report.suggestions[0].detail
 
 
 def test_trace_without_anything_to_improve_says_so(traces):
@@ -311,6 +319,20 @@ def test_fast_loader_and_big_batches_have_nothing_to_improve(one_thread):
     assert "the DataLoader keeps up" in report.suggestions[0].detail
 
 
+def test_tensor_dataset_indexes_whole_batches(one_thread):
+    ds = TensorDataset(torch.randn(64 * 16, 32), torch.randint(0, 4, (64 * 16,)))
+    ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=64, shuffle=True)}
+    report = _train(ns, _mlp(32))
+    s = only(report.suggestions, "dataloader")
+    assert "BatchSampler(RandomSampler(train_ds), batch_size=64, drop_last=False),  # changed: replaces shuffle=True" \
+        in s.code
+    assert "batch_size=None,  # changed: was 64" in s.code and "num_workers" not in s.code
+    namespace = {"DataLoader": DataLoader, "train_ds": ds}
+    exec(s.code, namespace)
+    x, y = next(iter(namespace["train_loader"]))
+    assert x.shape == (64, 32) and y.shape == (64,)
+
+
 def test_workers_restarted_every_epoch_get_persistent_workers(one_thread):
     ds = SlowDataset(8 * 6, delay=0.002)
     ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=8, num_workers=1)}
@@ -403,3 +425,26 @@ def test_suggestion_validates_its_fields():
         Suggestion(kind="x", title="t", severity="urgent")
     with pytest.raises(ValueError, match="gain"):
         Suggestion(kind="x", title="t", severity="low", gain=0.5)
+
+
+def test_sync_location_outside_a_cell_is_the_user_function():
+    """A script profiled with stacks: the first Python frame outside library code."""
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_step(x: torch.Tensor) -> float:
+        loss = model(x).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    with nbprofiler.profile(stack=True, wait=0, warmup=0, active=3) as run:
+        for _ in range(3):
+            train_step(torch.randn(4, 8))
+    report = run.report
+    t, tree = report.table, report.operator_tree
+    names = t.names[t.name_code[tree.index]].astype(str)
+    pos = int((names == "aten::item").nonzero()[0][0])
+    where = measures._Locator(report).where(int(tree.index[pos]), pos)
+    assert where.endswith(", in train_step") and "test_advice_rules.py" in where

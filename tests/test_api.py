@@ -89,3 +89,16 @@ def test_live_cuda_run_records_kernels_and_device_memory():
     assert {"mem_allocated_bytes", "mem_peak_bytes", "mem_reserved_bytes"} <= set(report.steps.columns)
     assert (report.steps["mem_peak_bytes"] >= report.steps["mem_allocated_bytes"]).all()
     assert report.operators["device_self_us"].sum() > 0
+
+
+def test_names_with_double_quotes_survive_torchs_export():
+    """torch writes record_function names unescaped; the parser mends those lines."""
+    name = '<b class="x">step "one"</b>'
+    with nbprofiler.profile(step_on="manual", wait=0, warmup=0, active=1) as run:
+        with torch.profiler.record_function(name):
+            torch.randn(8, 8) @ torch.randn(8, 8)
+        nbprofiler.step()
+    report = run.report
+    assert name in set(report.operators["name"])
+    assert any("unescaped quotes" in n for n in report.notes)
+    assert name not in report.to_html() and "&lt;b class=&quot;x&quot;&gt;" in report.to_html()

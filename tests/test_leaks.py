@@ -21,6 +21,7 @@ from conftest import TRAIN_CELL, assert_nothing_left, temp_traces
 pytestmark = pytest.mark.usefixtures("private_tmp", "one_torch_thread")
 
 RUNS = 8
+FAILING = (2, 5)
 # The cell records weak references to its own run and torch profiler while they are live.
 WATCHED_CELL = """
 import weakref, nbprofiler
@@ -42,7 +43,7 @@ def test_repeated_cells_free_what_they_made(shell):
     reports: list[weakref.ref] = []
     rss: list[int] = []
     for i in range(RUNS):
-        failing = i % 4 == 3  # every fourth cell raises: the traceback must not pin its report
+        failing = i in FAILING  # a failed cell's traceback must not pin its report for good
         body = WATCHED_CELL + ("raise ValueError('boom')\n" if failing else "")
         with capture_output() as captured:
             result = shell.run_cell(f"%%torchprofile\n{body}")
@@ -54,15 +55,15 @@ def test_repeated_cells_free_what_they_made(shell):
     assert_nothing_left([shell.user_ns["model"]])
     assert temp_traces() == []
     assert plt.get_fignums() == []
-    # IPython keeps the last failure's traceback (for %debug), which holds that cell's
-    # frames; a user clears it by the next failure. Without it, only nbprofiler.last()
-    # may keep a report alive.
-    shell.run_cell("import sys; sys.last_traceback = sys.last_value = sys.last_exc = None")
+    # nbprofiler.last() keeps the latest report; IPython keeps the latest failure's
+    # traceback (sys.last_traceback, for %debug) and with it that cell's frames, until
+    # the next failure. Nothing else may stay alive.
     gc.collect()
     alive = [i for i, ref in enumerate(reports) if ref() is not None]
-    assert alive == [RUNS - 1], f"reports of runs {alive} are still alive"
-    runs_alive = [i for i, (run, prof) in enumerate(shell.user_ns["watched"]) if run() is not None or prof() is not None]
-    assert runs_alive == [], f"ProfileRun or torch profiler of runs {runs_alive} still alive"
+    assert alive == [FAILING[-1], RUNS - 1], f"reports of runs {alive} are still alive"
+    watched = shell.user_ns["watched"]
+    assert [i for i, (run, _) in enumerate(watched) if run() is not None] == [FAILING[-1]]
+    assert [i for i, (_, prof) in enumerate(watched) if prof() is not None] == []
     # 50 runs must grow RSS by < 50 MB after the first: < 1 MB a run. Allocator noise on
     # 7 runs is a few MB, so 3 MB a run is the bound that still fails a per-run leak of
     # the raw trace plus its event table (several MB each on this cell).

@@ -178,8 +178,8 @@ def plot_batch_curve(result: pd.DataFrame) -> "Figure":
     mem = ax.twinx()
     mem.plot(ok["batch_size"], ok["peak_memory_bytes"] / 2**20, marker="s", linestyle="--", color="tab:orange",
              label="peak memory")
-    label = "peak memory (MiB, CUDA max allocated)" if (ok["memory"] == "cuda_max_allocated").any() else "memory (MiB, RSS)"
-    mem.set_ylabel(label, color="tab:orange")
+    cuda = (ok["memory"] == "cuda_max_allocated").any()
+    mem.set_ylabel("peak memory (MiB, CUDA max allocated)" if cuda else "memory (MiB, RSS)", color="tab:orange")
     pick = result.attrs.get("recommended")
     if pick is not None:
         ax.axvline(pick, color="gray", linestyle=":", label=f"recommended: {pick}")

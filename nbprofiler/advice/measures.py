@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..analysis.intervals import union
+from ..analysis.intervals import parent_index, union
 from ..analysis.steps import step_of
 from ..capture.loaders import LoaderRecord
 from ..trace.table import Kind
@@ -57,7 +57,6 @@ class DataWait:
     steps: int
     step_ms: float
     wait_ms: float
-    source: str  # "sampler": every step of a live run; "trace": the breakdown's DataLoader time
 
     @property
     def share(self) -> float:
@@ -78,14 +77,14 @@ def data_wait(report: "Report") -> DataWait | None:
         steps = report.run.steps
         if steps.empty:
             return None
-        return DataWait(len(steps), float(steps["wall_ms"].mean()), float(steps["dataloader_ms"].mean()), "sampler")
+        return DataWait(len(steps), float(steps["wall_ms"].mean()), float(steps["dataloader_ms"].mean()))
     bd = report.breakdown
     if not bd.empty:
-        return DataWait(len(bd), float(bd["total"].mean()) / 1e3, float(bd["dataloader"].mean()) / 1e3, "trace")
+        return DataWait(len(bd), float(bd["total"].mean()) / 1e3, float(bd["dataloader"].mean()) / 1e3)
     steps = report.steps
     if steps.empty:
         return None
-    return DataWait(len(steps), float(steps["wall_ms"].mean()), float(steps["dataloader_ms"].mean()), "trace")
+    return DataWait(len(steps), float(steps["wall_ms"].mean()), float(steps["dataloader_ms"].mean()))
 
 
 def loader_wait(report: "Report", record: LoaderRecord) -> DataWait | None:
@@ -95,7 +94,7 @@ def loader_wait(report: "Report", record: LoaderRecord) -> DataWait | None:
     steps = report.run.steps
     n = len(steps)
     waited = sum(ms for step, ms in record.wait_ms_by_step.items() if step < n)
-    return DataWait(n, float(steps["wall_ms"].mean()), waited / n, "sampler")
+    return DataWait(n, float(steps["wall_ms"].mean()), waited / n)
 
 
 def wait_per_step(report: "Report", record: LoaderRecord | None) -> np.ndarray:
@@ -168,7 +167,6 @@ def device_time(report: "Report") -> DeviceTime | None:
 class KernelMix:
     """Which operators the kernel time belongs to, as shares of all kernel time."""
 
-    kernel_us: float
     eligible_share: float  # launched by matmul / conv / attention operators
     conv_share: float
     layout_transpose_share: float  # NCHW <-> NHWC conversion kernels
@@ -195,7 +193,6 @@ def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:
         on = t.kind == Kind.KERNEL
     dur = t["dur"][on]
     return KernelMix(
-        kernel_us=total,
         eligible_share=float(kernels["total_us"][eligible].sum()) / total,
         conv_share=float(kernels["total_us"][conv].sum()) / total,
         layout_transpose_share=float(kernels["total_us"][transpose].sum()) / total,
@@ -350,11 +347,16 @@ class _Locator:
         self.cell_lines = run.cell_source.splitlines() if run is not None and run.cell_source else []
         self.marks = run.line_marks if run is not None and report.raw_trace is not None else None
         self.base_ns = trace_base_ns(report.raw_trace) if self.marks is not None else 0
+        # Python frames sorted by (thread, start), with their nesting, so the frames around
+        # a sync are found by one binary search and a walk up, not a scan of every frame.
         py = np.flatnonzero(t.kind == Kind.PYTHON_FUNCTION)
-        self.py = py
-        self.py_thread = t["pid"][py] * (1 << 32) + t["tid"][py]
-        self.py_start = t["ts"][py]
-        self.py_end = t["ts"][py] + t["dur"][py]
+        thread = t["pid"][py] * (1 << 32) + t["tid"][py]
+        order = np.lexsort((t["ts"][py], thread))
+        self.py = py[order]
+        self.py_thread = thread[order]
+        self.py_start = t["ts"][self.py]
+        self.py_end = self.py_start + t["dur"][self.py]
+        self.py_parent = parent_index(self.py_start, self.py_end, self.py_thread)
 
     def where(self, ev: int, pos: int) -> str:
         t = self.report.table
@@ -371,14 +373,24 @@ class _Locator:
             user = _first_user_frame(stack.split(";"))
             if user is not None:
                 return user
-        if len(self.py):
-            thread = t["pid"][ev] * (1 << 32) + t["tid"][ev]
-            around = np.flatnonzero((self.py_thread == thread) & (self.py_start <= ts) & (self.py_end >= ts))
-            inner_first = around[np.argsort(-self.py_start[around], kind="stable")]
-            m = _first_user_match([str(t.names[t.name_code[self.py[i]]]) for i in inner_first])
-            if m is not None:
-                return f"{m['file']}, in {m['func']}"
+        m = _first_user_match(self._python_frames(int(t["pid"][ev] * (1 << 32) + t["tid"][ev]), ts))
+        if m is not None:
+            return f"{m['file']}, in {m['func']}"
         return self._chain(pos, ev)
+
+    def _python_frames(self, thread: int, ts: float) -> list[str]:
+        """Names of the Python frames running on ``thread`` at ``ts``, innermost first."""
+        lo = int(np.searchsorted(self.py_thread, thread, side="left"))
+        hi = int(np.searchsorted(self.py_thread, thread, side="right"))
+        k = lo + int(np.searchsorted(self.py_start[lo:hi], ts, side="right")) - 1
+        while k >= lo and self.py_end[k] < ts:  # the last frame to start may have ended: go up
+            k = int(self.py_parent[k])
+        t = self.report.table
+        frames = []
+        while k >= 0:
+            frames.append(str(t.names[t.name_code[self.py[k]]]))
+            k = int(self.py_parent[k])
+        return frames
 
     def _call_stack(self, pos: int) -> str | None:
         t, tree = self.report.table, self.report.operator_tree
@@ -516,7 +528,6 @@ class DeviceMemory:
     static: float  # allocated between steps: parameters, gradients, optimizer state
     peak: float  # the highest per-step peak
     reserved_peak: float | None
-    source: str  # "sampler" (live CUDA counters) or "trace" (the trace's allocator totals)
 
     @property
     def activations(self) -> float:
@@ -539,7 +550,7 @@ def device_memory(report: "Report") -> DeviceMemory | None:
         steps = run.steps.iloc[1:] if len(run.steps) > 1 else run.steps  # step 0 creates optimizer state
         reserved = float(steps["mem_reserved_bytes"].max()) if "mem_reserved_bytes" in steps else None
         return DeviceMemory(float(total), float(steps["mem_allocated_bytes"].median()),
-                            float(steps["mem_peak_bytes"].max()), reserved, "sampler")
+                            float(steps["mem_peak_bytes"].max()), reserved)
     if report.table is None:
         return None
     from ..analysis.memory import sampler_device
@@ -556,7 +567,7 @@ def device_memory(report: "Report") -> DeviceMemory | None:
     reserved = per_step["peak_reserved_bytes"].max()
     return DeviceMemory(float(total), float(per_step["end_allocated_bytes"].median()),
                         float(per_step["peak_allocated_bytes"].max()),
-                        None if pd.isna(reserved) else float(reserved), "trace")
+                        None if pd.isna(reserved) else float(reserved))
 
 
 def largest_power_of_two(limit: float) -> int:

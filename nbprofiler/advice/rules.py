@@ -179,17 +179,7 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
         workers: int | None = record.num_workers
         name = f"`{args.loader_name}`" if record.name else f"over {record.dataset_type}"
     else:
-        seen = M.trace_loader_workers(f.report)
-        workers = 0 if seen == "none" else None
-        # Pageable host-to-device copies show the loader did not pin memory; without workers
-        # there is nothing to persist or prefetch. Everything else the trace cannot say.
-        unknown = {"prefetch_factor"}
-        if workers is None:
-            unknown |= {"num_workers", "persistent_workers"}
-        if f.h2d is None or f.h2d.pageable == 0:
-            unknown.add("pin_memory")
-        args = LoaderArgs(loader_name="loader", dataset=Expr("dataset"), batch_size=Expr("batch_size"), shuffle=None,
-                          num_workers=0 if workers == 0 else Expr("num_workers"), unknown=frozenset(unknown))
+        args, workers = _trace_loader_args(f)
         name = "of this trace"
 
     cap = None
@@ -244,8 +234,9 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
                 changes["num_workers"] = target
             new_wait = max(load_ms / target - compute_ms, 0.0) if load_ms is not None else 0.0
             per_batch = f" ({_ms(load_ms)} to load a batch)" if workers == 0 else ""
-            reasons.append(f"{target} worker process{'es' if target != 1 else ''} deliver{'' if target != 1 else 's'} a batch every {_ms(load_ms / target)} or faster"
-                           f"{per_batch}, against {_ms(compute_ms)} of compute per step")
+            who = f"{target} worker processes deliver" if target != 1 else "1 worker process delivers"
+            reasons.append(f"{who} a batch every {_ms(load_ms / target)} or faster{per_batch}, "
+                           f"against {_ms(compute_ms)} of compute per step")
         elif workers is None:
             preamble = _CORES_PREAMBLE
             changes["num_workers"] = Expr(f"max(1, cores - {T.CORES_KEPT_FOR_MAIN})")
@@ -255,9 +246,8 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
             reasons.append(f"num_workers={workers} already uses all {cap} CPU core(s) this process can spare")
         if new_wait / step_ms > T.DATALOADER_WAIT_SHARE:
             reasons.append("loading a batch still takes longer than a step's compute with these workers: make each "
-                           "sample cheaper to load "
-                           "(cache decoded data, augment on the GPU), or, if loading waits on I/O rather than the "
-                           "CPU, more workers than cores help: measure with tune_dataloader")
+                           "sample cheaper to load (cache decoded data, augment on the GPU), or, if loading waits on "
+                           "I/O rather than the CPU, more workers than cores help: measure with tune_dataloader")
         mean_steady = float(steady.mean()) if len(steady) else 0.0
         bursty = len(steady) > 1 and float(np.median(steady)) < T.PREFETCH_BURSTY_RATIO * mean_steady
         if workers and bursty and (record is None or (record.prefetch_factor or 2) < T.PREFETCH_SUGGESTED):
@@ -280,7 +270,7 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
     pin = f.on_gpu and not pinned and copies is not None
     if pin:
         changes["pin_memory"] = True
-        evidence["h2d_copies_pageable"] = copies.pageable
+        evidence.update(h2d_copies=copies.count, h2d_bytes=copies.bytes, h2d_copies_pageable=copies.pageable)
         reasons.append("pinned batches copy to the GPU asynchronously with .to(device, non_blocking=True)")
 
     evidence["changed"] = sorted(changes)
@@ -306,18 +296,35 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
         title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {verb}",
         severity=_severity(bound),  # what is at stake; ``gain`` is what these settings can win
         evidence=evidence,
-        expected_gain=text + ". Measure it: nbprofiler.tune_dataloader(" + (args.loader_name if record else "loader") + ")",
+        expected_gain=f"{text}. Measure it: nbprofiler.tune_dataloader({args.loader_name})",
         gain=gain,
         code=code,
         detail="; ".join(reasons),
     )
 
 
+def _trace_loader_args(f: Facts) -> tuple[LoaderArgs, int | None]:
+    """Generic loader arguments for a trace, and its worker count (None: some, unknown).
+
+    Pageable host-to-device copies show the loader did not pin memory; without
+    workers there is nothing to persist or prefetch. The rest the trace cannot say.
+    """
+    workers = 0 if M.trace_loader_workers(f.report) == "none" else None
+    unknown = {"prefetch_factor"}
+    if workers is None:
+        unknown |= {"num_workers", "persistent_workers"}
+    if f.h2d is None or f.h2d.pageable == 0:
+        unknown.add("pin_memory")
+    args = LoaderArgs(loader_name="loader", dataset=Expr("dataset"), batch_size=Expr("batch_size"), shuffle=None,
+                      num_workers=0 if workers == 0 else Expr("num_workers"), unknown=frozenset(unknown))
+    return args, workers
+
+
 # -- batch size --------------------------------------------------------------------------------
 def batch_size_up_rule(f: Facts) -> list[Suggestion]:
     """GPU busy under ``LOW_GPU_UTILIZATION`` of the non-waiting time, with memory to spare."""
     dt, mem = f.device_time, f.memory
-    if dt is None or dt.synthetic or mem is None or mem.activations <= 0:
+    if dt is None or dt.synthetic or dt.steps < T.MIN_STEPS_FOR_IDLE or mem is None or mem.activations <= 0:
         return []
     util = dt.utilization_without_data_wait
     if util >= T.LOW_GPU_UTILIZATION:
@@ -425,7 +432,9 @@ def cpu_batch_rule(f: Facts) -> list[Suggestion]:
     gain = k / (o + k * (1.0 - o))
     evidence = {
         "fixed_share": round(o, 4),
+        "steps": co.steps,
         "step_us": round(co.step_us, 1),
+        "operator_us_per_step": round(co.op_us, 1),
         "operator_calls_per_step": round(co.op_calls, 1),
         "fixed_cost_per_call_us": round(co.fixed_cost_us, 2),
         "python_us_per_step": round(co.python_us, 1),
@@ -557,7 +566,7 @@ def sync_rule(f: Facts, skip_h2d: bool = False) -> list[Suggestion]:
     if share < T.SYNC_IDLE_SHARE:
         return []
     places = pd.DataFrame(
-        [(cause, where, len(g), M.sync_idle_us(g)) for (cause, where), g in points.groupby(["cause", "where"], sort=False)],
+        [(c, w, len(g), M.sync_idle_us(g)) for (c, w), g in points.groupby(["cause", "where"], sort=False)],
         columns=["cause", "where", "calls", "idle_us"],
     ).sort_values("idle_us", ascending=False, kind="stable")
     top = places.iloc[0]
@@ -592,7 +601,7 @@ def launch_bound_rule(f: Facts) -> list[Suggestion]:
     """GPU idle waiting on the host for more than ``LAUNCH_IDLE_SHARE`` of the step, with
     data waiting and syncs taken out (those have their own suggestions)."""
     dt = f.device_time
-    if dt is None or dt.synthetic or dt.span_us <= 0:
+    if dt is None or dt.synthetic or dt.span_us <= 0 or dt.steps < T.MIN_STEPS_FOR_IDLE:
         return []
     idle = max(dt.host_wait_us - dt.dataloader_us - M.sync_idle_us(f.syncs), 0.0)
     share = idle / dt.span_us
@@ -633,7 +642,7 @@ def conv_rule(f: Facts) -> list[Suggestion]:
     if conv < T.CONV_MIN_SHARE:
         return []
     gain = 1.0 / max(1.0 - conv * (1.0 - 1.0 / T.CONV_TUNING_SPEEDUP_MAX) - transpose, 1e-9)
-    code = ("torch.backends.cudnn.benchmark = True  # fixed input shapes: cuDNN times its algorithms once, keeps the fastest\n"
+    code = ("torch.backends.cudnn.benchmark = True  # fixed input shapes: cuDNN tries its algorithms once, keeps the best\n"
             "model = model.to(memory_format=torch.channels_last)  # NHWC, the tensor cores' native layout\n"
             "x = x.to(device, memory_format=torch.channels_last, non_blocking=True)")
     return [Suggestion(
@@ -670,7 +679,8 @@ def memory_growth_rule(f: Facts) -> list[Suggestion]:
     if limit and slope > 0:
         left = (T.MEMORY_NEAR_LIMIT_SHARE * limit - float(row["last_bytes"])) / slope
         evidence["steps_to_near_limit"] = max(int(left), 0)
-        text += f" (at this rate {T.MEMORY_NEAR_LIMIT_SHARE:.0%} of {fmt_bytes(limit)} is reached in about {max(int(left), 0):,} steps)"
+        text += (f" (at this rate {T.MEMORY_NEAR_LIMIT_SHARE:.0%} of {fmt_bytes(limit)} is reached in about "
+                 f"{max(int(left), 0):,} steps)")
         if left < 10_000:
             severity = "high"
     code = ("total_loss += loss.item()        # not `total_loss += loss`: that keeps every step's graph alive\n"
@@ -686,7 +696,8 @@ def memory_growth_rule(f: Facts) -> list[Suggestion]:
         expected_gain=text,
         gain=1.0,
         code=code,
-        detail="the usual cause is a tensor that carries its autograd graph kept across steps (a running loss, a list of outputs)",
+        detail=("the usual cause is a tensor that carries its autograd graph, kept across steps (a running loss, "
+                "a list of outputs)"),
     )]
 
 
@@ -718,6 +729,9 @@ def nothing_to_improve(f: Facts) -> Suggestion:
     if dt is not None and dt.synthetic:
         checks.append("the trace has no ProfilerStep ranges, so the per-step checks (batch size, syncs, launch "
                       "overhead) could not run")
+    elif dt is not None and dt.steps < T.MIN_STEPS_FOR_IDLE:
+        checks.append("only one step was profiled, so the GPU idle-time checks (batch size, launch overhead) "
+                      "did not run: profile more steps (--active 3)")
     elif dt is not None:
         evidence["gpu_utilization"] = round(dt.utilization, 4)
         checks.append(f"the GPU is busy {dt.utilization:.0%} of the step")

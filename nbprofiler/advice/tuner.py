@@ -253,7 +253,10 @@ def _finish(result: pd.DataFrame, current: Candidate) -> pd.DataFrame:
         result[col] = pd.to_numeric(result[col], errors="coerce").astype("float64")
     ok = result[result["status"] == "ok"]
     base = ok[(ok["num_workers"] == current.num_workers) & (ok["pin_memory"] == current.pin_memory)]
-    reference = float(base["batches_per_s"].iloc[0]) if len(base) else (float(ok["batches_per_s"].min()) if len(ok) else None)
+    if len(base):
+        reference = float(base["batches_per_s"].iloc[0])
+    else:
+        reference = float(ok["batches_per_s"].min()) if len(ok) else None
     if reference:
         result["speedup"] = result["batches_per_s"] / reference
     return result

@@ -53,6 +53,9 @@ def report_notes(report: "Report") -> list[str]:
         steps = report.trace_steps
         if len(steps) and bool(steps["synthetic"].iloc[0]):
             notes.append("The trace has no ProfilerStep annotations, so the whole trace is treated as one step.")
+        repaired = report.table.meta.repaired_names
+        if repaired:
+            notes.append(f"{repaired} event name(s) had unescaped quotes (torch writes them as they are) and were repaired.")
         skipped = report.table.meta.skipped_events
         if skipped:
             notes.append(f"{skipped} malformed trace event(s) were skipped.")

@@ -19,6 +19,7 @@ import contextlib
 import gc
 import math
 import operator
+import re
 from collections.abc import Iterator, Sequence
 
 import msgspec
@@ -65,7 +66,16 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
     """Parse one torch.profiler Chrome trace; raise ``TraceError`` naming ``source``."""
     if not data or not bytes(data[:4096]).strip():
         raise TraceError(source, "the file is empty")
-    header = _decode_header(data, source)
+    try:
+        header = _decode_header(data, source)
+        repaired = 0
+    except TraceError:
+        # torch's exporter writes names as they are, so a record_function name with a
+        # double quote makes invalid JSON. Mend such name lines once, and only then.
+        data, repaired = _escape_quotes_in_names(data)
+        if not repaired:
+            raise
+        header = _decode_header(data, source)
     raws = header.traceEvents
     if raws is None:
         raise TraceError(source, "no 'traceEvents' list: not a Chrome trace from torch.profiler")
@@ -87,6 +97,7 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         backend=_as_str(header.distributedInfo.backend) if header.distributedInfo else None,
         thread_names=tuple(sorted(builder.thread_names.items())),
         skipped_events=builder.skipped,
+        repaired_names=repaired,
     )
     return builder.table(meta)
 
@@ -107,6 +118,26 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+# A name line as torch writes it: `"name": "<anything>",` alone on its line.
+_NAME_LINE = re.compile(rb'^(\s*"name": ")(.*)(",?\r?)$', re.MULTILINE)
+_BARE_QUOTE = re.compile(rb'(?<!\\)"')
+
+
+def _escape_quotes_in_names(data: bytes | memoryview) -> tuple[bytes, int]:
+    """Escape unescaped double quotes inside name lines; returns the bytes and how many lines changed."""
+    changed = 0
+
+    def mend(match: re.Match[bytes]) -> bytes:
+        nonlocal changed
+        inner = match.group(2)
+        fixed = _BARE_QUOTE.sub(rb'\\"', inner)
+        if fixed != inner:
+            changed += 1
+        return match.group(1) + fixed + match.group(3)
+
+    return _NAME_LINE.sub(mend, bytes(data)), changed
 
 
 def _decode_header(data: bytes | memoryview, source: str) -> Header:

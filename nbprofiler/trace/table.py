@@ -88,6 +88,7 @@ class TraceMeta:
     backend: str | None = None
     thread_names: tuple[tuple[int, str], ...] = ()
     skipped_events: int = 0  # malformed events dropped while parsing
+    repaired_names: int = 0  # names with unescaped quotes (a torch exporter bug) mended while parsing
 
 
 @dataclass(frozen=True, eq=False)

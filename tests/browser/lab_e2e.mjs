@@ -298,6 +298,11 @@ try {
     return ['nbprofiler:profile-cell', 'nbprofiler:profile-cell-with-options'].map(id => c.hasCommand(id) && c.label(id, { isPalette: true }));
   });
   check(palette[0] === 'Profile Cell' && palette[1] === 'Profile Cell with Options…', `commands registered: ${palette}`);
+  const keys = await page.evaluate(() =>
+    window.jupyterapp.commands.keyBindings.filter(b => b.command === 'nbprofiler:profile-cell').map(b => b.keys.join(' '))
+  );
+  check(keys.includes('Accel Alt P') || keys.includes('Ctrl Alt P'), `keyboard shortcut: ${JSON.stringify(keys)}`);
+
   await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
   await page.waitForFunction(
     () => {
@@ -319,12 +324,23 @@ try {
   // 2. Profile cell with options…, from the context menu.
   const source0 = (await cellState(t)).source;
   let cell = await activate(t);
+  // The command palette lists both commands (enabled: a code cell is active).
+  await page.evaluate(() => window.jupyterapp.commands.execute('apputils:activate-command-palette'));
+  const search = page.locator('.lm-CommandPalette-input');
+  await search.waitFor();
+  await search.pressSequentially('profile cell');
+  const paletteItems = page.locator('.lm-CommandPalette-item .lm-CommandPalette-itemLabel');
+  await paletteItems.first().waitFor();
+  const listed = await paletteItems.allInnerTexts();
+  check(listed.includes('Profile Cell') && listed.includes('Profile Cell with Options…'), `palette items: ${JSON.stringify(listed)}`);
+  await shot('02_command_palette.png');
+  await search.press('Escape');
   await cell.locator('.jp-InputArea-editor').click({ button: 'right' });
   const menu = page.locator('.lm-Menu');
   const menuItem = label => menu.locator('.lm-Menu-item').filter({ has: page.locator('.lm-Menu-itemLabel', { hasText: new RegExp(`^${label}$`) }) });
   await menuItem('Profile Cell with Options…').waitFor();
   check((await menuItem('Profile Cell').count()) === 1, 'context menu has "Profile Cell"');
-  await shot('02_context_menu.png');
+  await shot('02b_context_menu.png');
   await menuItem('Profile Cell with Options…').click();
   const dialog = page.locator('.jp-Dialog');
   await dialog.waitFor();
@@ -406,13 +422,16 @@ try {
   check(!!savedBundle.data[WIDGET_MIME] === hasWidget, 'the saved output keeps the same mimebundle');
   check(saved.metadata?.nbprofiler?.profile_options?.active === 2, 'the saved notebook keeps the last options');
   result.savedWidgetState = !!saved.metadata?.widgets;
-  await page.evaluate(() => window.jupyterapp.commands.execute('kernelmenu:shutdown'));
+  await page.evaluate(() => void window.jupyterapp.commands.execute('kernelmenu:shutdown'));
+  // JupyterLab may ask for confirmation first.
+  await page.waitForFunction(
+    () => !!document.querySelector('.jp-Dialog .jp-mod-accept') || !window.jupyterapp.shell.currentWidget.sessionContext.session,
+    null,
+    { timeout: 30000 }
+  );
   const confirm = page.locator('.jp-Dialog .jp-mod-accept');
-  try {
-    await confirm.waitFor({ timeout: 5000 });
+  if (await confirm.count()) {
     await confirm.click();
-  } catch {
-    // No confirmation dialog in this JupyterLab version.
   }
   await page.waitForFunction(() => !window.jupyterapp.shell.currentWidget.sessionContext.session, null, { timeout: 60000 });
   step('save, shut down the kernel');
