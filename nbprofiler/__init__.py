@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .advice import Suggestion, batch_size_curve, tune_dataloader
 from .capture.session import current_run, last_report, profile
 from .errors import NbprofilerError, NestedProfileError, OptionError, TraceError
 from .options import ProfileOptions
@@ -17,6 +18,7 @@ __version__ = "0.1.0"
 __all__ = [
     "profile", "load", "last", "step", "Report", "ProfileOptions",
     "TraceError", "OptionError", "NestedProfileError", "NbprofilerError",
+    "Suggestion", "tune_dataloader", "batch_size_curve",
 ]
 
 

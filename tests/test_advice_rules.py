@@ -407,7 +407,6 @@ def test_changed_arguments_are_marked_and_invalid_ones_dropped():
     code = dataloader_call(args_from_record(record), {"num_workers": 0})
     assert "num_workers=0,  # changed: was 2" in code
     assert "persistent_workers" not in code and "prefetch_factor" not in code  # DataLoader rejects them then
-    assert code.startswith("loader = DataLoader(\n    loader.dataset,") is False
     assert code.startswith("loader = DataLoader(\n    dataset,")  # no names known: generic ones
 
 

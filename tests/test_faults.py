@@ -291,3 +291,18 @@ def test_interrupt_during_cleanup_still_removes_every_hook(shell, monkeypatch):
     monkeypatch.undo()
     assert nbprofiler.current_run() is None
     assert_recovered(shell)
+
+
+@pytest.mark.parametrize("flag", ["--trace", "--tensorboard"])
+def test_unwritable_output_path_is_a_note_and_the_report_stands(shell, private_tmp, flag):
+    """A typo'd --trace / --tensorboard path must not cost the user the run they just did."""
+    blocker = private_tmp / "a-file"
+    blocker.write_text("")
+    where = blocker / ("t.json" if flag == "--trace" else "tb")  # inside a file: cannot be created
+    result, _ = run_cell(shell, f"-q -o run {flag} {where}", TRAIN_CELL)
+    assert result.error_in_exec is None
+    run = shell.user_ns["run"]
+    assert list(run.trace_steps["step"]) == list(ACTIVE) and len(run.operators)
+    (note,) = [n for n in run.notes if n.startswith(flag)]
+    assert "not written" in note and "writable directory" in note
+    assert_recovered(shell)

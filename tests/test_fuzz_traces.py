@@ -43,7 +43,7 @@ HOSTILE_NAME = "<img src=x onerror=alert(1)></script>"
 # rendering (~0.3 s with its charts). CI: about 125 examples; the bench: about 2,500.
 _COMMON = dict(deadline=None, database=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
-settings.register_profile("nbprofiler-ci", max_examples=40, **_COMMON)
+settings.register_profile("nbprofiler-ci", max_examples=40, derandomize=True, **_COMMON)  # the same cases each run
 settings.register_profile("nbprofiler-bench", max_examples=800, **_COMMON)
 PROFILE = os.environ.get("NBPROFILER_FUZZ_PROFILE", "nbprofiler-ci")
 
@@ -215,7 +215,7 @@ def test_gzip_bomb_is_refused_at_the_limit(scratch, monkeypatch):
         for _ in range(64):
             fh.write(deflate.compress(block))
         fh.write(deflate.flush())
-    with pytest.raises(nbprofiler.TraceError, match="decompresses to more than the 0.0 GB limit; profile fewer steps"):
+    with pytest.raises(nbprofiler.TraceError, match="decompresses to more than the 16.8 MB limit; profile fewer steps"):
         nbprofiler.load(path)
 
 
@@ -244,7 +244,7 @@ def test_fifo_and_symlink_loop_do_not_hang(tmp_path):
     start = time.perf_counter()
     with pytest.raises(nbprofiler.TraceError, match="no trace files"):
         nbprofiler.load(tmp_path)
-    with pytest.raises(nbprofiler.TraceError):
+    with pytest.raises(nbprofiler.TraceError, match="not a regular file or a directory"):
         nbprofiler.load(tmp_path / "pipe.pt.trace.json")
     assert time.perf_counter() - start < 5
 
@@ -336,6 +336,14 @@ EXTREMES = [None, True, False, 0, -1, 1, 2**31, 2**63, 2**70, -(2**70), 0.5, -1e
             Raw("1e400"), Raw("-1e400"), Raw("1E-400"), Raw("-0"), "", "x", "123", "-5", "0x1f", "NaN", "inf", "1e400",
             "ProfilerStep#3", "ProfilerStep#99999999999999999999", "ProfilerStep#-1", "[memory]", HOSTILE_NAME,
             "\u202e\u0000\ud7ff", "a" * 5000, [], [1, 2], [[[[[]]]]], {}, {"a": 1}, {"ph": "X"}]
+# Names the analyses classify events by: a renamed event changes what it is taken for.
+TRICKY_NAMES = ["ProfilerStep#99999999999999999999", "ProfilerStep#-1", "ProfilerStep#", "ProfilerStep#1",
+                "ProfilerStep#\u0663", "[memory]", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad",
+                "autograd::engine::evaluate_function: AddmmBackward0", "nccl:all_reduce", "gloo:all_reduce",
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "cudaLaunchKernel", "cudaDeviceSynchronize",
+                "cudaStreamSynchronize", "cudaMemcpyAsync", "hipLaunchKernel", "aten::addmm", "nn.Module: Linear_0",
+                "Torch-Compiled Region", "", HOSTILE_NAME, "x" * 3000]
 values = st.one_of(st.sampled_from(EXTREMES), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
                    st.text(max_size=12), st.sampled_from(CATEGORIES), st.sampled_from(["X", "i", "I", "M", "B", "E",
                                                                                         "s", "f", "C", "b", "e"]))
@@ -344,6 +352,8 @@ event_edits = st.one_of(
     st.tuples(st.just("remove"), positions, st.sampled_from(FIELDS), st.none()),
     st.tuples(st.just("set_arg"), positions, st.sampled_from(ARG_KEYS), values),
     st.tuples(st.just("swap_cat"), positions, st.sampled_from(CATEGORIES), st.none()),
+    st.tuples(st.just("rename"), positions, st.none(), st.sampled_from(TRICKY_NAMES)),
+    st.tuples(st.just("rename_step"), positions, st.none(), st.sampled_from(TRICKY_NAMES)),
     st.tuples(st.just("end_before_start"), positions, st.none(), st.floats(1, 1e9)),
     st.tuples(st.just("duplicate"), positions, st.none(), st.none()),
     st.tuples(st.just("drop"), positions, st.none(), st.none()),
@@ -364,6 +374,11 @@ def apply_event_edits(trace: dict[str, Any], edits: list[tuple[str, float, Any, 
             continue
         if not events:
             break
+        if kind == "rename_step":  # one of the ProfilerStep#N ranges, if any is left
+            steps = [e for e in events if isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#")]
+            if steps:
+                steps[min(int(where * len(steps)), len(steps) - 1)]["name"] = value
+            continue
         i = min(int(where * len(events)), len(events) - 1)
         event = events[i]
         if kind == "replace" or not isinstance(event, dict):
@@ -377,6 +392,8 @@ def apply_event_edits(trace: dict[str, Any], edits: list[tuple[str, float, Any, 
             event["args"] = {**(args if isinstance(args, dict) else {}), key: value}
         elif kind == "swap_cat":
             event["cat"] = key
+        elif kind == "rename":
+            event["name"] = value
         elif kind == "end_before_start":
             ts = event.get("ts")
             event["ts"] = (ts if isinstance(ts, (int, float)) and math.isfinite(ts) else 0) + value

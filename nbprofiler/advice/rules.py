@@ -162,11 +162,8 @@ def dataloader_rule(f: Facts) -> list[Suggestion]:
 def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
                        record: LoaderRecord | None) -> Suggestion | None:
     waits = M.wait_per_step(f.report, record)
-    median = float(np.median(waits)) if len(waits) else 0.0
-    spikes = waits > max(median * T.STARTUP_SPIKE_FACTOR, median + T.STARTUP_MIN_MS)
-    startup_ms = float((waits[spikes] - median).sum()) / max(wait.steps, 1)
+    startup_ms, steady = _split_startup(waits, wait.steps)
     steady_ms = max(wait.wait_ms - startup_ms, 0.0)
-    steady = np.where(spikes, median, waits)
     step_ms = wait.step_ms
     once = record is not None and record.persistent_workers and record.num_workers > 0
     if once and steady_ms / step_ms <= T.DATALOADER_WAIT_SHARE:
@@ -301,6 +298,14 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
         code=code,
         detail="; ".join(reasons),
     )
+
+
+def _split_startup(waits: np.ndarray, steps: int) -> tuple[float, np.ndarray]:
+    """Start-up waiting per step (steps that wait far longer than the median: workers being
+    launched), and the per-step waits with those steps set to the median."""
+    median = float(np.median(waits)) if len(waits) else 0.0
+    spikes = waits > max(median * T.STARTUP_SPIKE_FACTOR, median + T.STARTUP_MIN_MS)
+    return float((waits[spikes] - median).sum()) / max(steps, 1), np.where(spikes, median, waits)
 
 
 def _trace_loader_args(f: Facts) -> tuple[LoaderArgs, int | None]:
@@ -721,9 +726,13 @@ def nothing_to_improve(f: Facts) -> Suggestion:
     """The one result of a run where no rule fired, with the figures each check saw."""
     checks: list[str] = []
     evidence: dict[str, object] = {}
-    if f.data_wait is not None:
-        evidence["data_wait_share"] = round(f.data_wait.share, 4)
-        checks.append(f"the DataLoader keeps up (waiting {f.data_wait.share:.1%} of the step, "
+    wait = f.data_wait
+    if wait is not None:
+        startup_ms, _ = _split_startup(M.wait_per_step(f.report, None), wait.steps)
+        share = max(wait.wait_ms - startup_ms, 0.0) / wait.step_ms if wait.step_ms > 0 else 0.0
+        evidence["data_wait_share"] = round(share, 4)
+        after = ", not counting one-time start-up waits" if startup_ms > 0 else ""
+        checks.append(f"the DataLoader keeps up (waiting {share:.1%} of the step{after}, "
                       f"under {T.DATALOADER_WAIT_SHARE:.0%})")
     dt = f.device_time
     if dt is not None and dt.synthetic:
@@ -745,7 +754,7 @@ def nothing_to_improve(f: Facts) -> Suggestion:
         checks.append("memory does not grow from step to step")
     return Suggestion(
         kind=NOTHING_TO_IMPROVE,
-        title="Nothing to improve: no check found time to win",
+        title="Nothing to improve: every check passed",
         severity="low",
         evidence=evidence,
         expected_gain="none: the settings this profiler can judge already fit this run",

@@ -82,6 +82,7 @@ class ProfileRun:
         self._export_error: BaseException | None = None
         self._cell_thread: int | None = None  # the thread that started the profiler
         self._other_thread_steps = 0
+        self._output_errors: list[str] = []  # notes: a --trace / --tensorboard copy that could not be written
 
     # -- listener interface used by StepHooks -----------------------------------------------
     def on_boundary(self, source: str) -> None:
@@ -138,7 +139,7 @@ class ProfileRun:
             raw = Path(tmp).read_bytes()
             self._traces.append(raw)
             if self.options.tensorboard:
-                write_tensorboard(raw, self.options.tensorboard)
+                self._write_output("--tensorboard", write_tensorboard, raw, self.options.tensorboard)
         except Exception as exc:
             self._export_error = exc
         finally:
@@ -261,6 +262,7 @@ class ProfileRun:
         raw = self._traces[-1] if self._traces else None
         if raw is not None:
             self._write_outputs(raw)
+        record.notes.extend(self._output_errors)
         return Report.from_live(table, record, raw_trace=raw)
 
     def _table(self) -> EventTable | None:
@@ -271,7 +273,16 @@ class ProfileRun:
 
     def _write_outputs(self, raw: bytes) -> None:
         if self.options.trace:
-            write_trace(raw, self.options.trace)
+            self._write_output("--trace", write_trace, raw, self.options.trace)
+
+    def _write_output(self, flag: str, write: Callable[[bytes, str], Path], raw: bytes, where: str) -> None:
+        """Write a copy of the trace the user asked for. Failing to is a note: the run and
+        its report stand, and an unwritable path must not lose them."""
+        try:
+            write(raw, where)
+        except OSError as exc:
+            self._output_errors.append(f"{flag} {where}: the trace was not written ({_describe(exc)}); "
+                                       "give a path in a writable directory")
 
     def _step_source(self) -> str:
         if self.options.iterations:

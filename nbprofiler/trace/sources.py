@@ -40,6 +40,8 @@ def find_trace_files(path: str | os.PathLike[str]) -> list[Path]:
         raise TraceError(p, "no such file or directory")
     if p.is_file():
         return [p]
+    if not p.is_dir():  # a FIFO or a device: reading it could block forever
+        raise TraceError(p, "not a regular file or a directory; give a trace file or a directory of trace files")
     found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(_TRACE_SUFFIXES))
     preferred = [f for f in found if ".pt.trace.json" in f.name]
     files = preferred or found
@@ -88,8 +90,13 @@ def _gunzip(fh, limit: int, path: Path) -> bytes:
 
 
 def _too_big(size: int, limit: int, compressed: bool = False) -> str:
-    what = "decompresses to more than" if compressed else f"is {size / 1e9:.1f} GB, over"
+    what = "decompresses to more than" if compressed else f"is {_size(size)}, over"
     return (
-        f"trace {what} the {limit / 1e9:.1f} GB limit; profile fewer steps (e.g. --active 2) "
+        f"trace {what} the {_size(limit)} limit; profile fewer steps (e.g. --active 2) "
         "or raise NBPROFILER_MAX_TRACE_BYTES"
     )
+
+
+def _size(n: int) -> str:
+    """GB for the default limit's scale, MB below it (a small limit must not read "0.0 GB")."""
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
