@@ -6,7 +6,6 @@ import re
 import textwrap
 
 import pytest
-import torch
 from IPython.utils.capture import capture_output
 
 import nbprofiler
@@ -64,7 +63,7 @@ def test_hostile_names_are_text(hostile):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in page  # from the cell's own source, in Cell lines
-    assert 'class="nbp-copy"' not in page  # inside a notebook the fragment carries no handlers
+    assert 'class="nbp-copy-code"' not in page  # inside a notebook the fragment carries no handlers
 
 
 def test_cell_lines_and_modules_sections(hostile):
@@ -83,8 +82,8 @@ def test_gpu_trace_has_kernels_a_pie_and_the_device_breakdown(tmp_path):
     assert len(images(page)) == 4  # breakdown, kernel pie, memory over steps, memory timeline
     assert "GPU utilization" in page and "Tesla V100-DGXS-32GB" in page
     coded = sum(1 for s in report.suggestions if s.code)
-    assert coded >= 1 and 'class="nbp-copy"' not in page
-    assert report.to_html(tmp_path / "gpu.html").count('class="nbp-copy"') == coded  # one Copy per snippet
+    assert coded >= 1 and 'class="nbp-copy-code"' not in page
+    assert report.to_html(tmp_path / "gpu.html").count('class="nbp-copy-code"') == coded  # one Copy per snippet
     payload = report_payload(report)
     assert payload["breakdown"]["kind"] == "device"
     assert payload["breakdown"]["columns"][:2] == ["step", "kernel"]

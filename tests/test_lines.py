@@ -67,6 +67,21 @@ def test_the_expensive_line_is_line_3(lshell):
     assert lines["host_us"].sum() <= tree.dur[tree.parent < 0].sum() + 1e-6
 
 
+def test_a_record_function_block_over_several_lines_is_split_by_line(lshell):
+    report = profile_lines(lshell, """
+        with torch.profiler.record_function("block"):
+            a = small + 1
+            c = big @ big @ big
+        d = small.relu()
+    """)
+    lines = report.lines.set_index("line")
+    assert lines.index[0] == 3  # the matmul's own line, not the line that opened the block
+    block = report.operators.set_index("name").loc["block"]
+    assert lines.loc[1, "host_us"] == pytest.approx(block["host_self_us"], rel=1e-6)  # only its own time
+    tree = report.operator_tree
+    assert lines["host_us"].sum() == pytest.approx(tree.dur[tree.parent < 0].sum(), rel=1e-6)  # all of it, once
+
+
 def test_a_loop_body_adds_up_over_its_iterations(lshell):
     report = profile_lines(lshell, """
         total = 0

@@ -69,10 +69,11 @@ def no_workers_before():
 
 
 def test_workers_measured_faster_and_recommended(no_workers_before, capsys):
-    ds = SleepyDataset(400, delay=0.002)
+    # Sleep-bound items (10 ms each): two workers overlap them even on a busy machine.
+    ds = SleepyDataset(400, delay=0.01)
     train_loader = DataLoader(ds, batch_size=8, shuffle=True)
     before = rng_states()
-    result = tune_dataloader(train_loader, candidates=[{"num_workers": 0}, {"num_workers": 2}], max_seconds=3,
+    result = tune_dataloader(train_loader, candidates=[{"num_workers": 0}, {"num_workers": 2}], max_seconds=4,
                              namespace={"train_loader": train_loader, "train_ds": ds}, progress=False)
     assert list(result["num_workers"]) == [0, 2] and set(result["status"]) == {"ok"}
     serial, parallel = result["batches_per_s"]

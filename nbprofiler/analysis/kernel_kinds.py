@@ -18,7 +18,7 @@ KERNEL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("attention", re.compile(r"flash|fmha|attention|sdpa", re.I)),
     ("convolution", re.compile(r"conv|dgrad|wgrad|fprop|winograd|implicit_gemm|scudnn|cudnn::cnn", re.I)),
     ("matmul", re.compile(r"gemm|gemv|cutlass|cublas|xmma|nvjet|matmul|_mm_|bmm|^Cijk_", re.I)),
-    ("optimizer", re.compile(r"multi_tensor_apply|adam|sgd|lamb|adagrad", re.I)),
+    ("optimizer", re.compile(r"multi_tensor_apply|adam|adagrad|(?<![a-z])sgd(?![a-z])|(?<![a-z])lamb(?!da)", re.I)),
     ("embedding", re.compile(r"embedding", re.I)),
     ("normalization", re.compile(r"norm|bn_fw|bn_bw|welford", re.I)),
     ("softmax", re.compile(r"softmax", re.I)),

@@ -13,9 +13,13 @@ cannot say). The marks follow the innermost frame of the cell's own file, so:
 - the backward pass, which on CUDA runs on autograd's own thread, goes to the
   ``loss.backward()`` line, since that is the line running while it executes.
 
-Only top-level ops are billed (an op's children are inside its time already),
-so the host time of a line is the time torch ops ran for it, and its device
-time is the device work those ops launched.
+Each stretch of op time is billed once. An op whose nested ops all began on
+its own line is billed whole (its total host time, and all the device work it
+and they launched). A range that spans lines, such as a ``record_function``
+block around several lines of the cell, keeps only its self time on the line
+where it began, and the ops inside it are billed on their own lines. So the
+host time of a line is the time torch ops ran for it, and its device time the
+device work those ops launched.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..capture.lines import NOT_IN_CELL, LineMarks
+from .intervals import _depth
 from .operators import OperatorTree
 
 LINE_COLUMNS = ["line", "source", "host_us", "device_us"]
@@ -60,19 +65,32 @@ def line_at(marks: LineMarks, ts_us: np.ndarray, base_ns: int) -> np.ndarray:
     return out
 
 
+def _one_line(line: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """For each op, whether it and every op nested in it began on the same line."""
+    same = np.ones(len(line), dtype=bool)
+    depth = _depth(parent)
+    for d in range(int(depth.max(initial=0)), 0, -1):
+        child = np.flatnonzero(depth == d)
+        differs = ~same[child] | (line[child] != line[parent[child]])
+        same[parent[child[differs]]] = False
+    return same
+
+
 def cell_lines(tree: OperatorTree, marks: LineMarks, source: str, base_ns: int) -> pd.DataFrame:
     """One row per cell line that ran torch ops: ``line, source, host_us, device_us``.
 
     Sorted by device time when the run has any, else by host time, largest first.
     """
-    roots = np.flatnonzero(tree.parent < 0)
-    line = line_at(marks, tree.start[roots], base_ns)
-    in_cell = line != NOT_IN_CELL
-    frame = pd.DataFrame({
-        "line": line[in_cell],
-        "host_us": tree.dur[roots][in_cell],
-        "device_us": tree.device_total_us[roots][in_cell],
-    })
+    line = line_at(marks, tree.start, base_ns)
+    whole = _one_line(line, tree.parent)
+    inside_whole = np.zeros(len(line), dtype=bool)
+    has_parent = tree.parent >= 0
+    inside_whole[has_parent] = whole[tree.parent[has_parent]]
+    billed_whole = whole & ~inside_whole
+    host = np.where(billed_whole, tree.dur, np.where(whole, 0.0, tree.host_self_us))
+    device = np.where(billed_whole, tree.device_total_us, np.where(whole, 0.0, tree.device_self_us))
+    keep = (line != NOT_IN_CELL) & ((host > 0) | (device > 0))
+    frame = pd.DataFrame({"line": line[keep], "host_us": host[keep], "device_us": device[keep]})
     if frame.empty:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in
                              zip(LINE_COLUMNS, ("int64", "object", "float64", "float64"))})

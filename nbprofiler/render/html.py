@@ -45,7 +45,7 @@ STYLE = """
 .nbp .card.high{border-left-color:#c0392b}.nbp .card.medium{border-left-color:#e67e22}.nbp .card.low{border-left-color:#7f8c8d}
 .nbp pre{background:#f6f8fa;padding:6px 8px;border-radius:4px;overflow-x:auto;margin:4px 0;font-size:12px}
 .nbp .bar{display:inline-block;height:10px;vertical-align:middle}.nbp img{max-width:100%}
-.nbp code{font-family:ui-monospace,Menlo,Consolas,monospace}
+.nbp code{font-family:ui-monospace,Menlo,Consolas,monospace}.nbp td.src{white-space:pre}
 .nbp .mtree summary{cursor:pointer;list-style:none}.nbp .mtree summary::-webkit-details-marker{display:none}
 .nbp .mtree .tw{display:inline-block;width:14px;color:#666}.nbp .mtree summary .tw::before{content:"▸"}
 .nbp .mtree details[open]>summary .tw::before{content:"▾"}
@@ -74,12 +74,14 @@ def esc(value: object) -> str:
 
 @dataclass(frozen=True)
 class Col:
-    """How a table shows one column: its header, cell text, and whether it holds a name."""
+    """How a table shows one column: its header, cell text, whether it holds a name, and
+    (in the explorer's grid) its width."""
 
     key: str
     label: str
     fmt: Callable[[Any], str] = str
     name: bool = False
+    width: str = "110px"
 
 
 def us_col(key: str, label: str) -> Col:
@@ -95,7 +97,7 @@ def html_table(df: pd.DataFrame, cols: Sequence[Col], name_width: int = 80) -> s
         cells = []
         for col, value in zip(present, rec):
             if col.name:
-                cells.append(f'<td class="n" title="{esc(value)}">{esc(shorten(str(value), name_width))}</td>')
+                cells.append(f'<td class="n" title="{esc(value)}">{esc(shorten(col.fmt(value), name_width))}</td>')
             else:
                 cells.append(f"<td>{esc(col.fmt(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
@@ -111,7 +113,7 @@ def how(text: str) -> str:
     return f'<div class="how">{esc(text)}</div>'
 
 
-def _count(v: Any) -> str:
+def count(v: Any) -> str:
     return f"{int(v):,}"
 
 
@@ -169,7 +171,7 @@ def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
     if s.expected_gain:
         parts.append(f"<div>Expected gain: {esc(s.expected_gain)}</div>")
     if s.code:
-        button = f'<button class="nbp-copy" type="button" onclick="{esc(_COPY_ONCLICK)}">Copy</button>' if copy_button else ""
+        button = f'<button class="nbp-copy-code" type="button" onclick="{esc(_COPY_ONCLICK)}">Copy</button>' if copy_button else ""
         parts.append(f"<div>{button}<pre>{esc(s.code)}</pre></div>")
     parts.append("</div>")
     return "".join(parts)
@@ -201,7 +203,7 @@ def steps_section(report: "Report") -> str:
     fmts = [Col("step", "step"), Col("phase", "phase"), Col("wall_ms", "wall", _ms), Col("dataloader_ms", "data wait", _ms)]
     fmts += [Col(c, c.removesuffix("_bytes").replace("_", " "), fmt_bytes) for c in steps.columns if c.endswith("_bytes")]
     out = ["<h4>Steps</h4>", how("Every step the cell ran, by schedule phase; only the active steps are traced.")]
-    out.append(html_table(phase_summary(steps), [Col("phase", "phase"), Col("steps", "steps", _count),
+    out.append(html_table(phase_summary(steps), [Col("phase", "phase"), Col("steps", "steps", count),
                                                  Col("mean_wall_ms", "mean wall", _ms),
                                                  Col("mean_dataloader_ms", "mean data wait", _ms)]))
     active = steps[steps["phase"] == "active"]
@@ -216,7 +218,7 @@ def operators_section(report: "Report") -> str:
     ops = operator_view(report, TOP_OPERATORS)
     if ops.empty:
         return ""
-    cols = [Col("name", "operator", name=True), Col("calls", "calls", _count), Col("input_shapes", "input shapes", name=True),
+    cols = [Col("name", "operator", name=True), Col("calls", "calls", count), Col("input_shapes", "input shapes", name=True),
             us_col("host_self_us", "host self"), us_col("host_total_us", "host total")]
     if report.has_device_activity:
         cols += [us_col("device_self_us", "device self"), us_col("device_total_us", "device total")]
@@ -229,7 +231,7 @@ def kernels_section(report: "Report") -> str:
     k = report.kernels
     if k.empty:
         return ""
-    cols = [Col("name", "kernel", name=True), Col("calls", "calls", _count), us_col("total_us", "total"),
+    cols = [Col("name", "kernel", name=True), Col("calls", "calls", count), us_col("total_us", "total"),
             us_col("mean_us", "mean"), us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct),
             Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"), Col("operator", "launched by", name=True)]
     return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them; the pie groups "
@@ -250,7 +252,7 @@ def memory_section(report: "Report") -> str:
     ops = ops[ops["device"] == device].head(TOP_MEMORY_OPS)
     if len(ops):
         out.append(f"<div>Allocations on {esc(device)} by operator (held = still allocated at the step's end):</div>")
-        out.append(html_table(ops, [Col("name", "operator", name=True), Col("allocations", "allocations", _count),
+        out.append(html_table(ops, [Col("name", "operator", name=True), Col("allocations", "allocations", count),
                                     Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]))
     return "".join(out)
 
@@ -284,7 +286,7 @@ def lines_table(report: "Report") -> str:
         if device:
             figures += f"<td>{esc(fmt_us(r.device_us) if r.device_us else '')}</td>"
         bar = heat_bar(getattr(r, key) / top, "#d62728")
-        body.append(f'<tr><td>{r.line}</td><td>{bar}</td>{figures}<td class="n"><code>{esc(r.source)}</code></td></tr>')
+        body.append(f'<tr><td>{r.line}</td><td>{bar}</td>{figures}<td class="n src"><code>{esc(r.source)}</code></td></tr>')
     head = "<th>line</th><th>share</th><th>host</th>" + ("<th>device</th>" if device else "") + '<th class="n">source</th>'
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -351,7 +353,7 @@ def communication_section(report: "Report") -> str:
     comm = report.communication
     if comm.empty or not (comm["communication_us"] > 0).any():
         return ""
-    cols = [Col("step", "step"), Col("kernels", "kernels", _count), Col("host_ops", "host ops", _count),
+    cols = [Col("step", "step"), Col("kernels", "kernels", count), Col("host_ops", "host ops", count),
             us_col("communication_us", "communication"), Col("share", "share of step", fmt_pct),
             Col("overlap_share", "overlapped with compute", fmt_pct)]
     return "<h4>Communication</h4>" + how("Collectives (NCCL, gloo) per step, and how much of them ran under "
@@ -369,7 +371,7 @@ def gpu_wait_section(report: "Report") -> str:
            html_table(idle, [Col("step", "step"), us_col("busy_us", "busy"), us_col("idle_us", "idle"),
                              us_col("host_wait_us", "waiting for host"), us_col("other_idle_us", "other idle")])]
     if syncs is not None:
-        out.append(html_table(syncs, [Col("name", "call", name=True), Col("calls", "calls", _count),
+        out.append(html_table(syncs, [Col("name", "call", name=True), Col("calls", "calls", count),
                                       us_col("total_us", "total")]))
     return "".join(out)
 

@@ -18,22 +18,19 @@ HTML, so it is shown as it is, and no label here sets ``description_allow_html``
 """
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
-import numpy as np
 import pandas as pd
 
 from .bundle import WIDGET_MIME, mimebundle
 from .charts import chart
-from .format import fmt_bytes, fmt_pct, fmt_us, shorten
-from .html import (LINES_HOW, MODULES_HOW, STYLE, Col, breakdown_table, device_html, html_table, img, lines_table,
-                   metrics_html, modules_tree, suggestion_card, us_col)
+from .format import fmt_bytes, fmt_pct, shorten
+from .html import (LINES_HOW, MODULES_HOW, STYLE, Col, breakdown_table, count, device_html, esc, html_table, img,
+                   lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
 from .views import growth_warnings, memory_device, ranked_suggestions
 
@@ -71,8 +68,19 @@ HOW = {
 }
 
 
-def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+def frame_label(frame: str) -> str:
+    """A call site as the user knows it: an earlier cell by its ``In [n]`` number, not its temp file."""
+    if not frame:
+        return "the cell itself"
+    head, _, func = frame.partition("): ")
+    file, _, line = head.rpartition("(")
+    try:
+        from IPython import get_ipython
+
+        count = getattr(getattr(get_ipython(), "compile", None), "_filename_map", {}).get(file)
+    except ImportError:
+        count = None
+    return f"In [{count}], def at line {line}: {func}" if count is not None else frame
 
 
 def how_html(tab: str) -> widgets.HTML:
@@ -85,25 +93,6 @@ def copy_cards(report: "Report", limit: int | None = None) -> str:
 
 
 # -- a paged, sortable, filterable table ---------------------------------------------------------
-@dataclass(frozen=True)
-class GridColumn:
-    """One column of a ``PagedTable``: header label, cell formatter, CSS grid width."""
-
-    key: str
-    label: str
-    fmt: Callable[[Any], str] = str
-    width: str = "110px"
-    name: bool = False
-
-
-def _count(v: Any) -> str:
-    return f"{int(v):,}"
-
-
-def us(key: str, label: str) -> GridColumn:
-    return GridColumn(key, label, fmt_us)
-
-
 class PagedTable:
     """A DataFrame shown a page at a time: filter, sort (header click or control), top-N, pages.
 
@@ -111,13 +100,13 @@ class PagedTable:
     screen. ``on_change`` runs after every redraw (the operator picker uses it).
     """
 
-    def __init__(self, frame: pd.DataFrame, columns: Sequence[GridColumn], sort: str, noun: str,
+    def __init__(self, frame: pd.DataFrame, columns: Sequence[Col], sort: str, noun: str,
                  filter_column: str = "name", top: int = DEFAULT_TOP) -> None:
         self.noun = noun
         self.filter_column = filter_column
         self.on_change: Callable[[], None] | None = None
         self._frame = frame
-        self._columns: list[GridColumn] = list(columns)
+        self._columns: list[Col] = list(columns)
         self._quiet = False
         self.page = 0
         self.filter = widgets.Text(placeholder=f"filter {noun} by name (substring)", continuous_update=True,
@@ -153,7 +142,7 @@ class PagedTable:
     def frame(self) -> pd.DataFrame:
         return self._frame
 
-    def set_frame(self, frame: pd.DataFrame, columns: Sequence[GridColumn] | None = None, sort: str | None = None) -> None:
+    def set_frame(self, frame: pd.DataFrame, columns: Sequence[Col] | None = None, sort: str | None = None) -> None:
         """Show another frame (another grouping, another time basis), keeping filter and top-N."""
         self._quiet = True
         try:
@@ -171,6 +160,10 @@ class PagedTable:
 
     @property
     def view(self) -> pd.DataFrame:
+        """The rows the controls select, as of the last redraw."""
+        return self._view
+
+    def _select(self) -> pd.DataFrame:
         df = self._frame
         query = self.filter.value.strip()
         if query and self.filter_column in df:
@@ -234,7 +227,8 @@ class PagedTable:
         self.refresh()
 
     def refresh(self) -> None:
-        view = self.view
+        self._view = view = self._select()
+        self.page = min(self.page, self.pages - 1)
         rows = self.page_frame
         self._mark_header()
         cells = []
@@ -243,7 +237,7 @@ class PagedTable:
             values = dict(zip(rows.columns, rec))
             for col in self._columns:
                 value = values.get(col.key)
-                text = col.fmt(value) if value is not None and not _isnan(value) else "–"
+                text = "–" if value is None or pd.isna(value) else col.fmt(value)
                 title = f' title="{esc(value)}"' if col.name else ""
                 cells.append(f'<div class="{"n" if col.name else ""}{odd}"{title}>{esc(shorten(text, 90) if col.name else text)}</div>')
         empty = "" if len(rows) else f'<div class="how">No {esc(self.noun)} match.</div>'
@@ -258,10 +252,6 @@ class PagedTable:
             self.on_change()
 
 
-def _isnan(value: Any) -> bool:
-    return isinstance(value, (float, np.floating)) and bool(np.isnan(value))
-
-
 # -- the tabs -----------------------------------------------------------------------------------
 class OperatorsTab:
     """The operator table with its host/device and grouping switches, and the drill-down."""
@@ -270,11 +260,11 @@ class OperatorsTab:
         self.report = report
         self.time = widgets.ToggleButtons(options=[("host time", "host"), ("device time", "device")],
                                           value="device" if report.has_device_activity else "host",
-                                          description="show")
+                                          description="show", style={"button_width": "110px"})
         self.time.disabled = not report.has_device_activity
         has_shapes = report.table is not None and report.table.input_dims is not None
         self.group = widgets.ToggleButtons(options=[("name", "name"), ("name + input shape", "shape")],
-                                           value="name", description="group by")
+                                           value="name", description="group by", style={"button_width": "150px"})
         self.group.disabled = not has_shapes
         self.group.tooltip = "" if has_shapes else "record input shapes with --shapes to group by them"
         self.table = PagedTable(self._frame(), self._columns(), sort=f"{self.time.value}_self_us", noun="operators")
@@ -299,12 +289,12 @@ class OperatorsTab:
     def _frame(self) -> pd.DataFrame:
         return self.report.operators_by_shape() if self.group.value == "shape" else self._by_name
 
-    def _columns(self) -> list[GridColumn]:
+    def _columns(self) -> list[Col]:
         t = self.time.value
-        cols = [GridColumn("name", "operator", width="4fr", name=True), GridColumn("calls", "calls", _count, "80px")]
+        cols = [Col("name", "operator", width="4fr", name=True), Col("calls", "calls", count, width="80px")]
         if self.group.value == "shape":
-            cols.append(GridColumn("input_shapes", "input shapes", width="2fr", name=True))
-        return cols + [us(f"{t}_self_us", f"{t} self"), us(f"{t}_total_us", f"{t} total")]
+            cols.append(Col("input_shapes", "input shapes", width="2fr", name=True))
+        return cols + [us_col(f"{t}_self_us", f"{t} self"), us_col(f"{t}_total_us", f"{t} total")]
 
     def _switch(self, *_: Any) -> None:
         self.table.set_frame(self._frame(), self._columns(), sort=f"{self.time.value}_self_us")
@@ -341,7 +331,7 @@ class OperatorsTab:
         kernels = operator_kernels(tree, mask)
         if len(kernels):
             parts.append(f"<div>Device work it launched ({len(kernels)} kinds):</div>")
-            parts.append(html_table(kernels.head(20), [Col("kernel", "kernel", name=True), Col("calls", "calls", _count),
+            parts.append(html_table(kernels.head(20), [Col("kernel", "kernel", name=True), Col("calls", "calls", count),
                                                         us_col("total_us", "total")], 90))
         elif self.report.has_device_activity:
             parts.append("<div>It launched no device work.</div>")
@@ -353,15 +343,16 @@ class OperatorsTab:
             base = trace_base_ns(self.report.raw_trace) if self.report.raw_trace is not None else 0
             table = sites.call_sites(mask, run.line_marks if run is not None else None, base,
                                      (run.cell_source or "") if run is not None else "")
-            cols = [Col("called_from", "called from (your code outside torch)", name=True),
-                    Col("calls", "calls", _count), us_col("host_us", "host")]
+            cols = [Col("called_from", "called from (your code outside torch)", frame_label, name=True),
+                    Col("calls", "calls", count), us_col("host_us", "host")]
             if self.report.has_device_activity:
                 cols.append(us_col("device_us", "device"))
             if run is not None and run.line_marks is not None:
                 cols = [Col("line", "cell line", lambda v: str(v) if v > 0 else "–"), Col("source", "source", name=True),
                         *cols]
-            parts.append("<div>Where it was called from (a file's number is the line of its <code>def</code>; "
-                         "empty: the cell itself):</div>")
+            parts.append("<div>Where it was called from: the cell line running, and the innermost function of your "
+                         "own code around the call (<code>In [n]</code> is an earlier cell; the line is that of the "
+                         "<code>def</code>):</div>")
             parts.append(html_table(table.head(20), cols, 70))
         else:
             parts.append('<div class="how">Run with <code>--stack</code> to see where it was called from.</div>')
@@ -382,10 +373,10 @@ def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
     from ..analysis.kernel_kinds import kernel_kind
 
     k = report.kernels.assign(category=[kernel_kind(str(n)) for n in report.kernels["name"]])
-    cols = [GridColumn("name", "kernel", width="4fr", name=True), GridColumn("category", "category", width="110px"),
-            GridColumn("calls", "calls", _count, "80px"), us("total_us", "total"), us("mean_us", "mean"),
-            us("max_us", "max"), GridColumn("mean_occupancy", "occupancy", fmt_pct, "90px"),
-            GridColumn("operator", "launched by", width="2fr", name=True)]
+    cols = [Col("name", "kernel", width="4fr", name=True), Col("category", "category", width="110px"),
+            Col("calls", "calls", count, width="80px"), us_col("total_us", "total"), us_col("mean_us", "mean"),
+            us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
+            Col("operator", "launched by", width="2fr", name=True)]
     table = PagedTable(k, cols, sort="total_us", noun="kernels")
     pie = widgets.HTML(f'<div class="nbp">{img(chart(report, "kernels"), "kernel time by category")}</div>')
     return widgets.VBox([how_html("Kernels"), pie, table.box]), table
@@ -403,8 +394,8 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
               "(held = still allocated when its step ended):</div></div>")
     ops = report.memory_by_operator
     ops = ops[ops["device"] == device].reset_index(drop=True)
-    cols = [GridColumn("name", "operator", width="4fr", name=True), GridColumn("allocations", "allocations", _count, "100px"),
-            GridColumn("allocated_bytes", "allocated", fmt_bytes), GridColumn("held_bytes", "held", fmt_bytes)]
+    cols = [Col("name", "operator", width="4fr", name=True), Col("allocations", "allocations", count, width="100px"),
+            Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]
     table = PagedTable(ops, cols, sort="allocated_bytes", noun="operators", top=50)
     return widgets.VBox([how_html("Memory"), widgets.HTML(charts), table.box]), table
 
@@ -446,9 +437,12 @@ class ExportTab:
         self.tb_dir = widgets.Text(value="nbprofiler_tb", description="directory", layout=widgets.Layout(width="420px"))
         self.html_path = widgets.Text(value="nbprofiler_report.html", description="HTML file",
                                       layout=widgets.Layout(width="420px"))
-        self.save_trace = widgets.Button(description="Save Chrome trace", icon="download", disabled=not has_trace)
-        self.save_tb = widgets.Button(description="Write TensorBoard dir", icon="folder", disabled=not has_trace)
-        self.save_html = widgets.Button(description="Save HTML report", icon="file")
+        wide = widgets.Layout(width="230px")
+        self.save_trace = widgets.Button(description="Save Chrome trace", icon="download", disabled=not has_trace,
+                                         layout=wide)
+        self.save_tb = widgets.Button(description="Write TensorBoard dir", icon="folder", disabled=not has_trace,
+                                      layout=wide)
+        self.save_html = widgets.Button(description="Save HTML report", icon="file", layout=wide)
         self.status = widgets.HTML()
         self.save_trace.on_click(lambda _: self._do(lambda: report.export_chrome_trace(self.trace_path.value),
                                                     "Chrome trace", "open it in https://ui.perfetto.dev or chrome://tracing"))
