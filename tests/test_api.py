@@ -102,3 +102,18 @@ def test_names_with_double_quotes_survive_torchs_export():
     assert name in set(report.operators["name"])
     assert any("unescaped quotes" in n for n in report.notes)
     assert name not in report.to_html() and "&lt;b class=&quot;x&quot;&gt;" in report.to_html()
+
+
+def test_profiler_log_lines_are_kept_out_of_stderr_but_user_output_is_not(capfd):
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    with nbprofiler.profile(step_on="manual", wait=0, warmup=0, active=2, memory=True):
+        for _ in range(2):
+            torch.randn(32, 32) @ torch.randn(32, 32)
+            nbprofiler.step()
+        message = b"from the user's C code\n"
+        libc.write(2, message, len(message))
+    err = capfd.readouterr().err
+    assert "from the user's C code" in err
+    assert "profiler_start" not in err and "profiler_stop" not in err

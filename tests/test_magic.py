@@ -256,3 +256,10 @@ def test_sort_and_top_shape_the_shown_table(shell):
     calls = [row[shown["columns"].index("calls")] for row in shown["rows"]]
     assert len(calls) == 3 and calls == sorted(calls, reverse=True)
     assert calls[0] == shell.user_ns["run"].operators["calls"].max()
+
+
+def test_a_cell_that_profiled_no_step_claims_nothing_about_improvements(shell):
+    cell = "for i, (x, y) in enumerate(train_loader):\n    loss = F.cross_entropy(model(x), y)\n    opt.zero_grad(); loss.backward(); opt.step()\n    if i == 1: break\n"
+    run_magic(shell, "-q -o run --wait 1 --warmup 1 --active 3", cell)
+    kinds = {s.kind for s in shell.user_ns["run"].suggestions}
+    assert "nothing_to_improve" not in kinds

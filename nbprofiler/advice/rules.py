@@ -39,9 +39,10 @@ _CORES_PREAMBLE = ("import os\n# CPU cores this process may use, shared by the r
 def suggest(report: "Report") -> list[Suggestion]:
     """Every suggestion for ``report``, largest expected gain first.
 
-    Empty only when the run completed no step (the report's notes say why);
-    otherwise at least one entry: the suggestions, or a single one of kind
-    ``nothing_to_improve``.
+    Empty when the run completed no step, or when no check fired and no step
+    was profiled (then "nothing to improve" would claim what was not looked
+    at; the report's notes say why). Otherwise at least one entry: the
+    suggestions, or a single one of kind ``nothing_to_improve``.
     """
     if report.steps.empty:
         return []
@@ -50,7 +51,7 @@ def suggest(report: "Report") -> list[Suggestion]:
     for rule in RULES:
         found.extend(rule(facts))
     if not found:
-        return [nothing_to_improve(facts)]
+        return [nothing_to_improve(facts)] if len(report.trace_steps) else []
     return sorted(found, key=lambda s: (-s.gain, _SEVERITY_ORDER[s.severity], s.kind))
 
 

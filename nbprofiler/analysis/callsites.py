@@ -72,11 +72,13 @@ class CallSites:
         n = len(py)
         self.frame_parent = nearest_below(parent[:n], parent, n)
         self.op_frame = nearest_below(parent[n:], parent, n)
-        frame_names = t.names[t.name_code[py]]
-        self.frame_names = frame_names
-        self.in_cell = np.array([cell_filename is not None and _file_of(f) == cell_filename for f in frame_names],
-                                dtype=bool)
-        self.is_user = np.array([_is_user_frame(f) for f in frame_names], dtype=bool) & ~self.in_cell
+        codes = t.name_code[py]
+        self.frame_names = t.names[codes]
+        # Judged once per distinct name, not per frame: a --stack trace repeats its frames.
+        in_cell = np.array([cell_filename is not None and _file_of(n) == cell_filename for n in t.names], dtype=bool)
+        user = np.array([_is_user_frame(n) for n in t.names], dtype=bool)
+        self.in_cell = in_cell[codes]
+        self.is_user = user[codes] & ~self.in_cell
 
     @property
     def has_frames(self) -> bool:

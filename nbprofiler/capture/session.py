@@ -34,6 +34,7 @@ from .hooks import StepHooks
 from .lines import LineMarks, LineRecorder
 from .loaders import LoaderRecord, name_in
 from .sampler import StepSampler
+from .stderr_filter import StderrFilter
 
 _active_lock = threading.Lock()
 _active: "ProfileRun | None" = None
@@ -73,6 +74,7 @@ class ProfileRun:
         self.on_step = on_step
         self.cuda = _use_cuda(options.device)
         self.sampler = StepSampler(options, self.cuda)
+        self._stderr = StderrFilter()
         self.hooks = StepHooks(self, "manual" if options.iterations else options.step_on)
         self.report: Any = None
         self._traces: list[bytes] = []
@@ -177,17 +179,24 @@ class ProfileRun:
                     "another torch profiler is running; stop it (exit its `with` block) before %%torchprofile"
                 )
             _active = self
+        started = False
         try:
             self._prof = self._profiler()
             self.hooks.install()
+            self._stderr.start()
             self._t_start = time.perf_counter()
             self._cell_thread = threading.get_ident()
             self.sampler.start()
             self._prof.start()
+            started = True
             if self.lines is not None:
                 self.lines.start()
         except BaseException:
-            self._cleanup()
+            try:
+                if started:
+                    self._prof.stop()
+            finally:
+                self._cleanup()
             raise
         return self
 
@@ -228,6 +237,7 @@ class ProfileRun:
             with _active_lock:
                 if _active is self:
                     _active = None
+            self._stderr.stop()
 
     def _build_report(self, error: str | None) -> Any:
         from ..report import Report

@@ -39,6 +39,15 @@ def _clean(value: Any) -> Any:
     return str(value)
 
 
+def _json(value: Any) -> Any:
+    """Nested data (a suggestion's evidence) made JSON-safe all the way down."""
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    return _clean(value)
+
+
 def table_payload(df: pd.DataFrame) -> dict[str, Any]:
     return {"columns": [str(c) for c in df.columns],
             "rows": [[_clean(v) for v in row] for row in df.itertuples(index=False)]}
@@ -59,6 +68,5 @@ def report_payload(report: "Report") -> dict[str, Any]:
         # A live run shows what --sort/--top asked for; a trace file its top rows.
         "operators": table_payload(operator_view(report, None if report.run is not None else MAX_OPERATOR_ROWS)),
         "steps": table_payload(report.steps.head(MAX_STEP_ROWS)),
-        "suggestions": [{k: _clean(v) if not isinstance(v, dict) else {a: _clean(b) for a, b in v.items()}
-                         for k, v in s.as_dict().items()} for s in ranked_suggestions(report)],
+        "suggestions": [_json(s.as_dict()) for s in ranked_suggestions(report)],
     }

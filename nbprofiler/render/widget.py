@@ -113,7 +113,8 @@ class PagedTable:
                                    layout=widgets.Layout(width="260px"))
         self.sort = widgets.Dropdown(description="sort by", options=self._sort_options(), value=sort,
                                      layout=widgets.Layout(width="230px"))
-        self.descending = widgets.ToggleButton(value=True, description="largest first", icon="sort-amount-desc",
+        self.descending = widgets.ToggleButton(value=True, description="descending", icon="sort-amount-desc",
+                                               tooltip="pressed: largest first; released: smallest first",
                                                layout=widgets.Layout(width="130px"))
         self.top = widgets.IntSlider(description="top N", min=1, max=max(len(frame), 1),
                                      value=max(min(top, len(frame)), 1), continuous_update=False,
@@ -134,6 +135,7 @@ class PagedTable:
             widgets.HBox([self.prev, self.next, self.status]),
             self.header, self.body,
         ])
+        self._view = frame
         self._build_header()
         self.refresh()
 

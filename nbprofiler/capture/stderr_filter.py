@@ -1,0 +1,78 @@
+"""Keep the profiler's own log lines out of the cell's output.
+
+Kineto prints ``USDT: ... profiler_start`` / ``profiler_stop`` and c10 prints
+"Memory block of unknown size was allocated before the profiling started" on
+the process's stderr, under every profiled cell; no setting turns them off
+once torch is loaded. While a run lasts, file descriptor 2 points at a
+temporary file, and a thread forwards every other line to the real stderr a
+few times a second. A file, unlike a pipe, never blocks a writer, so C code
+that logs while holding the GIL cannot deadlock against the forwarding thread.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import threading
+
+_NOISE = re.compile(
+    rb"^(?:USDT|STAGE):\S+ \S+ \d+:\d+ \S+\] (?:profiler_start|profiler_stop|Completed Stage: .*)$"
+    rb"|^\[W\d+ [\d:.]+ CPUAllocator\.cpp:\d+\] Memory block of unknown size was allocated before the profiling"
+)
+_POLL_S = 0.1
+
+
+class StderrFilter:
+    """Between ``start`` and ``stop``, C-level stderr minus the profiler's noise."""
+
+    def __init__(self) -> None:
+        self._saved: int | None = None
+        self._file = None
+        self._offset = 0
+        self._pending = b""
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        try:
+            for stream in (sys.stderr, sys.__stderr__):
+                if stream is not None:
+                    stream.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no usable fd 2: nothing to filter
+            return
+        self._saved = saved
+        self._file = tempfile.TemporaryFile()
+        os.dup2(self._file.fileno(), 2)
+        self._thread = threading.Thread(target=self._pump, name="nbprofiler-stderr", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._saved is None:
+            return
+        os.dup2(self._saved, 2)
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._forward(final=True)
+        os.close(self._saved)
+        self._file.close()
+        self._saved = None
+
+    def _pump(self) -> None:
+        while not self._done.wait(_POLL_S):
+            self._forward(final=False)
+
+    def _forward(self, final: bool) -> None:
+        """Copy what was written since the last call, less the noise, to the real stderr."""
+        fd = self._file.fileno()
+        data = self._pending
+        while chunk := os.pread(fd, 1 << 16, self._offset):
+            self._offset += len(chunk)
+            data += chunk
+        cut = len(data) if final else data.rfind(b"\n") + 1  # hold back a line still being written
+        complete, self._pending = data[:cut], data[cut:]
+        kept = [line for line in complete.splitlines(keepends=True) if not _NOISE.match(line.rstrip(b"\r\n"))]
+        if kept:
+            os.write(self._saved, b"".join(kept))
