@@ -1,7 +1,6 @@
 """The ``%%torchprofile`` / ``%torchprofile`` magics: a thin adapter over ``nbprofiler.profile``."""
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from IPython.core.error import UsageError

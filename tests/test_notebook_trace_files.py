@@ -31,7 +31,7 @@ def test_phases_of_the_recorded_run(notebook):
 @pytest.mark.skipif(not (SHARED_TRACES / "v100_resnet50_train_num_workers_0.pt.trace.json.gz").exists(),
                     reason="shared traces not available")
 def test_shared_gpu_trace_breakdown_is_shown(notebook):
-    shown = cell_outputs(notebook, "breakdown_shares(gpu.breakdown)")[0]["data"]["text/plain"]
+    shown = cell_outputs(notebook, "gpu.breakdown_shares()")[0]["data"]["text/plain"]
     shares = {line.split()[0]: float(line.split()[1]) for line in shown.splitlines() if line.split()[0] != "dtype:"}
     assert sum(shares.values()) == pytest.approx(1.0, abs=0.005)
     # num_workers=0: loading in the main process is a large share of the step.

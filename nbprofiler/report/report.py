@@ -245,12 +245,19 @@ class Report:
     @cached_property
     def breakdown(self) -> pd.DataFrame:
         """Per step, µs by category: ``step, kernel, memcpy, memset, communication,
-        runtime, dataloader, cpu_exec, other, total``. Shares: ``breakdown_shares``."""
+        runtime, dataloader, cpu_exec, other, total``. Shares: ``breakdown_shares()``."""
         from ..analysis.breakdown import BREAKDOWN_COLUMNS, step_breakdown
 
         if self.table is None:
             return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
         return step_breakdown(self.table, self.stretched_steps)
+
+    def breakdown_shares(self, per_step: bool = False) -> pd.Series | pd.DataFrame:
+        """The breakdown as fractions of the step (adding up to 1): averaged over the
+        steps as the plugin's overview gives them, or each step's own with ``per_step``."""
+        from ..analysis.breakdown import breakdown_shares
+
+        return breakdown_shares(self.breakdown, per_step=per_step)
 
     @cached_property
     def summary(self) -> dict[str, Any]:
