@@ -1,7 +1,10 @@
 """Shared fixtures: a real IPython shell with the extension loaded, and the shared traces."""
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +113,26 @@ def one_torch_thread():
 
 
 def shared_trace(name: str) -> Path:
-    path = SHARED_TRACES / name
+    """A shared trace by file name, or by its stem (``"cpu_only"``); skips when absent."""
+    path = SHARED_TRACES / (name if name.endswith(".gz") else f"{name}.pt.trace.json.gz")
     if not path.exists():
-        pytest.skip(f"shared trace {name} not available")
+        pytest.skip(f"shared trace {path.name} not available")
     return path
+
+
+@lru_cache(maxsize=None)
+def shared_report(name: str):
+    """The Report of a shared trace, loaded once per test session."""
+    import nbprofiler
+
+    return nbprofiler.load(shared_trace(name))
+
+
+@lru_cache(maxsize=None)
+def shared_raw_events(name: str) -> list[dict]:
+    """A shared trace's complete ("X") events as plain dicts, for independent reference checks."""
+    raw = json.loads(gzip.decompress(shared_trace(name).read_bytes()))
+    return [e for e in raw["traceEvents"] if e.get("ph") == "X"]
 
 
 @pytest.fixture(scope="session")

@@ -9,33 +9,22 @@ from __future__ import annotations
 import bisect
 import gzip
 import json
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import shared_report as report, shared_trace
 import nbprofiler
 from nbprofiler.analysis.breakdown import CATEGORIES, breakdown_shares
 from nbprofiler.trace.table import Kind
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 ALL_TRACES = [
     "v100_resnet50_train_num_workers_0", "v100_resnet50_train_num_workers_4", "v100_resnet_ns_timestamps",
     "a100_train", "a100_nccl_distributed", "a100_alexnet_small", "mi250_rocm_toy_train", "cpu_only",
 ]
 
 
-def trace_path(name: str) -> Path:
-    path = TRACES / f"{name}.pt.trace.json.gz"
-    if not path.exists():
-        pytest.skip(f"shared trace {path.name} not available")
-    return path
-
-
-@lru_cache(maxsize=None)
-def report(name: str) -> nbprofiler.Report:
-    return nbprofiler.load(trace_path(name))
 
 
 # -- an independent reference ------------------------------------------------------------
@@ -62,7 +51,7 @@ def _covers(merged, starts, t):
 
 def reference_breakdown(name: str) -> list[dict]:
     """The plugin's procedure, step by step, in loops over the raw JSON events."""
-    raw = json.loads(gzip.decompress(trace_path(name).read_bytes()))
+    raw = json.loads(gzip.decompress(shared_trace(name).read_bytes()))
     events = [e for e in raw["traceEvents"] if e.get("ph") == "X"]
     steps = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
                    if e.get("cat") in _HOST_CATS and e["name"].startswith("ProfilerStep#"))

@@ -280,18 +280,46 @@ def test_interrupt_during_the_final_export_still_shows_the_report(shell, monkeyp
     assert_recovered(shell)
 
 
-def test_interrupt_during_cleanup_still_removes_every_hook(shell, monkeypatch):
-    """Ctrl-C arriving while the hooks are being removed (simulated: the first undo raises)."""
-    install = StepHooks.install
+# What torch's SIGCHLD handler raises, from wherever the main thread is, when a worker dies.
+WORKER_DIED = RuntimeError("DataLoader worker (pid 4242) exited unexpectedly with exit code 1.")
 
-    def install_then_arm(self: StepHooks) -> None:
-        install(self)
-        self._removers.append(lambda: (_ for _ in ()).throw(KeyboardInterrupt()))  # runs first on remove
 
-    monkeypatch.setattr(StepHooks, "install", install_then_arm)
-    with capture_output(), pytest.raises(KeyboardInterrupt):
-        shell.run_cell_magic("torchprofile", "-q", TRAIN_CELL)
+def _raise_once(exc: BaseException, then):
+    calls = []
+
+    def fire(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise exc
+        return then(*args, **kwargs)
+    return fire
+
+
+@pytest.mark.parametrize("where", ["hook removal", "report build"])
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), WORKER_DIED], ids=["ctrl-c", "worker-died"])
+def test_exception_landing_in_the_finish_still_gives_the_report(shell, monkeypatch, where, exc):
+    """An exception raised into the finish from outside (Ctrl-C; torch's SIGCHLD handler)
+    may strike any line of it: every hook is still removed, the report still built and
+    shown, and that exception still raised."""
+    from nbprofiler.capture.session import ProfileRun
+
+    if where == "hook removal":
+        install = StepHooks.install
+
+        def install_then_arm(self: StepHooks) -> None:
+            install(self)
+            self._removers.append(_raise_once(exc, lambda: None))  # the first undo to run
+
+        monkeypatch.setattr(StepHooks, "install", install_then_arm)
+    else:
+        monkeypatch.setattr(ProfileRun, "_build_report", _raise_once(exc, ProfileRun._build_report))
+    result, captured = run_cell(shell, "-o run", TRAIN_CELL)
     monkeypatch.undo()
+    assert result.error_in_exec is exc
+    run = shell.user_ns["run"]
+    assert len(run.steps) == 12 and list(run.trace_steps["step"]) == list(ACTIVE)
+    assert run.run.error == type(exc).__name__ + (f": {exc}" if str(exc) else "")
+    assert "Partial report" in shown_report(captured)
     assert nbprofiler.current_run() is None
     assert_recovered(shell)
 

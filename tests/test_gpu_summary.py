@@ -1,18 +1,13 @@
 """GPU summary metrics and the kernel table, against loop-based references on the raw trace JSON."""
 from __future__ import annotations
 
-import gzip
-import json
-from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
-import nbprofiler
+from conftest import shared_raw_events as raw_events, shared_report as report
 from nbprofiler.analysis.gpu import plugin_tensor_core_kernel, uses_tensor_cores
 from test_breakdown import hand_made_report
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 GPU_TRACES = [
     "v100_resnet50_train_num_workers_0", "v100_resnet50_train_num_workers_4", "v100_resnet_ns_timestamps",
     "a100_train", "a100_nccl_distributed", "a100_alexnet_small", "mi250_rocm_toy_train",
@@ -22,22 +17,7 @@ _KERNEL_CATS = {"Kernel", "kernel"}
 _HOST_OP_CATS = {"Operator", "cpu_op"}
 
 
-def trace_path(name: str) -> Path:
-    path = TRACES / f"{name}.pt.trace.json.gz"
-    if not path.exists():
-        pytest.skip(f"shared trace {path.name} not available")
-    return path
 
-
-@lru_cache(maxsize=None)
-def report(name: str) -> nbprofiler.Report:
-    return nbprofiler.load(trace_path(name))
-
-
-@lru_cache(maxsize=None)
-def raw_events(name: str) -> list[dict]:
-    raw = json.loads(gzip.decompress(trace_path(name).read_bytes()))
-    return [e for e in raw["traceEvents"] if e.get("ph") == "X"]
 
 
 def reference_metrics(name: str) -> dict:

@@ -1,38 +1,20 @@
 """Host-device synchronisations and GPU idle time per step, against loops over the raw trace JSON."""
 from __future__ import annotations
 
-import gzip
 import json
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import shared_raw_events as raw_events, shared_report as report
 import nbprofiler
 from test_breakdown import hand_made_report
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 _DEVICE_CATS = {"Kernel", "kernel", "Memcpy", "gpu_memcpy", "Memset", "gpu_memset"}
 _RUNTIME_CATS = {"Runtime", "cuda_runtime", "cuda_driver"}
 
 
-def trace_path(name: str) -> Path:
-    path = TRACES / f"{name}.pt.trace.json.gz"
-    if not path.exists():
-        pytest.skip(f"shared trace {path.name} not available")
-    return path
 
-
-@lru_cache(maxsize=None)
-def report(name: str) -> nbprofiler.Report:
-    return nbprofiler.load(trace_path(name))
-
-
-@lru_cache(maxsize=None)
-def raw_events(name: str) -> list[dict]:
-    raw = json.loads(gzip.decompress(trace_path(name).read_bytes()))
-    return [e for e in raw["traceEvents"] if e.get("ph") == "X"]
 
 
 def reference_idle(name: str) -> list[tuple[float, float, float]]:

@@ -206,8 +206,11 @@ class ProfileRun:
     def finish(self, exc: BaseException | None = None) -> None:
         """Stop the profiler, remove every hook, and build the report (also after an error).
 
-        Ctrl-C while the final trace export runs (it can take seconds) still leaves
-        a partial report: the interrupt is held, the report built, then re-raised.
+        An exception raised into this code from outside still leaves a (partial)
+        report: Ctrl-C while the final trace export runs (it can take seconds), or
+        torch's SIGCHLD handler reporting a dead DataLoader worker, which fires in
+        whatever the main thread runs next. It is held, the report built (once
+        more if it struck the build), then re-raised.
         """
         interrupt: BaseException | None = None
         try:
@@ -217,10 +220,15 @@ class ProfileRun:
             self._export_error = e
         except BaseException as e:  # noqa: BLE001 - re-raised below, once the report exists
             interrupt = e
-        finally:
+        try:
             self._cleanup()
-        failure = exc if exc is not None else interrupt
-        self.report = self._build_report(None if failure is None else _describe(failure))
+        except BaseException as e:  # noqa: BLE001 - re-raised below, once the report exists
+            interrupt = interrupt or e
+        try:
+            self.report = self._build_report(_describe_failure(exc, interrupt))
+        except BaseException as e:  # noqa: BLE001 - the build is pure: a second try sees the same state
+            interrupt = interrupt or e
+            self.report = self._build_report(_describe_failure(exc, interrupt))
         global _last_report
         _last_report = self.report
         if interrupt is not None:
@@ -321,6 +329,12 @@ def write_tensorboard(raw: bytes, directory: str | os.PathLike[str]) -> Path:
     """
     worker = f"{socket.gethostname()}_{os.getpid()}"
     return write_trace(raw, Path(directory).expanduser() / f"{worker}.{time.time_ns()}.pt.trace.json")
+
+
+def _describe_failure(exc: BaseException | None, interrupt: BaseException | None) -> str | None:
+    """What stopped the run: the cell's own exception, else what interrupted the finish."""
+    failure = exc if exc is not None else interrupt
+    return None if failure is None else _describe(failure)
 
 
 def _describe(exc: BaseException) -> str:
