@@ -64,76 +64,85 @@ def test_dataloader_workers_count_each_step_once_and_never_act_on_hooks(shell, p
     assert temp_traces() == []
 
 
-PRODUCER_LOOP = """
-import queue, threading
-batches = queue.Queue(maxsize=4)
-def produce():
-    for batch in train_loader:  # a producer thread iterating the DataLoader
-        batches.put(batch)
-    batches.put(None)
-producer = threading.Thread(target=produce)
-producer.start()
-while (batch := batches.get()) is not None:
-    x, y = batch
-    loss = F.cross_entropy(model(x), y)
-    opt.zero_grad(); loss.backward(); opt.step()
-producer.join()
-"""
-
-
-def test_producer_thread_does_not_end_steps(shell, private_tmp):
-    """The producer's fetches are not the loop's steps (before the first optimizer step
-    they would have ended steps, from the wrong thread), and its fetch time is not wait."""
-    with capture_output():
-        shell.run_cell_magic("torchprofile", "-q -o run", PRODUCER_LOOP)
-    run = shell.user_ns["run"]
-    assert len(run.steps) == 12 and run.run.step_source == "optimizer"
-    assert list(run.trace_steps["step"]) == [2, 3, 4]
-    assert (run.steps["dataloader_ms"] == 0).all()
-    assert not any("another thread" in n for n in run.notes)
-    assert_nothing_left([shell.user_ns["model"]])
-
-
 # Each case would crash the interpreter (SIGSEGV in torch's trace export) if the profiler
 # were stepped or stopped from a thread other than the one that started it; hence a
 # subprocess, so that a regression fails this test instead of killing the test run.
 THREAD_SCRIPT = textwrap.dedent("""
-    import json, threading, torch, torch.nn as nn
+    import json, queue, threading, torch, torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
     import nbprofiler
     torch.set_num_threads(1)
 
-    def train(steps):
+    def train(steps, opt_class=torch.optim.SGD):
         model = nn.Linear(8, 2)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        opt = opt_class(model.parameters(), lr=0.1)
         for _ in range(steps):
             loss = model(torch.randn(4, 8)).sum()
             opt.zero_grad(); loss.backward(); opt.step()
+
+    def summary(run):
+        r = run.report
+        return {"steps": len(r.steps), "source": r.run.step_source, "trace": list(r.trace_steps["step"]),
+                "notes": list(r.notes), "dataloader_ms": float(r.steps["dataloader_ms"].sum())}
 
     def profile_threads(n_threads, steps, **schedule):
         with nbprofiler.profile(**schedule) as run:
             threads = [threading.Thread(target=train, args=(steps,)) for _ in range(n_threads)]
             for t in threads: t.start()
             for t in threads: t.join()
-        r = run.report
-        return {"steps": len(r.steps), "source": r.run.step_source, "notes": list(r.notes)}
+        return summary(run)
 
     out = {
         "one_thread_recording_from_the_start": profile_threads(1, 12, wait=0, warmup=0, active=3),
         "one_thread_ending_mid_schedule": profile_threads(1, 4, wait=1, warmup=1, active=5),
         "two_threads": profile_threads(2, 60, wait=0, warmup=0, active=3),
     }
-    # The cell's own loop, with a second training thread beside it: only the cell's steps count.
+
+    # The cell's own loop beside a second training thread: only the cell's steps count.
     with nbprofiler.profile(wait=0, warmup=0, active=3) as run:
         side = threading.Thread(target=train, args=(30,)); side.start()
         train(12)
         side.join()
-    out["cell_and_side_thread"] = {"steps": len(run.report.steps), "trace": list(run.report.trace_steps["step"])}
+    out["cell_and_side_thread"] = summary(run)
+
+    # A side thread inside optimizer.step() the whole time: the cell's steps still end
+    # (one nesting depth shared by all threads would hold every one of them back).
+    inside, release = threading.Event(), threading.Event()
+    class Blocking(torch.optim.SGD):
+        def step(self, closure=None):
+            inside.set(); release.wait(30)
+            return super().step(closure)
+    with nbprofiler.profile(wait=0, warmup=0, active=3) as run:
+        side = threading.Thread(target=train, args=(1, Blocking)); side.start()
+        inside.wait(30)
+        train(12)
+        release.set(); side.join()
+    out["side_thread_inside_step"] = summary(run)
+
+    # A producer thread iterating the DataLoader while the cell trains: its fetches are not
+    # the loop's steps (before the first optimizer step they would have ended steps, from
+    # the wrong thread), and its fetch time is not the loop's wait.
+    loader = DataLoader(TensorDataset(torch.randn(48, 8)), batch_size=4)
+    batches = queue.Queue(maxsize=4)
+    def produce():
+        for batch in loader:
+            batches.put(batch)
+        batches.put(None)
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbprofiler.profile() as run:
+        producer = threading.Thread(target=produce); producer.start()
+        while (batch := batches.get()) is not None:
+            loss = model(batch[0]).sum()
+            opt.zero_grad(); loss.backward(); opt.step()
+        producer.join()
+    out["producer_thread"] = summary(run)
     print(json.dumps(out))
 """)
 
 
-def test_training_in_other_threads_gets_a_note_not_a_crash():
-    done = subprocess.run([sys.executable, "-c", THREAD_SCRIPT], capture_output=True, text=True, timeout=120, cwd=ROOT)
+def test_threads_count_the_cells_steps_once_and_never_crash():
+    done = subprocess.run([sys.executable, "-c", THREAD_SCRIPT], capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     for case in ("one_thread_recording_from_the_start", "one_thread_ending_mid_schedule", "two_threads"):
@@ -142,7 +151,11 @@ def test_training_in_other_threads_gets_a_note_not_a_crash():
         (note,) = [n for n in result["notes"] if "another thread" in n]
         assert "run the training loop in the cell itself" in note
         assert not any("lower --wait" in n for n in result["notes"]), case  # the schedule is not the problem
-    assert out["cell_and_side_thread"] == {"steps": 12, "trace": [0, 1, 2]}
+    for case in ("cell_and_side_thread", "side_thread_inside_step"):
+        assert out[case]["steps"] == 12 and out[case]["trace"] == [0, 1, 2], (case, out[case])
+    producer = out["producer_thread"]
+    assert producer["steps"] == 12 and producer["source"] == "optimizer" and producer["trace"] == [2, 3, 4]
+    assert producer["dataloader_ms"] == 0 and not any("another thread" in n for n in producer["notes"])
 
 
 def _inductor_or_skip() -> None:

@@ -242,20 +242,23 @@ def _failing_export(exc: BaseException):
 def test_export_failure_is_a_note_not_an_exception(shell, monkeypatch, body, steps):
     """The export runs inside ``optimizer.step()`` (schedule done) or at the end of the cell;
     either way its failure must not stop the user's training loop."""
-    monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", _failing_export(OSError("disk full")))
-    result, captured = run_cell(shell, "-o run", body)
+    with monkeypatch.context() as patch:  # undone before the recovery check (monkeypatch.undo would
+        patch.setattr(torch.profiler.profile, "export_chrome_trace", _failing_export(OSError("disk full")))
+        result, captured = run_cell(shell, "-o run", body)  # also undo private_tmp's temp dir)
     assert result.error_in_exec is None
     run = shell.user_ns["run"]
     assert len(run.steps) == steps and run.table is None
     note = next(n for n in run.notes if "trace export failed" in n)
     assert "OSError: disk full" in note and "TMPDIR" in note
     assert "trace export failed" in shown_report(captured)
-    monkeypatch.undo()
     assert_recovered(shell)
 
 
 def test_unwritable_temp_dir_is_a_note_not_an_exception(shell, private_tmp, monkeypatch):
-    monkeypatch.setattr("tempfile.tempdir", str(private_tmp / "missing"))
+    """A temp dir inside a regular file: nothing can create it (torch would create a
+    missing one; root ignores permissions)."""
+    (private_tmp / "a-file").write_text("")
+    monkeypatch.setattr("tempfile.tempdir", str(private_tmp / "a-file" / "tmp"))
     result, _ = run_cell(shell, "-q -o run", TRAIN_CELL)
     assert result.error_in_exec is None
     run = shell.user_ns["run"]
@@ -268,15 +271,15 @@ def test_interrupt_during_the_final_export_still_shows_the_report(shell, monkeyp
     """Ctrl-C while a long export runs at the end of the cell. Displayed in full (HTML too):
     a partial report without a trace must render."""
     monkeypatch.setattr(shell.display_formatter, "active_types", ["text/plain", "text/html", MIME])
-    monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", _failing_export(KeyboardInterrupt()))
-    result, captured = run_cell(shell, "-o run", SHORT_LOOP)
+    with monkeypatch.context() as patch:
+        patch.setattr(torch.profiler.profile, "export_chrome_trace", _failing_export(KeyboardInterrupt()))
+        result, captured = run_cell(shell, "-o run", SHORT_LOOP)
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
     run = shell.user_ns["run"]
     assert run.run.error == "KeyboardInterrupt" and len(run.steps) == 4
     assert "Partial report" in shown_report(captured)
     bundle = captured.outputs[-1].data
     assert bundle[MIME]["partial"] and "Partial report" in bundle["text/html"]
-    monkeypatch.undo()
     assert_recovered(shell)
 
 
@@ -303,18 +306,18 @@ def test_exception_landing_in_the_finish_still_gives_the_report(shell, monkeypat
     shown, and that exception still raised."""
     from nbprofiler.capture.session import ProfileRun
 
-    if where == "hook removal":
-        install = StepHooks.install
+    install = StepHooks.install
 
-        def install_then_arm(self: StepHooks) -> None:
-            install(self)
-            self._removers.append(_raise_once(exc, lambda: None))  # the first undo to run
+    def install_then_arm(self: StepHooks) -> None:
+        install(self)
+        self._removers.append(_raise_once(exc, lambda: None))  # the first undo to run
 
-        monkeypatch.setattr(StepHooks, "install", install_then_arm)
-    else:
-        monkeypatch.setattr(ProfileRun, "_build_report", _raise_once(exc, ProfileRun._build_report))
-    result, captured = run_cell(shell, "-o run", TRAIN_CELL)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:
+        if where == "hook removal":
+            patch.setattr(StepHooks, "install", install_then_arm)
+        else:
+            patch.setattr(ProfileRun, "_build_report", _raise_once(exc, ProfileRun._build_report))
+        result, captured = run_cell(shell, "-o run", TRAIN_CELL)
     assert result.error_in_exec is exc
     run = shell.user_ns["run"]
     assert len(run.steps) == 12 and list(run.trace_steps["step"]) == list(ACTIVE)

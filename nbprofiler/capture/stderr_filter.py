@@ -39,11 +39,16 @@ class StderrFilter:
             for stream in (sys.stderr, sys.__stderr__):
                 if stream is not None:
                     stream.flush()
+            file = tempfile.TemporaryFile()  # none in an unwritable temp dir: then no filtering
+        except (OSError, ValueError):
+            return
+        try:
             saved = os.dup(2)
-        except (OSError, ValueError):  # no usable fd 2: nothing to filter
+        except OSError:  # no usable fd 2: nothing to filter
+            file.close()
             return
         self._saved = saved
-        self._file = tempfile.TemporaryFile()
+        self._file = file
         os.dup2(self._file.fileno(), 2)
         self._thread = threading.Thread(target=self._pump, name="nbprofiler-stderr", daemon=True)
         self._thread.start()
