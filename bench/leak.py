@@ -52,8 +52,9 @@ def rss() -> int:
 def main(runs: int = 50) -> int:
     import nbprofiler
 
-    tempfile.tempdir = tempfile.mkdtemp(prefix="nbprofiler-leak-")  # count only this bench's temp files
     shell = start_ipython()
+    private = tempfile.mkdtemp(prefix="nbprofiler-leak-")  # count only this bench's temp trace files
+    tempfile.tempdir = private
     shell.run_line_magic("load_ext", "nbprofiler")
     shell.display_formatter.active_types = ["text/plain", "text/html", "application/vnd.nbprofiler.report+json"]
     shell.run_cell(SETUP).raise_error()
@@ -70,13 +71,14 @@ def main(runs: int = 50) -> int:
     wall = time.perf_counter() - t0
     growth = samples[-1] - samples[0]
     alive = sum(ref() is not None for ref in reports)
-    left = list(Path(tempfile.gettempdir()).glob("nbprofiler-*.json"))
-    shutil.rmtree(tempfile.gettempdir(), ignore_errors=True)
+    left = list(Path(private).glob("nbprofiler-*.json"))
+    tempfile.tempdir = None
+    shutil.rmtree(private, ignore_errors=True)
     print(f"{runs} runs in {wall:.1f} s; RSS growth after the first run: {growth / 1e6:.1f} MB "
           f"(target < {TARGET_BYTES / 1e6:.0f} MB); max over the runs {(max(samples) - samples[0]) / 1e6:.1f} MB")
     print(f"reports still alive: {alive} (nbprofiler.last() and the last failure's traceback keep up to 2)")
-    print(f"nbprofiler temp trace files in {tempfile.gettempdir()}: {len(left)}")
-    return 0 if growth < TARGET_BYTES and alive <= 2 else 1
+    print(f"nbprofiler temp trace files left: {len(left)}")
+    return 0 if growth < TARGET_BYTES and alive <= 2 and not left else 1
 
 
 if __name__ == "__main__":

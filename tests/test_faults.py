@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -55,7 +57,7 @@ for x, y in DataLoader(Flaky(HOW), batch_size=4, num_workers=2):
 """
 
 
-def run_cell(shell, line: str, body: str):
+def run_cell(shell: Any, line: str, body: str) -> tuple[Any, Any]:
     """Run ``%%torchprofile`` the way a notebook does (``run_cell``); return result and output."""
     with capture_output() as captured:
         result = shell.run_cell(f"%%torchprofile {line}\n{body}")
@@ -72,7 +74,7 @@ def text_only_display(ip):
     ip.display_formatter.active_types = before
 
 
-def shown_report(captured) -> str:
+def shown_report(captured: Any) -> str:
     """The text of the report displayed under the cell (the last one shown)."""
     texts = [o.data["text/plain"] for o in captured.outputs if o.data.get("text/plain", "").startswith("nbprofiler report")]
     assert texts, "no report was displayed"
@@ -86,7 +88,7 @@ def innermost_filename(exc: BaseException) -> str:
     return tb.tb_frame.f_code.co_filename
 
 
-def assert_recovered(shell) -> None:
+def assert_recovered(shell: Any) -> None:
     """Nothing left behind, and the next profiled cell is a normal full run."""
     assert_nothing_left([shell.user_ns["model"]])
     assert temp_traces() == []
@@ -103,8 +105,9 @@ def test_exception_at_every_step(shell, fail_at):
     shell.user_ns.update(FAIL_AT=fail_at, boom=ValueError(f"bad batch {fail_at}"))
     result, captured = run_cell(shell, "-o run", FAILING_LOOP)
     boom = shell.user_ns["boom"]
-    assert result.error_in_exec is boom  # the user's own exception object reached them
-    assert innermost_filename(boom) == shell.user_ns["run"].run.cell_filename
+    assert result.error_in_exec is boom  # the user's own exception object reached them,
+    assert innermost_filename(boom) == shell.user_ns["run"].run.cell_filename  # raised in their cell,
+    assert "----> 5     raise boom" in captured.stdout  # and its traceback shows their line
     run = shell.user_ns["run"]
     assert run.partial and run.run.error == f"ValueError: bad batch {fail_at}"
     assert len(run.steps) == fail_at
@@ -232,8 +235,8 @@ for i, (x, y) in enumerate(train_loader):
 """
 
 
-def _failing_export(exc: BaseException):
-    def export_chrome_trace(self, path):
+def _failing_export(exc: BaseException) -> Callable[..., None]:
+    def export_chrome_trace(self: Any, path: str) -> None:
         raise exc
     return export_chrome_trace
 
@@ -287,10 +290,11 @@ def test_interrupt_during_the_final_export_still_shows_the_report(shell, monkeyp
 WORKER_DIED = RuntimeError("DataLoader worker (pid 4242) exited unexpectedly with exit code 1.")
 
 
-def _raise_once(exc: BaseException, then):
+def _raise_once(exc: BaseException, then: Callable[..., Any]) -> Callable[..., Any]:
+    """``then``, except that the first call raises ``exc`` instead."""
     calls = []
 
-    def fire(*args, **kwargs):
+    def fire(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
             raise exc

@@ -37,7 +37,7 @@ def find_trace_files(path: str | os.PathLike[str]) -> list[Path]:
     """The trace files ``path`` names: itself, or those a directory holds (recursively)."""
     p = Path(path).expanduser()
     if not p.exists():
-        raise TraceError(p, "no such file or directory")
+        raise TraceError(p, f"no such file or directory (a relative path starts in {Path.cwd()})")
     if p.is_file():
         return [p]
     if not p.is_dir():  # a FIFO or a device: reading it could block forever
@@ -66,7 +66,7 @@ def read_trace_file(path: Path, limit: int | None = None) -> TraceFile:
                 fh.seek(0)
                 data = fh.read()
     except OSError as exc:
-        raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
+        raise TraceError(path, f"cannot be read ({exc.strerror or exc}); check that you may read it") from None
     return TraceFile(path, data)
 
 
@@ -83,7 +83,7 @@ def _gunzip(fh, limit: int, path: Path) -> bytes:
                 raise TraceError(path, _too_big(total, limit, compressed=True))
         chunks.append(inflater.flush())
     except zlib.error as exc:
-        raise TraceError(path, f"corrupt gzip data ({exc})") from None
+        raise TraceError(path, f"corrupt gzip data ({exc}); copy or download the file again") from None
     if not inflater.eof:
         raise TraceError(path, "truncated gzip file (the download or copy did not finish)")
     return b"".join(chunks)
