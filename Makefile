@@ -33,6 +33,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(VPY) bench/overhead.py
 	$(VPY) bench/analysis_speed.py
+	$(VPY) bench/leak.py
+	$(VPY) bench/fuzz.py
+	$(VPY) bench/big_trace.py
 
 clean:
 	rm -rf build dist .pytest_cache

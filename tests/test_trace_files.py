@@ -155,3 +155,11 @@ def test_malformed_events_are_skipped_and_counted(tmp_path):
     assert report.table.meta.skipped_events == 3
     assert any("3 malformed" in n for n in report.notes)
 
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path):
+    data = gzip.decompress(shared_trace("mi250_rocm_toy_train.pt.trace.json.gz").read_bytes())
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + data)
+    with_bom = nbprofiler.load(tmp_path / "bom.json").operators
+    plain = nbprofiler.load(shared_trace("mi250_rocm_toy_train.pt.trace.json.gz")).operators
+    assert with_bom.equals(plain)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..trace.table import EventTable, Kind
 
-_STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")  # longer numbers would overflow int64: no step
 STEP_COLUMNS = ["step", "start_us", "end_us", "pid", "tid", "synthetic"]
 
 

@@ -58,12 +58,14 @@ class StderrFilter:
             return
         os.dup2(self._saved, 2)
         self._done.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._forward(final=True)
-        os.close(self._saved)
-        self._file.close()
-        self._saved = None
+        try:
+            if self._thread is not None:
+                self._thread.join()
+            self._forward(final=True)
+        finally:  # even when interrupted while joining: no fd or temp file left open
+            os.close(self._saved)
+            self._file.close()
+            self._saved = None
 
     def _pump(self) -> None:
         while not self._done.wait(_POLL_S):

@@ -92,7 +92,8 @@ def breakdown_figure(report: "Report") -> "Figure | None":
     ax.set_xlabel("profiled step", fontsize=10)
     ax.set_ylabel("time (ms)", fontsize=10)
     ax.set_title("Step time by device activity" if kind == "device" else "Step time by phase (host)", fontsize=11)
-    ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if ax.get_legend_handles_labels()[0]:  # all parts zero (an empty step): no legend to draw
+        ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
 

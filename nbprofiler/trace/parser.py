@@ -64,8 +64,10 @@ _event_decoder = msgspec.json.Decoder(Event)
 
 def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
     """Parse one torch.profiler Chrome trace; raise ``TraceError`` naming ``source``."""
+    if bytes(data[:3]) == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark, as some editors save JSON
+        data = memoryview(data)[3:]
     if not data or not bytes(data[:4096]).strip():
-        raise TraceError(source, "the file is empty")
+        raise TraceError(source, "the file is empty; export the trace again (prof.export_chrome_trace or --trace)")
     try:
         header = _decode_header(data, source)
         repaired = 0
@@ -78,7 +80,8 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         header = _decode_header(data, source)
     raws = header.traceEvents
     if raws is None:
-        raise TraceError(source, "no 'traceEvents' list: not a Chrome trace from torch.profiler")
+        raise TraceError(source, "no 'traceEvents' list: not a Chrome trace from torch.profiler; load a file that "
+                                 "prof.export_chrome_trace or tensorboard_trace_handler wrote")
     builder = _ColumnBuilder(capacity=len(raws))
     with _gc_paused():
         for start in range(0, len(raws), BATCH):
@@ -145,12 +148,13 @@ def _decode_header(data: bytes | memoryview, source: str) -> Header:
         return _header_decoder.decode(data)
     except msgspec.ValidationError as exc:
         if bytes(data[:64]).lstrip().startswith(b"["):
-            raise TraceError(source, "a JSON list, not a torch.profiler trace object with 'traceEvents'") from None
-        raise TraceError(source, f"not a torch.profiler trace ({exc})") from None
+            raise TraceError(source, "a JSON list, not a torch.profiler trace object with 'traceEvents'; "
+                                     "load a file that prof.export_chrome_trace wrote") from None
+        raise TraceError(source, f"not a torch.profiler trace ({exc}); load a file that prof.export_chrome_trace wrote") from None
     except RecursionError:
-        raise TraceError(source, "JSON nested too deeply to be a profiler trace") from None
+        raise TraceError(source, "JSON nested too deeply to be a profiler trace; load a trace torch.profiler wrote") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise TraceError(source, f"not valid JSON, or truncated ({exc})") from None
+        raise TraceError(source, f"not valid JSON, or truncated ({exc}); copy or export the trace again") from None
 
 
 def _decode_batch(raws: Sequence[msgspec.Raw]) -> list[Event]:
