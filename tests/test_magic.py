@@ -8,29 +8,11 @@ import pytest
 import torch
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from torch.optim.optimizer import _global_optimizer_post_hooks
-from torch.utils.data import DataLoader
-from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 import nbprofiler
-from conftest import TRAIN_CELL
+from conftest import TRAIN_CELL, assert_nothing_left
 
 MIME = "application/vnd.nbprofiler.report+json"
-ORIGINAL_NEXT = _BaseDataLoaderIter.__dict__["__next__"]
-ORIGINAL_ITER = DataLoader.__dict__["__iter__"]
-
-
-def assert_no_hooks_left() -> None:
-    assert _BaseDataLoaderIter.__dict__["__next__"] is ORIGINAL_NEXT
-    assert DataLoader.__dict__["__iter__"] is ORIGINAL_ITER
-    assert len(_global_optimizer_post_hooks) == 0
-    assert not torch.autograd.profiler._is_profiler_enabled
-    assert nbprofiler.current_run() is None
-    for cls in (torch.optim.SGD, torch.optim.Adam):
-        fn = cls.__dict__["step"]
-        while fn is not None:  # no nbprofiler wrapper anywhere in the chain
-            assert not fn.__code__.co_filename.endswith("capture/hooks.py")
-            fn = getattr(fn, "__wrapped__", None)
 
 
 def run_magic(shell, line: str, cell: str):
@@ -62,7 +44,7 @@ def test_optimizer_steps_define_the_schedule(shell):
     assert "nbprofiler report" in bundle["text/plain"]
     assert "aten::addmm" in bundle["text/html"]
     assert bundle[MIME]["schema"] == "nbprofiler.report/1"
-    assert_no_hooks_left()
+    assert_nothing_left()
 
 
 def test_operator_times_add_up(shell):
@@ -89,7 +71,7 @@ def test_dataloader_batches_end_steps_without_an_optimizer(shell):
     assert loader.name == "train_loader" and loader.dataset_name == "train_ds"
     assert loader.batch_size == 8 and loader.num_workers == 0 and loader.batches == 12
     assert (run.steps["dataloader_ms"] > 0).all()
-    assert_no_hooks_left()
+    assert_nothing_left()
 
 
 def test_manual_steps_ignore_the_optimizer(shell):
@@ -170,7 +152,7 @@ def test_exception_in_step_3_shows_partial_report_and_raises(shell):
     while tb.tb_next:
         tb = tb.tb_next
     assert tb.tb_frame.f_code.co_filename == run.run.cell_filename
-    assert_no_hooks_left()
+    assert_nothing_left()
     # The next profiled cell works normally.
     run_magic(shell, "-q -o run2", TRAIN_CELL)
     assert len(shell.user_ns["run2"].steps) == 12 and not shell.user_ns["run2"].partial
@@ -190,7 +172,7 @@ def test_keyboard_interrupt_is_reraised_after_cleanup(shell):
     run = shell.user_ns["run"]
     assert run.run.error == "KeyboardInterrupt" and run.partial
     assert len(run.steps) == 4 and list(run.trace_steps["step"]) == [0, 1, 2, 3]
-    assert_no_hooks_left()
+    assert_nothing_left()
 
 
 @pytest.mark.parametrize(
@@ -204,7 +186,7 @@ def test_bad_options_give_a_one_line_usage_error(shell, line, option):
         shell.run_cell_magic("torchprofile", line, TRAIN_CELL)
     message = str(info.value)
     assert option.lstrip("-").split("-")[0] in message and "\n" not in message
-    assert_no_hooks_left()
+    assert_nothing_left()
 
 
 def test_nesting_is_refused(shell):
@@ -212,11 +194,11 @@ def test_nesting_is_refused(shell):
     with capture_output():
         with pytest.raises(UsageError, match="cannot be nested"):
             shell.run_cell_magic("torchprofile", "-q -n 1", inner)
-    assert_no_hooks_left()
+    assert_nothing_left()
     with torch.profiler.profile():
         with pytest.raises(UsageError, match="another torch profiler is running"):
             shell.run_cell_magic("torchprofile", "-q", TRAIN_CELL)
-    assert_no_hooks_left()
+    assert_nothing_left()
 
 
 def test_trace_and_tensorboard_outputs(shell, tmp_path):

@@ -156,7 +156,6 @@ def test_malformed_events_are_skipped_and_counted(tmp_path):
     assert any("3 malformed" in n for n in report.notes)
 
 
-
 def test_a_byte_order_mark_is_accepted(tmp_path):
     data = gzip.decompress(shared_trace("mi250_rocm_toy_train.pt.trace.json.gz").read_bytes())
     (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + data)
