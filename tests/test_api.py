@@ -117,3 +117,20 @@ def test_profiler_log_lines_are_kept_out_of_stderr_but_user_output_is_not(capfd)
     err = capfd.readouterr().err
     assert "from the user's C code" in err
     assert "profiler_start" not in err and "profiler_stop" not in err
+
+
+def test_a_live_trace_torch_wrote_badly_costs_its_tables_not_the_steps(monkeypatch):
+    def broken_export(self, path):
+        with open(path, "w") as fh:
+            fh.write('{"traceEvents": [{"ph": "X", "name": ')  # cut short, as a crashed export leaves it
+
+    monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", broken_export)
+    model, opt = _model()
+    with nbprofiler.profile(wait=0, warmup=0, active=2) as run:
+        for _ in range(3):
+            loss = model(torch.randn(4, 16)).sum()
+            opt.zero_grad(); loss.backward(); opt.step()
+    report = run.report
+    assert len(report.steps) == 3 and report.table is None and len(report.operators) == 0
+    assert any("could not be read" in n and "truncated" in n for n in report.notes)
+    assert "could not be read" in report.to_text()

@@ -28,8 +28,7 @@ from torch.profiler import ProfilerActivity
 
 from ..errors import NestedProfileError, OptionError
 from ..options import ProfileOptions
-from ..trace.parser import parse_trace
-from ..trace.table import DeviceInfo, EventTable
+from ..trace.table import DeviceInfo
 from .hooks import StepHooks
 from .lines import LineMarks, LineRecorder
 from .loaders import LoaderRecord, name_in
@@ -276,18 +275,12 @@ class ProfileRun:
                 f"the trace export failed ({_describe(self._export_error)}); only per-step figures are shown. "
                 f"Make sure {tempfile.gettempdir()} is writable and has free space (or set TMPDIR), then run again"
             )
-        table = self._table()
+        # With repeat > 1 each cycle is exported on its own; the report shows the last cycle.
         raw = self._traces[-1] if self._traces else None
         if raw is not None:
             self._write_outputs(raw)
         record.notes.extend(self._output_errors)
-        return Report.from_live(table, record, raw_trace=raw)
-
-    def _table(self) -> EventTable | None:
-        if not self._traces:
-            return None
-        # With repeat > 1 each cycle is exported on its own; the report shows the last cycle.
-        return parse_trace(self._traces[-1], source="live")
+        return Report.from_live(None, record, raw_trace=raw)
 
     def _write_outputs(self, raw: bytes) -> None:
         if self.options.trace:

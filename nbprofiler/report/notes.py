@@ -49,6 +49,8 @@ def report_notes(report: "Report") -> list[str]:
                 "the whole cell counted as one unfinished step. Use -n/--iterations for cells without a loop."
             )
         notes.extend(run.notes)
+        if report.trace_problem is not None:
+            notes.append(f"The recorded trace could not be read ({report.trace_problem}); only per-step figures are shown.")
     if report.table is not None:
         steps = report.trace_steps
         if len(steps) and bool(steps["synthetic"].iloc[0]):

@@ -17,6 +17,8 @@ import pandas as pd
 
 from ..analysis.operators import OperatorTree, operator_table
 from ..analysis.steps import profiler_steps
+from ..errors import TraceError
+from ..trace.parser import parse_trace
 from ..trace.table import DeviceInfo, EventTable, Kind
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ class Report:
     trace files); ``ranks`` maps rank to Report when a directory held several.
     """
 
-    table: EventTable | None
+    parsed: EventTable | None = None  # the trace when it came parsed (files); else see ``table``
     run: "RunRecord | None" = None
     raw_trace: bytes | None = field(default=None, repr=False)
     source_path: str | None = None
@@ -44,11 +46,35 @@ class Report:
     # -- construction ------------------------------------------------------------------
     @classmethod
     def from_live(cls, table: EventTable | None, run: "RunRecord", raw_trace: bytes | None) -> "Report":
-        return cls(table=table, run=run, raw_trace=raw_trace)
+        """A live run's report; with ``table`` None, ``raw_trace`` is parsed on first use."""
+        return cls(parsed=table, run=run, raw_trace=raw_trace)
 
     @classmethod
     def from_trace(cls, table: EventTable, source_path: str, ranks: Mapping[int, "Report"] | None = None) -> "Report":
-        return cls(table=table, source_path=source_path, ranks=dict(ranks or {}))
+        return cls(parsed=table, source_path=source_path, ranks=dict(ranks or {}))
+
+    # -- the trace -----------------------------------------------------------------------
+    @cached_property
+    def _live_trace(self) -> tuple[EventTable | None, str | None]:
+        """The live trace parsed, or the reason it could not be. Parsing waits until a
+        table is asked for, so a run whose report nobody reads (``-q``) costs no parse,
+        and a trace torch wrote badly costs its tables, never the run's per-step figures."""
+        if self.parsed is not None or self.raw_trace is None:
+            return self.parsed, None
+        try:
+            return parse_trace(self.raw_trace, source="live"), None
+        except TraceError as exc:
+            return None, str(exc)
+
+    @property
+    def table(self) -> EventTable | None:
+        """The recorded trace as an event table, or None when nothing was recorded."""
+        return self._live_trace[0]
+
+    @property
+    def trace_problem(self) -> str | None:
+        """Why a live run's trace could not be read, when it could not."""
+        return self._live_trace[1]
 
     # -- facts ---------------------------------------------------------------------------
     @property
