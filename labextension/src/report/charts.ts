@@ -88,6 +88,34 @@ export function legend(names: string[], colors: string[], extra?: string[]): HTM
  * A stacked bar per step: each series is one category of the step time, in
  * microseconds.
  */
+/** Horizontal grid lines with their tick labels, the y-axis title, and the "step" x-axis title. */
+function stepAxes(
+  ticks: number[],
+  scale: number,
+  y: (v: number) => number,
+  plotW: number,
+  plotH: number,
+  yTitle: string
+): SVGElement {
+  const axis = s('g', { class: 'nbp-axis' });
+  for (const t of ticks) {
+    const yy = y(t * scale);
+    axis.appendChild(s('line', { class: 'nbp-grid', x1: MARGIN.left, x2: W - MARGIN.right, y1: yy, y2: yy }));
+    axis.appendChild(s('text', { x: MARGIN.left - 6, y: yy + 4, 'text-anchor': 'end' }, String(t)));
+  }
+  const midY = MARGIN.top + plotH / 2;
+  axis.appendChild(
+    s(
+      'text',
+      { class: 'nbp-axis-title', x: 14, y: midY, transform: `rotate(-90 14 ${midY})`, 'text-anchor': 'middle' },
+      yTitle
+    )
+  );
+  const bottom = MARGIN.top + plotH + MARGIN.bottom - 6;
+  axis.appendChild(s('text', { class: 'nbp-axis-title', x: MARGIN.left + plotW / 2, y: bottom, 'text-anchor': 'middle' }, 'step'));
+  return axis;
+}
+
 export function stackedBarChart(
   steps: string[],
   series: ISeries[],
@@ -116,28 +144,7 @@ export function stackedBarChart(
   svg.appendChild(s('title', null, opts.title));
 
   // Grid and y axis.
-  const axis = s('g', { class: 'nbp-axis' });
-  for (const t of ticks) {
-    const yy = y(t * unit.scale);
-    axis.appendChild(s('line', { class: 'nbp-grid', x1: MARGIN.left, x2: W - MARGIN.right, y1: yy, y2: yy }));
-    axis.appendChild(s('text', { x: MARGIN.left - 6, y: yy + 4, 'text-anchor': 'end' }, String(t)));
-  }
-  axis.appendChild(
-    s(
-      'text',
-      {
-        class: 'nbp-axis-title',
-        x: 14,
-        y: MARGIN.top + plotH / 2,
-        transform: `rotate(-90 14 ${MARGIN.top + plotH / 2})`,
-        'text-anchor': 'middle'
-      },
-      `time per step (${unit.label})`
-    )
-  );
-  axis.appendChild(
-    s('text', { class: 'nbp-axis-title', x: MARGIN.left + plotW / 2, y: H - 6, 'text-anchor': 'middle' }, 'step')
-  );
+  const axis = stepAxes(ticks, unit.scale, y, plotW, plotH, `time per step (${unit.label})`);
   svg.appendChild(axis);
 
   // Bars.
@@ -249,28 +256,7 @@ export function memoryChart(
   }
   svg.appendChild(bands);
 
-  const axis = s('g', { class: 'nbp-axis' });
-  for (const t of ticks) {
-    const yy = y(t * unit.scale);
-    axis.appendChild(s('line', { class: 'nbp-grid', x1: MARGIN.left, x2: W - MARGIN.right, y1: yy, y2: yy }));
-    axis.appendChild(s('text', { x: MARGIN.left - 6, y: yy + 4, 'text-anchor': 'end' }, String(t)));
-  }
-  axis.appendChild(
-    s(
-      'text',
-      {
-        class: 'nbp-axis-title',
-        x: 14,
-        y: MARGIN.top + plotH / 2,
-        transform: `rotate(-90 14 ${MARGIN.top + plotH / 2})`,
-        'text-anchor': 'middle'
-      },
-      `memory (${unit.label})`
-    )
-  );
-  axis.appendChild(
-    s('text', { class: 'nbp-axis-title', x: MARGIN.left + plotW / 2, y: H - 6, 'text-anchor': 'middle' }, 'step')
-  );
+  const axis = stepAxes(ticks, unit.scale, y, plotW, plotH, `memory (${unit.label})`);
   const every = labelEvery(n);
   steps.forEach((step, i) => {
     if (i % every === 0) {
