@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from nbprofiler.report.report import Report  # noqa: E402
 from nbprofiler.trace.parser import parse_trace  # noqa: E402
+from workload import RSS_PRELUDE  # noqa: E402 - bench/ is on sys.path when run as a script
 
 SHARED_TRACE = ROOT.parent / "shared" / "traces" / "v100_resnet50_train_num_workers_0.pt.trace.json.gz"
 TABLES = [name for name, attr in vars(Report).items() if isinstance(attr, cached_property)]
@@ -181,19 +182,7 @@ import json, resource, sys
 sys.path.insert(0, sys.argv[2])
 import nbprofiler
 from nbprofiler.report.load import load
-
-def status(key):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key):
-                return int(line.split()[1]) * 1024
-    raise KeyError(key)
-
-try:
-    with open("/proc/self/clear_refs", "w") as fh:  # start the high-water mark from now
-        fh.write("5")
-except OSError:
-    pass  # the mark then includes the imports, which stay far below a load's peak
+""" + RSS_PRELUDE + r"""
 before = status("VmRSS:")
 report = load(sys.argv[1])
 try:

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from analysis_speed import synthetic_trace  # noqa: E402 - the one generator of realistic traces
+from workload import RSS_PRELUDE  # noqa: E402
 
 TARGET_RATIO = 3.0
 
@@ -44,15 +45,7 @@ from functools import cached_property
 import nbprofiler
 from nbprofiler.report.report import Report
 
-def status(key):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key):
-                return int(line.split()[1]) * 1024
-    raise KeyError(key)
-
-with open("/proc/self/clear_refs", "w") as fh:  # the high-water mark starts from here
-    fh.write("5")
+""" + RSS_PRELUDE + r"""
 before = status("VmRSS:")
 t0 = time.perf_counter()
 try:

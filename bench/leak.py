@@ -25,17 +25,10 @@ from IPython.utils.capture import capture_output
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from workload import conv_training_setup  # noqa: E402 - bench/ is on sys.path when run as a script
+
 TARGET_BYTES = 50e6
-SETUP = """
-import torch, torch.nn as nn, torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-torch.manual_seed(0)
-model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                      nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                      nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-loader = DataLoader(TensorDataset(torch.randn(384, 3, 32, 32), torch.randint(0, 10, (384,))), batch_size=32)
-"""
+SETUP = conv_training_setup(384)
 CELL = """%%torchprofile
 for x, y in loader:
     loss = F.cross_entropy(model(x), y)

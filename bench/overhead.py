@@ -16,16 +16,9 @@ import time
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
-SETUP = """
-import torch, torch.nn as nn, torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-torch.manual_seed(0)
-model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                      nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                      nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-loader = DataLoader(TensorDataset(torch.randn(1024, 3, 32, 32), torch.randint(0, 10, (1024,))), batch_size=32)
-"""
+from workload import conv_training_setup
+
+SETUP = conv_training_setup(1024)
 BODY = """
 for x, y in loader:
     loss = F.cross_entropy(model(x), y)
