@@ -12,6 +12,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
+# The shared real traces (see ../shared/traces/README.md): the GPU ones, then the CPU one.
+GPU_TRACE_FILES = [
+    "v100_resnet50_train_num_workers_0.pt.trace.json.gz",
+    "v100_resnet50_train_num_workers_4.pt.trace.json.gz",
+    "v100_resnet_ns_timestamps.pt.trace.json.gz",
+    "a100_train.pt.trace.json.gz",
+    "a100_nccl_distributed.pt.trace.json.gz",
+    "a100_alexnet_small.pt.trace.json.gz",
+    "mi250_rocm_toy_train.pt.trace.json.gz",
+]
+TRACE_FILES = [*GPU_TRACE_FILES, "cpu_only.pt.trace.json.gz"]
 
 SETUP_CELL = """
 import torch, torch.nn as nn, torch.nn.functional as F

@@ -274,15 +274,9 @@ def _mlp(width: int, inputs: int = 32) -> nn.Module:
     return nn.Sequential(nn.Linear(inputs, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 4))
 
 
-@pytest.fixture()
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
-def test_slow_loader_gets_a_dataloader_suggestion_with_the_users_names(one_thread):
+def test_slow_loader_gets_a_dataloader_suggestion_with_the_users_names(one_torch_thread):
     ds = SlowDataset(16 * 10, delay=0.002)
     ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=16, shuffle=True)}
     report = _train(ns, _mlp(256))
@@ -301,7 +295,7 @@ def test_slow_loader_gets_a_dataloader_suggestion_with_the_users_names(one_threa
     assert rebuilt["train_loader"].num_workers == workers and rebuilt["train_loader"].persistent_workers
 
 
-def test_local_ranks_share_the_cpus(monkeypatch, one_thread):
+def test_local_ranks_share_the_cpus(monkeypatch, one_torch_thread):
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     ds = SlowDataset(16 * 8, delay=0.002)
     report = _train({"train_ds": ds, "train_loader": DataLoader(ds, batch_size=16)}, _mlp(128))
@@ -309,7 +303,7 @@ def test_local_ranks_share_the_cpus(monkeypatch, one_thread):
     assert s.evidence["local_ranks"] == 2
 
 
-def test_fast_loader_and_big_batches_have_nothing_to_improve(one_thread):
+def test_fast_loader_and_big_batches_have_nothing_to_improve(one_torch_thread):
     ds = TensorDataset(torch.randn(64 * 12, 256), torch.randint(0, 4, (64 * 12,)))
     # Whole batches by one indexing call: the loader costs microseconds per step.
     batched = DataLoader(ds, batch_size=None, sampler=BatchSampler(SequentialSampler(ds), 64, drop_last=False))
@@ -319,7 +313,7 @@ def test_fast_loader_and_big_batches_have_nothing_to_improve(one_thread):
     assert "the DataLoader keeps up" in report.suggestions[0].detail
 
 
-def test_tensor_dataset_indexes_whole_batches(one_thread):
+def test_tensor_dataset_indexes_whole_batches(one_torch_thread):
     ds = TensorDataset(torch.randn(64 * 16, 32), torch.randint(0, 4, (64 * 16,)))
     ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=64, shuffle=True)}
     report = _train(ns, _mlp(32))
@@ -333,7 +327,7 @@ def test_tensor_dataset_indexes_whole_batches(one_thread):
     assert x.shape == (64, 32) and y.shape == (64,)
 
 
-def test_workers_restarted_every_epoch_get_persistent_workers(one_thread):
+def test_workers_restarted_every_epoch_get_persistent_workers(one_torch_thread):
     ds = SlowDataset(8 * 6, delay=0.002)
     ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=8, num_workers=1)}
     report = _train(ns, _mlp(64), epochs=3, wait=0, warmup=0, active=2)
@@ -343,7 +337,7 @@ def test_workers_restarted_every_epoch_get_persistent_workers(one_thread):
     assert "persistent_workers=True,  # changed: was False" in s.code
 
 
-def test_tiny_batches_on_cpu_get_a_larger_batch(one_thread):
+def test_tiny_batches_on_cpu_get_a_larger_batch(one_torch_thread):
     ds = TensorDataset(torch.randn(2 * 40, 4), torch.randint(0, 4, (2 * 40,)))
     loader = DataLoader(ds, batch_size=2)
     report = _train({"train_ds": ds, "train_loader": loader}, _mlp(4, inputs=4), wait=1, warmup=1, active=10)
@@ -354,14 +348,14 @@ def test_tiny_batches_on_cpu_get_a_larger_batch(one_thread):
     assert s.gain == pytest.approx(k / (o + k * (1 - o)), rel=1e-3)
 
 
-def test_large_batches_on_cpu_get_no_batch_advice(one_thread):
+def test_large_batches_on_cpu_get_no_batch_advice(one_torch_thread):
     ds = TensorDataset(torch.randn(256 * 8, 256), torch.randint(0, 4, (256 * 8,)))
     report = _train({"train_ds": ds, "train_loader": DataLoader(ds, batch_size=256)}, _mlp(1024, inputs=256))
     assert measures.cpu_overhead(report, T.CPU_FIXED_COST_QUANTILE).share < T.CPU_OVERHEAD_SHARE
     assert "batch_size" not in kinds(report.suggestions)
 
 
-def test_memory_growth_points_to_tensors_kept_with_their_graph(one_thread):
+def test_memory_growth_points_to_tensors_kept_with_their_graph(one_torch_thread):
     """Ten profiled steps of allocator events: the trace's allocated bytes, exact unlike RSS."""
     ds = TensorDataset(torch.randn(128 * 12, 64), torch.randint(0, 4, (128 * 12,)))
     ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=128)}

@@ -10,7 +10,6 @@ import textwrap
 
 import numpy as np
 import pytest
-import torch
 from IPython.utils.capture import capture_output
 
 from nbprofiler.analysis.lines import LINE_COLUMNS, line_at
@@ -27,14 +26,9 @@ def heavy(x):          # defined in an earlier cell
 FLAGS = "--stack --wait 0 --warmup 0 --active 3 -n 3 -q -o lines_run"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread: on two shared cores, OpenMP threads that wait on each other
-    make op times swing by 100x, which would blur the comparisons these tests make."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# One intra-op thread: on two shared cores, OpenMP threads that wait on each other
+# make op times swing by 100x, which would blur the comparisons these tests make.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture()

@@ -34,14 +34,9 @@ class Net(nn.Module):
         return self.head(self.enc(x)) + self.big(x).sum()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread: on two shared cores, OpenMP threads that wait on each other
-    make op times swing by 100x, which would blur the comparisons these tests make."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# One intra-op thread: on two shared cores, OpenMP threads that wait on each other
+# make op times swing by 100x, which would blur the comparisons these tests make.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -7,17 +7,9 @@ import json
 import pytest
 
 import nbprofiler
-from conftest import shared_trace
+from conftest import GPU_TRACE_FILES, shared_trace
 
-GPU_TRACES = [
-    "v100_resnet50_train_num_workers_0.pt.trace.json.gz",
-    "v100_resnet50_train_num_workers_4.pt.trace.json.gz",
-    "v100_resnet_ns_timestamps.pt.trace.json.gz",
-    "a100_train.pt.trace.json.gz",
-    "a100_nccl_distributed.pt.trace.json.gz",
-    "a100_alexnet_small.pt.trace.json.gz",
-    "mi250_rocm_toy_train.pt.trace.json.gz",
-]
+GPU_TRACES = GPU_TRACE_FILES
 
 
 @pytest.mark.parametrize("name", GPU_TRACES)

@@ -13,19 +13,10 @@ import numpy as np
 import pytest
 
 import nbprofiler
-from conftest import shared_trace
+from conftest import TRACE_FILES, shared_trace
 from nbprofiler.analysis.phases import PHASES
 
-ALL_TRACES = [
-    "v100_resnet50_train_num_workers_0.pt.trace.json.gz",
-    "v100_resnet50_train_num_workers_4.pt.trace.json.gz",
-    "v100_resnet_ns_timestamps.pt.trace.json.gz",
-    "a100_train.pt.trace.json.gz",
-    "a100_nccl_distributed.pt.trace.json.gz",
-    "a100_alexnet_small.pt.trace.json.gz",
-    "mi250_rocm_toy_train.pt.trace.json.gz",
-    "cpu_only.pt.trace.json.gz",
-]
+ALL_TRACES = TRACE_FILES
 HOST_CATEGORIES = {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver", "Operator", "Runtime"}
 
 
