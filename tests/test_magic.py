@@ -245,3 +245,11 @@ def test_a_cell_that_profiled_no_step_claims_nothing_about_improvements(shell):
     run_magic(shell, "-q -o run --wait 1 --warmup 1 --active 3", cell)
     kinds = {s.kind for s in shell.user_ns["run"].suggestions}
     assert "nothing_to_improve" not in kinds
+
+
+def test_repeated_cycles_keep_the_last_trace_and_say_so(shell):
+    run_magic(shell, "-q -o run --wait 0 --warmup 1 --active 2 --repeat 3", TRAIN_CELL)
+    run = shell.user_ns["run"]
+    assert list(run.steps["phase"][:9]) == ["warmup", "active", "active"] * 3
+    assert list(run.trace_steps["step"]) == [7, 8]  # the third cycle's active steps
+    assert any("3 cycles were recorded" in n for n in run.notes)

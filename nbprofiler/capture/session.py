@@ -76,7 +76,10 @@ class ProfileRun:
         self._stderr = StderrFilter()
         self.hooks = StepHooks(self, "manual" if options.iterations else options.step_on)
         self.report: Any = None
-        self._traces: list[bytes] = []
+        # torch clears its events at the end of each cycle, so each cycle is its own
+        # trace; only the latest is kept, so --repeat 0 over a long cell holds one.
+        self._trace: bytes | None = None
+        self._cycles = 0
         self._prof: torch.profiler.profile | None = None
         self._boundaries: dict[str, int] = {}
         self._t_start = 0.0
@@ -138,7 +141,8 @@ class ProfileRun:
             os.close(fd)
             prof.export_chrome_trace(tmp)
             raw = Path(tmp).read_bytes()
-            self._traces.append(raw)
+            self._trace = raw
+            self._cycles += 1
             if self.options.tensorboard:
                 self._write_output("--tensorboard", write_tensorboard, raw, self.options.tensorboard)
         except Exception as exc:
@@ -275,8 +279,12 @@ class ProfileRun:
                 f"the trace export failed ({_describe(self._export_error)}); only per-step figures are shown. "
                 f"Make sure {tempfile.gettempdir()} is writable and has free space (or set TMPDIR), then run again"
             )
-        # With repeat > 1 each cycle is exported on its own; the report shows the last cycle.
-        raw = self._traces[-1] if self._traces else None
+        if self._cycles > 1:
+            record.notes.append(
+                f"{self._cycles} cycles were recorded (--repeat {self.options.repeat}); torch clears its events "
+                "after each, so the trace tables show the last cycle (the step table shows every step)"
+            )
+        raw = self._trace
         if raw is not None:
             self._write_outputs(raw)
         record.notes.extend(self._output_errors)
