@@ -69,6 +69,15 @@ async function profile(target: ITarget, options: IProfileOptions | null): Promis
   }
 }
 
+/** The active code cell to profile, or a notification asking for one. */
+function targetOrWarn(tracker: INotebookTracker): ReturnType<typeof currentTarget> {
+  const target = currentTarget(tracker);
+  if (!target) {
+    Notification.warning('Select a code cell to profile.', { autoClose: 3000 });
+  }
+  return target;
+}
+
 const commandsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'nbprofiler:plugin',
   description: 'The "Profile cell" commands: run a cell under %%torchprofile without changing it.',
@@ -85,12 +94,10 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
       icon: args => (args.isPalette ? undefined : profileIcon),
       isEnabled: enabled,
       execute: async () => {
-        const target = currentTarget(tracker);
-        if (!target) {
-          Notification.warning('Select a code cell to profile.', { autoClose: 3000 });
-          return;
+        const target = targetOrWarn(tracker);
+        if (target) {
+          await profile(target, null);
         }
-        await profile(target, null);
       }
     });
 
@@ -100,9 +107,8 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
       icon: args => (args.isPalette ? undefined : profileIcon),
       isEnabled: enabled,
       execute: async () => {
-        const target = currentTarget(tracker);
+        const target = targetOrWarn(tracker);
         if (!target) {
-          Notification.warning('Select a code cell to profile.', { autoClose: 3000 });
           return;
         }
         const form = new OptionsForm(loadOptions(target.panel.model), target.cell.model.sharedModel.getSource());

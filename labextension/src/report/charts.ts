@@ -88,6 +88,19 @@ export function legend(names: string[], colors: string[], extra?: string[]): HTM
  * A stacked bar per step: each series is one category of the step time, in
  * microseconds.
  */
+/** An empty chart of height ``H`` with its accessible title. */
+function chartSvg(H: number, title: string): SVGSVGElement {
+  const svg = s('svg', {
+    class: 'nbp-chart',
+    viewBox: `0 0 ${W} ${H}`,
+    role: 'img',
+    'aria-label': title,
+    preserveAspectRatio: 'xMinYMin meet'
+  });
+  svg.appendChild(s('title', null, title));
+  return svg;
+}
+
 /** Horizontal grid lines with their tick labels, the y-axis title, and the "step" x-axis title. */
 function stepAxes(
   ticks: number[],
@@ -134,14 +147,7 @@ export function stackedBarChart(
   const band = steps.length ? plotW / steps.length : plotW;
   const barW = Math.max(1, Math.min(48, band * 0.72));
 
-  const svg = s('svg', {
-    class: 'nbp-chart',
-    viewBox: `0 0 ${W} ${H}`,
-    role: 'img',
-    'aria-label': opts.title,
-    preserveAspectRatio: 'xMinYMin meet'
-  });
-  svg.appendChild(s('title', null, opts.title));
+  const svg = chartSvg(H, opts.title);
 
   // Grid and y axis.
   const axis = stepAxes(ticks, unit.scale, y, plotW, plotH, `time per step (${unit.label})`);
@@ -223,14 +229,7 @@ export function memoryChart(
   const x = (i: number): number => MARGIN.left + (n <= 1 ? plotW / 2 : ((i + 0.5) / n) * plotW);
   const y = (b: number): number => MARGIN.top + plotH - ((b - bottom) / (top - bottom || 1)) * plotH;
 
-  const svg = s('svg', {
-    class: 'nbp-chart',
-    viewBox: `0 0 ${W} ${H}`,
-    role: 'img',
-    'aria-label': opts.title,
-    preserveAspectRatio: 'xMinYMin meet'
-  });
-  svg.appendChild(s('title', null, opts.title));
+  const svg = chartSvg(H, opts.title);
 
   // Phase bands: one rectangle per run of steps in the same phase.
   const bands = s('g', { class: 'nbp-phases' });
