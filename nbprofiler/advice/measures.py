@@ -17,14 +17,13 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.intervals import parent_index, union
-from ..analysis.steps import step_of
+from ..analysis.steps import DATALOADER_PREFIX, step_of
 from ..capture.loaders import LoaderRecord
 from ..trace.table import Kind
 
 if TYPE_CHECKING:
     from ..report import Report
 
-_DATALOADER_PREFIX = "enumerate(DataLoader)#"
 # Innermost launching operators whose kernels can run on tensor cores.
 ELIGIBLE_OP = re.compile(
     r"conv|(^|::)(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|einsum|_scaled_mm|_scaled_dot_product\w*|"
@@ -113,7 +112,7 @@ def trace_loader_workers(report: "Report") -> str | None:
     t = report.table
     if t is None:
         return None
-    names = [str(n) for n in t.names if str(n).startswith(_DATALOADER_PREFIX)]
+    names = [str(n) for n in t.names if str(n).startswith(DATALOADER_PREFIX)]
     if any("_MultiProcessingDataLoaderIter" in n for n in names):
         return "some"
     if any("_SingleProcessDataLoaderIter" in n for n in names):
@@ -471,7 +470,7 @@ def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
         return None
     kinds = t.kind[tree.index]
     names = t.names[t.name_code[tree.index]].astype(str)
-    is_loader = np.char.startswith(names, _DATALOADER_PREFIX)
+    is_loader = np.char.startswith(names, DATALOADER_PREFIX)
     is_op = (kinds == Kind.CPU_OP) & ~is_loader
     in_optimizer = _ancestor_flag(tree.parent, (kinds == Kind.USER_ANNOTATION) & np.char.startswith(names, "Optimizer."))
     loop_thread = int(steps["tid"].iloc[0])

@@ -42,6 +42,7 @@ import pandas as pd
 
 from ..trace.table import MISSING, EventTable, Kind
 from .intervals import union
+from .steps import dataloader_names
 
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 BREAKDOWN_COLUMNS = ["step", *CATEGORIES, "other", "total"]
@@ -52,8 +53,6 @@ LAST_STEP_MIN_SHARE = 0.8
 DEVICE_WORK = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 HOST_RANGES = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION)
 _COMM_OP_PREFIXES = ("nccl:", "gloo:")
-_DATALOADER_PREFIX = "enumerate(DataLoader)#"
-_DATALOADER_SUFFIX = ".__next__"
 _STEP_PREFIX = "ProfilerStep#"
 
 
@@ -133,7 +132,7 @@ def category_masks(table: EventTable) -> dict[str, np.ndarray]:
     code = table.name_code
     nccl = names.str.lower().str.contains("nccl", regex=False).to_numpy()[code]
     comm_op = names.str.startswith(_COMM_OP_PREFIXES).to_numpy()[code]
-    dataloader = (names.str.startswith(_DATALOADER_PREFIX) & names.str.endswith(_DATALOADER_SUFFIX)).to_numpy()[code]
+    dataloader = dataloader_names(table)[code]
     step = names.str.startswith(_STEP_PREFIX).to_numpy()[code]
     kind = table.kind
     kernel = kind == Kind.KERNEL

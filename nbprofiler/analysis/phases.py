@@ -45,12 +45,12 @@ import pandas as pd
 
 from .intervals import accumulate_to_ancestors
 from .operators import OperatorTree
+from .steps import dataloader_names
 from .windows import covered_in_windows
 
 PHASES = ("dataloader", "forward", "backward", "optimizer", "other")
 PHASE_COLUMNS = ["step", *PHASES, "total"]
 
-DATALOADER_PREFIX, DATALOADER_SUFFIX = "enumerate(DataLoader)#", ".__next__"
 OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
 BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
 # A loop-thread range more than this share covered by autograd-thread work is a wait for backward.
@@ -101,7 +101,7 @@ def _phase_masks(tree: OperatorTree, loop: int) -> list[tuple[str, np.ndarray]]:
     t = tree.table
     names = pd.Series(t.names, dtype=object)
     code = t.name_code[tree.index]
-    is_dl = (names.str.startswith(DATALOADER_PREFIX) & names.str.endswith(DATALOADER_SUFFIX)).to_numpy(dtype=bool)[code]
+    is_dl = dataloader_names(t)[code]
     is_opt = names.str.startswith(OPTIMIZER_PREFIXES).to_numpy(dtype=bool)[code]
     is_bwd = names.str.startswith(BACKWARD_PREFIX).to_numpy(dtype=bool)[code] | (t["fwd_thread"][tree.index] > 0)
 

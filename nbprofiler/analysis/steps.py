@@ -14,6 +14,15 @@ from ..trace.table import EventTable, Kind
 
 _STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")  # longer numbers would overflow int64: no step
 STEP_COLUMNS = ["step", "start_us", "end_us", "pid", "tid", "synthetic"]
+# The range torch.profiler records around each DataLoader fetch:
+# "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" (or _MultiProcessing...).
+DATALOADER_PREFIX, DATALOADER_SUFFIX = "enumerate(DataLoader)#", ".__next__"
+
+
+def dataloader_names(table: EventTable) -> np.ndarray:
+    """Per name code, whether the name is a DataLoader fetch range."""
+    names = pd.Series(table.names, dtype=object).astype(str)
+    return (names.str.startswith(DATALOADER_PREFIX) & names.str.endswith(DATALOADER_SUFFIX)).to_numpy(dtype=bool)
 
 
 def profiler_steps(table: EventTable) -> pd.DataFrame:

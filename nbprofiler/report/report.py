@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.operators import OperatorTree, operator_table
-from ..analysis.steps import profiler_steps
+from ..analysis.steps import dataloader_names, profiler_steps
 from ..errors import TraceError
 from ..trace.parser import parse_trace
 from ..trace.table import DeviceInfo, EventTable, Kind
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
     from ..capture.session import RunRecord
 
-_DATALOADER_PREFIX = "enumerate(DataLoader)#"
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,7 +185,7 @@ class Report:
         t = self.table
         if t is None or steps.empty:
             return np.zeros(len(steps))
-        is_dl = pd.Series(t.names, dtype=object).str.startswith(_DATALOADER_PREFIX).to_numpy()[t.name_code]
+        is_dl = dataloader_names(t)[t.name_code]
         is_dl &= np.isin(t.kind, [Kind.CPU_OP, Kind.USER_ANNOTATION])
         which = step_of(t["ts"][is_dl], steps)
         sums = pd.Series(t["dur"][is_dl]).groupby(which).sum()
