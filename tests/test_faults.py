@@ -9,7 +9,6 @@ the active steps; these cover every step, the export, and the other faults.)
 from __future__ import annotations
 
 import gc
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -191,9 +190,9 @@ def test_system_exit(shell):
 def _shut_down_workers() -> None:
     """torch's own shutdown of a loader whose worker raised waits ~10 s for workers that
     never exit; kill them first so the test does not pay that (the user would, too)."""
-    with warnings.catch_warnings():  # isinstance() on every object wakes torch's deprecated aliases
-        warnings.simplefilter("ignore", FutureWarning)
-        iterators = [o for o in gc.get_objects() if isinstance(o, _MultiProcessingDataLoaderIter)]
+    # type(), not isinstance(): isinstance() asks each object for __class__, which raises on a
+    # weak proxy whose referent is gone and wakes torch's deprecated module aliases.
+    iterators = [o for o in gc.get_objects() if issubclass(type(o), _MultiProcessingDataLoaderIter)]
     for obj in iterators:
         if obj._worker_pids_set:
             signal_handling._remove_worker_pids(id(obj))  # or torch's SIGCHLD handler raises on the kill
