@@ -21,7 +21,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import nbprofiler
 from conftest import shared_trace
-from nbprofiler.analysis.memory import memory_growth
+import pandas as pd
+
+from nbprofiler.analysis.memory import growth_series, memory_growth
 
 IN, HIDDEN, OUT, BATCH, VAL_BATCH = 256, 1024, 10, 64, 200
 F32 = 4
@@ -139,6 +141,29 @@ def test_growth_rule_needs_a_consistent_rise():
     assert leak["slope_bytes_per_step"] == pytest.approx(4 * mib, rel=0.05)
     few = memory_growth([("cpu", "test", "allocated", np.arange(3), base + 64 * mib * np.arange(3))])
     assert not few["flagged"].iloc[0]
+
+
+def test_rss_is_judged_on_one_unbroken_stretch_the_profiler_left_alone():
+    """RSS that the profiler's recording raised stays raised (the C allocator keeps it), and a
+    steady loop's RSS creeps by allocator chunks: neither is a leak. A real leak still is."""
+    mib = float(1 << 20)
+    phases = ["wait", "warmup", "active", "active", "active"] + ["none"] * 7
+    steps = np.arange(len(phases))
+    # 400 MiB before recording; +40 MiB of profiler buffers kept; then a creep of 0.6 MiB a step.
+    steady = np.where(steps < 5, 400 * mib, 440 * mib + 0.6 * mib * np.maximum(steps - 5, 0))
+
+    def judged(rss):
+        table = pd.DataFrame({"step": steps, "phase": phases, "device": "cpu", "rss_bytes": rss,
+                              "end_allocated_bytes": np.nan})
+        ((device, source, measure, xs, _),) = growth_series(table, "cpu")
+        return xs, memory_growth(growth_series(table, "cpu")).iloc[0]
+
+    xs, row = judged(steady)
+    # The step after the last active one holds the export; the stretch after it is the one judged.
+    assert list(xs) == [6, 7, 8, 9, 10, 11] and row["measure"] == "rss"
+    assert not bool(row["flagged"])
+    xs, row = judged(steady + 12 * mib * steps)
+    assert bool(row["flagged"]) and row["slope_bytes_per_step"] == pytest.approx(12.6 * mib, rel=0.01)
 
 
 def test_2021_trace_rebuilds_totals_from_bytes():

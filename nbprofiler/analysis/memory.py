@@ -41,6 +41,9 @@ _DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 9: "xla", 12: "xpu", 13: "mps", 
 GROWTH_MIN_STEPS = 4
 GROWTH_MIN_RISING_SHARE = 2 / 3
 GROWTH_MIN_RISE_BYTES = 1 << 20
+# RSS moves in the C allocator's chunks (heap extensions, mmap thresholds that adapt up to
+# 32 MiB), so a steady CPU loop's RSS can creep by a few MiB over a handful of steps.
+GROWTH_MIN_RSS_RISE_BYTES = 8 << 20
 GROWTH_MIN_RISE_FRACTION = 0.01
 _THEIL_SEN_MAX_POINTS = 1000
 
@@ -189,8 +192,8 @@ def memory_growth(series: Iterable[GrowthSeries]) -> pd.DataFrame:
       the step-to-step changes are rises: a consistent climb, not noise that
       goes both ways;
     - the rise the slope predicts over the observed steps is at least 1 MiB
-      and at least 1% of the median level, so allocator and RSS jitter on a
-      large process is not reported as a leak.
+      (8 MiB for ``"rss"``) and at least 1% of the median level, so allocator
+      and RSS jitter on a large process is not reported as a leak.
     """
     rows = []
     for device, source, measure, steps, values in series:
@@ -205,11 +208,12 @@ def memory_growth(series: Iterable[GrowthSeries]) -> pd.DataFrame:
         diffs = np.diff(y)
         rising = float((diffs > 0).mean())
         rise = slope * (x[-1] - x[0])
+        min_rise = GROWTH_MIN_RSS_RISE_BYTES if measure == "rss" else GROWTH_MIN_RISE_BYTES
         flagged = bool(
             n >= GROWTH_MIN_STEPS
             and slope > 0
             and rising >= GROWTH_MIN_RISING_SHARE
-            and rise >= max(GROWTH_MIN_RISE_BYTES, GROWTH_MIN_RISE_FRACTION * float(np.median(y)))
+            and rise >= max(min_rise, GROWTH_MIN_RISE_FRACTION * float(np.median(y)))
         )
         rows.append((device, source, measure, n, float(y[0]), float(y[-1]), slope, rising, flagged))
     return pd.DataFrame(rows, columns=GROWTH_COLUMNS)
@@ -223,8 +227,11 @@ def growth_series(step_table: pd.DataFrame, sampler_device: str | None) -> list[
     RSS also moves with the profiler's own event buffers while it records
     (``warmup`` and ``active`` steps) and with the trace export that follows
     the last active step, which would look like a leak on a steady loop; so an
-    RSS series keeps only the steps the profiler left alone. The CUDA
-    allocator's figures do not see host buffers and keep every step.
+    RSS series keeps only the steps the profiler left alone, and of those one
+    unbroken stretch (the longest, the later on a tie): the C allocator keeps
+    much of what the profiler took, so the level after a profiled stretch is
+    not comparable with the level before it. The CUDA allocator's figures do
+    not see host buffers and keep every step.
     """
     out: list[GrowthSeries] = []
     if sampler_device is not None:
@@ -232,7 +239,7 @@ def growth_series(step_table: pd.DataFrame, sampler_device: str | None) -> list[
             if column in step_table:
                 rows = step_table[(step_table["device"] == sampler_device) & step_table[column].notna()]
                 if measure == "rss":
-                    rows = rows[_unprofiled(rows["phase"].to_numpy())]
+                    rows = rows[_longest_stretch(_unprofiled(rows["phase"].to_numpy()))]
                 out.append((sampler_device, "sampler", measure, rows["step"].to_numpy(), rows[column].to_numpy()))
     traced = step_table[step_table["end_allocated_bytes"].notna()]
     for device, rows in traced.groupby("device", sort=True):
@@ -244,6 +251,17 @@ def _unprofiled(phase: np.ndarray) -> np.ndarray:
     """Steps in which the profiler neither recorded nor exported (phases in step order)."""
     after_active = np.concatenate(([False], phase[:-1] == "active"))
     return np.isin(phase, ("wait", "none")) & ~after_active
+
+
+def _longest_stretch(keep: np.ndarray) -> np.ndarray:
+    """``keep`` narrowed to its longest run of consecutive ``True`` (the later one on a tie)."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], keep.astype(np.int8), [0]))))
+    starts, ends = edges[::2], edges[1::2]
+    out = np.zeros(len(keep), dtype=bool)
+    if len(starts):
+        longest = len(starts) - 1 - int(np.argmax((ends - starts)[::-1]))
+        out[starts[longest]:ends[longest]] = True
+    return out
 
 
 def _memory_events(table: EventTable) -> np.ndarray:
