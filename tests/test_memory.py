@@ -97,6 +97,30 @@ def test_held_bytes_per_operator_show_what_the_leak_keeps(traced_runs):
     assert table["allocated_bytes"].is_monotonic_decreasing
 
 
+def test_operator_table_has_the_bytes_each_operator_allocated(traced_runs):
+    """Forward ``addmm`` makes each Linear's output: (batch x out) floats, for the training
+    batch and the validation batch, in each of the six profiled steps."""
+    report = traced_runs[False]
+    ops = report.operators.set_index("name")
+    assert {"host_self_alloc_bytes", "device_self_alloc_bytes"} <= set(ops.columns)
+    per_step = F32 * (BATCH + VAL_BATCH) * (HIDDEN + OUT)
+    assert ops.loc["aten::addmm", "host_self_alloc_bytes"] == 6 * per_step
+    assert (ops["device_self_alloc_bytes"] == 0).all()  # a CPU run
+    # The same attribution as the memory tab's per-operator table.
+    by_op = report.memory_by_operator.set_index("name")["allocated_bytes"]
+    allocating = ops["host_self_alloc_bytes"][ops["host_self_alloc_bytes"] > 0]
+    assert allocating.to_dict() == by_op.drop("(no operator)", errors="ignore").to_dict()
+
+
+def test_operator_table_has_no_memory_columns_without_memory():
+    with nbprofiler.profile(wait=0, warmup=0, active=1, memory=False) as run:
+        torch.ones(1024).sum()
+        nbprofiler.step()
+    ops = run.report.operators
+    assert "aten::sum" in set(ops["name"])
+    assert not any(c.endswith("_bytes") for c in ops.columns)
+
+
 def test_live_memory_steps_join_the_sampler_on_every_step(traced_runs):
     report = traced_runs[False]
     steps = report.memory_steps

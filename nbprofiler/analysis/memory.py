@@ -128,12 +128,11 @@ def memory_steps(timeline: pd.DataFrame, steps: pd.DataFrame, sampler: pd.DataFr
     return merged[cols].sort_values(["step", "device"], kind="stable").reset_index(drop=True)
 
 
-def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
+def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, owners: np.ndarray) -> pd.DataFrame:
     """Per operator name and device: ``allocations, allocated_bytes, held_bytes``.
 
-    Each allocation inside a profiled step goes to the innermost operator
-    running on its thread at that moment (``OperatorTree.enclosing``), or to
-    ``(no operator)``. ``held_bytes`` is what of it was still allocated when its
+    Each allocation inside a profiled step goes to the operator that made it
+    (``owners``, from ``allocation_owners``), or to ``(no operator)``. ``held_bytes`` is what of it was still allocated when its
     step ended (summed over steps): activations kept for backward, gradients,
     optimizer state, or a leak.
 
@@ -160,8 +159,7 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
     step_end = pd.Series(steps["end_us"].to_numpy(), index=steps["step"].to_numpy())
     ends = step_end.reindex(step[alloc]).to_numpy()
     held = ~(free_ts[alloc] < ends)  # never freed in the trace, or freed after its step ended
-    thread = table["pid"][idx[alloc]] * (1 << 32) + table["tid"][idx[alloc]]
-    owner = tree.enclosing(thread, ts[alloc])
+    owner = owners[alloc]
     op_names = np.asarray(table.names, dtype=object)[table.name_code[tree.index]]
     names = np.where(owner >= 0, op_names[np.maximum(owner, 0)], NO_OPERATOR)
     frame = pd.DataFrame({"name": names, "device": device[alloc], "allocated_bytes": delta[alloc],
@@ -172,6 +170,35 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
     out = out.reset_index()
     return out[OPERATOR_COLUMNS].sort_values(["allocated_bytes", "name"], ascending=[False, True],
                                              kind="stable").reset_index(drop=True)
+
+
+def allocation_owners(tree: OperatorTree) -> np.ndarray:
+    """For each ``[memory]`` event in time order, the operator that made it (position in
+    ``tree.index``): the innermost one running on its thread then; -1 for frees and for
+    allocations outside any operator. Computed once: the operator and memory tables share it."""
+    table = tree.table
+    idx = _memory_events(table)
+    owners = np.full(len(idx), -1, dtype=np.int64)
+    alloc = np.flatnonzero(np.nan_to_num(table["bytes"][idx]) > 0)
+    if len(alloc) and len(tree.index):
+        events = idx[alloc]
+        owners[alloc] = tree.enclosing(table["pid"][events] * (1 << 32) + table["tid"][events], table["ts"][events])
+    return owners
+
+
+def self_allocated_bytes(tree: OperatorTree, owners: np.ndarray) -> dict[str, np.ndarray] | None:
+    """Bytes each operator call allocated itself (not in the operators it called), on the host
+    and on devices: the operator table's memory columns. None when the trace recorded no memory."""
+    table = tree.table
+    idx = _memory_events(table)
+    if len(idx) == 0:
+        return None
+    made = owners >= 0
+    delta = np.nan_to_num(table["bytes"][idx])[made]
+    on_host = (table["mem_device_type"][idx] == 0)[made]
+    n = len(tree.index)
+    return {"host_self_alloc_bytes": np.bincount(owners[made][on_host], weights=delta[on_host], minlength=n),
+            "device_self_alloc_bytes": np.bincount(owners[made][~on_host], weights=delta[~on_host], minlength=n)}
 
 
 def memory_growth(series: Iterable[GrowthSeries]) -> pd.DataFrame:

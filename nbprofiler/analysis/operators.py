@@ -134,10 +134,13 @@ def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarr
     return out
 
 
-def operator_table(tree: OperatorTree, by_shape: bool = False) -> pd.DataFrame:
+def operator_table(tree: OperatorTree, by_shape: bool = False,
+                   memory: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """Per operator name (and input shape when ``by_shape``): calls and times in µs.
 
-    Sorted by device self time when any device time exists, else by host self time.
+    ``memory`` adds per-call columns (bytes allocated, aligned with ``tree.index``),
+    summed like the times. Sorted by device self time when any device time exists,
+    else by host self time.
     """
     t = tree.table
     frame = pd.DataFrame(
@@ -147,6 +150,7 @@ def operator_table(tree: OperatorTree, by_shape: bool = False) -> pd.DataFrame:
             "host_total_us": tree.dur,
             "device_self_us": tree.device_self_us,
             "device_total_us": tree.device_total_us,
+            **(memory or {}),
         }
     )
     keys = ["name"]
@@ -160,5 +164,5 @@ def operator_table(tree: OperatorTree, by_shape: bool = False) -> pd.DataFrame:
     out = out.reset_index()
     out["name"] = out["name"].astype(object)
     sort_key = "device_self_us" if out["device_self_us"].sum() > 0 else "host_self_us"
-    cols = ["name", "calls", *(["input_shapes"] if "input_shapes" in out else []), *OPERATOR_COLUMNS[2:]]
+    cols = ["name", "calls", *(["input_shapes"] if "input_shapes" in out else []), *OPERATOR_COLUMNS[2:], *(memory or {})]
     return out[cols].sort_values(sort_key, ascending=False, kind="stable").reset_index(drop=True)

@@ -222,9 +222,11 @@ def operators_section(report: "Report") -> str:
             us_col("host_self_us", "host self"), us_col("host_total_us", "host total")]
     if report.has_device_activity:
         cols += [us_col("device_self_us", "device self"), us_col("device_total_us", "device total")]
+    memory = [Col(f"{side}_self_alloc_bytes", f"{side} allocated", fmt_bytes) for side in ("host", "device")
+              if f"{side}_self_alloc_bytes" in ops and (side == "host" or report.has_device_activity)]
     return (f"<h4>Top operators ({len(ops)} of {len(report.operators)})</h4>"
             + how("Self time excludes the ops an operator calls; total includes them. Device time is the work an "
-                  "operator launched.") + html_table(ops, cols))
+                  "operator launched. Allocated: bytes its calls allocated themselves.") + html_table(ops, cols + memory))
 
 
 def kernels_section(report: "Report") -> str:

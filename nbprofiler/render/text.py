@@ -98,10 +98,11 @@ def _operator_lines(report: "Report") -> list[str]:
     if ops.empty:
         return []
     if not report.has_device_activity:
-        ops = ops.drop(columns=["device_self_us", "device_total_us"])
+        ops = ops.drop(columns=["device_self_us", "device_total_us", "device_self_alloc_bytes"], errors="ignore")
     shown = ops.assign(name=[shorten(n, 50) for n in ops["name"]])
-    return ["", f"Top operators ({len(ops)} of {len(report.operators)})",
-            _table(shown, {c: fmt_us for c in shown.columns if c.endswith("_us")})]
+    formats = {c: fmt_us for c in shown.columns if c.endswith("_us")}
+    formats.update({c: fmt_bytes for c in shown.columns if c.endswith("_bytes")})
+    return ["", f"Top operators ({len(ops)} of {len(report.operators)})", _table(shown, formats)]
 
 
 def _kernel_lines(report: "Report") -> list[str]:

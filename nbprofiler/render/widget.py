@@ -282,11 +282,7 @@ class OperatorsTab:
 
     @cached_property
     def _by_name(self) -> pd.DataFrame:
-        from ..analysis.operators import operator_table
-
-        if self.report.operator_tree is None:
-            return self.report.operators
-        return operator_table(self.report.operator_tree, by_shape=False)
+        return self.report.operator_table(by_shape=False)
 
     def _frame(self) -> pd.DataFrame:
         return self.report.operators_by_shape() if self.group.value == "shape" else self._by_name
@@ -296,7 +292,10 @@ class OperatorsTab:
         cols = [Col("name", "operator", width="4fr", name=True), Col("calls", "calls", count, width="80px")]
         if self.group.value == "shape":
             cols.append(Col("input_shapes", "input shapes", width="2fr", name=True))
-        return cols + [us_col(f"{t}_self_us", f"{t} self"), us_col(f"{t}_total_us", f"{t} total")]
+        cols += [us_col(f"{t}_self_us", f"{t} self"), us_col(f"{t}_total_us", f"{t} total")]
+        if f"{t}_self_alloc_bytes" in self._by_name:
+            cols.append(Col(f"{t}_self_alloc_bytes", "allocated", fmt_bytes))
+        return cols
 
     def _switch(self, *_: Any) -> None:
         self.table.set_frame(self._frame(), self._columns(), sort=f"{self.time.value}_self_us")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..analysis.operators import OperatorTree, operator_table
+from ..analysis.operators import OPERATOR_COLUMNS, OperatorTree, operator_table
 from ..analysis.steps import dataloader_names, profiler_steps
 from ..errors import TraceError
 from ..trace.parser import parse_trace
@@ -121,17 +121,30 @@ class Report:
 
     @cached_property
     def operators(self) -> pd.DataFrame:
-        """Per operator: ``name, calls, host_self_us, host_total_us, device_self_us, device_total_us``."""
-        if self.operator_tree is None:
-            return pd.DataFrame(columns=["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"])
+        """Per operator: ``name, calls, host_self_us, host_total_us, device_self_us, device_total_us``,
+        with ``input_shapes`` after ``calls`` under ``--shapes``, and ``host_self_alloc_bytes,
+        device_self_alloc_bytes`` (what its calls allocated themselves) when memory was recorded."""
         by_shape = self.run.options.shapes if self.run is not None else False
-        return operator_table(self.operator_tree, by_shape=by_shape)
+        return self.operator_table(by_shape)
 
     def operators_by_shape(self) -> pd.DataFrame:
         """The operator table grouped by name and input shapes (needs shapes in the trace)."""
+        return self.operator_table(by_shape=True)
+
+    def operator_table(self, by_shape: bool) -> pd.DataFrame:
+        """``operators`` grouped by name, or by name and input shapes."""
+        from ..analysis.memory import self_allocated_bytes
+
         if self.operator_tree is None:
-            return self.operators
-        return operator_table(self.operator_tree, by_shape=True)
+            return pd.DataFrame(columns=OPERATOR_COLUMNS)
+        return operator_table(self.operator_tree, by_shape=by_shape,
+                              memory=self_allocated_bytes(self.operator_tree, self._allocation_owners))
+
+    @cached_property
+    def _allocation_owners(self) -> np.ndarray:
+        from ..analysis.memory import allocation_owners
+
+        return allocation_owners(self.operator_tree)
 
     # -- attribution to the user's code (nbprofiler.analysis.lines / modules) --------------
     @cached_property
@@ -228,7 +241,7 @@ class Report:
 
         if self.operator_tree is None:
             return pd.DataFrame(columns=OPERATOR_COLUMNS)
-        return memory_by_operator(self.operator_tree, self.trace_steps)
+        return memory_by_operator(self.operator_tree, self.trace_steps, self._allocation_owners)
 
     @cached_property
     def memory_growth(self) -> pd.DataFrame:
