@@ -59,6 +59,11 @@ class ProfileOptions:
             raise OptionError("--trace", f"the file name must end in .json or .json.gz, got {self.trace!r}")
 
     def replace(self, **changes: object) -> "ProfileOptions":
+        """A copy with ``changes``; an unknown name is an ``OptionError`` listing the options."""
+        known = {f.name for f in dataclasses.fields(self)}
+        for name in changes:
+            if name not in known:
+                raise OptionError(name, f"is not an option; the options are {', '.join(sorted(known))}")
         return dataclasses.replace(self, **changes)
 
     @property

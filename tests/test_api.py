@@ -1,6 +1,8 @@
 """The Python API for scripts: nbprofiler.profile, nbprofiler.step, nbprofiler.last."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import torch.nn as nn
@@ -74,6 +76,43 @@ def test_bad_option_in_api_names_it():
     with pytest.raises(nbprofiler.OptionError, match="--active"):
         with nbprofiler.profile(active=0):
             pass
+    with pytest.raises(nbprofiler.OptionError, match="^activ: is not an option; the options are .*active"):
+        with nbprofiler.profile(activ=3):
+            pass
+    # A with block cannot be re-run: -n belongs to the magic, and saying so beats profiling nothing.
+    with pytest.raises(nbprofiler.OptionError, match="^iterations: .*nbprofiler.step\\(\\)"):
+        with nbprofiler.profile(iterations=3):
+            pass
+    assert nbprofiler.current_run() is None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown without a GPU")
+def test_asking_for_cuda_without_a_gpu_says_what_to_do():
+    with pytest.raises(nbprofiler.OptionError, match="^--device: cuda was asked for.*use --device cpu$"):
+        with nbprofiler.profile(device="cuda"):
+            pass
+    assert nbprofiler.current_run() is None
+
+
+def test_skip_first_leaves_the_first_steps_unprofiled():
+    with nbprofiler.profile(skip_first=2, wait=1, warmup=0, active=2, step_on="manual") as run:
+        for i in range(7):
+            with torch.profiler.record_function(f"work_{i}"):
+                torch.ones(8).sum()
+            nbprofiler.step()
+    report = run.report
+    assert list(report.steps["phase"]) == ["none", "none", "wait", "active", "active", "none", "none"]
+    names = set(report.operators["name"])
+    assert {"work_3", "work_4"} <= names and not names & {"work_0", "work_1", "work_2", "work_5", "work_6"}
+    assert list(report.trace_steps["step"]) == [3, 4]
+
+
+def test_an_unknown_tab_names_the_tabs():
+    with nbprofiler.profile(wait=0, warmup=0, active=1, step_on="manual") as run:
+        torch.ones(8).sum()
+        nbprofiler.step()
+    with pytest.raises(ValueError, match="no tab 'Nope'; its tabs are Overview, Operators"):
+        run.report.explorer(tab="Nope")
 
 
 @pytest.mark.cuda
@@ -89,6 +128,32 @@ def test_live_cuda_run_records_kernels_and_device_memory():
     assert {"mem_allocated_bytes", "mem_peak_bytes", "mem_reserved_bytes"} <= set(report.steps.columns)
     assert (report.steps["mem_peak_bytes"] >= report.steps["mem_allocated_bytes"]).all()
     assert report.operators["device_self_us"].sum() > 0
+
+
+@pytest.mark.cuda
+def test_live_cuda_step_time_covers_queued_device_work():
+    """A step that only queues kernels returns on the host at once; its wall time must still
+    cover the device work (CUDA events, no synchronize in the loop), and the peak resets per step."""
+    a = torch.randn(4096, 4096, device="cuda")
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(20):
+        a @ a
+    end.record()
+    torch.cuda.synchronize()
+    device_ms = start.elapsed_time(end)  # what one step's kernels take
+    with nbprofiler.profile(wait=1, warmup=1, active=2, step_on="manual") as run:
+        for i in range(6):
+            big = torch.empty(256 << 20 if i == 2 else 1 << 20, dtype=torch.uint8, device="cuda")
+            del big
+            for _ in range(20):
+                a @ a
+            nbprofiler.step()
+    steps = run.report.steps
+    assert (steps["wall_ms"] > 0.7 * device_ms).all(), (steps["wall_ms"].tolist(), device_ms)
+    peaks = steps["mem_peak_bytes"] - steps["mem_allocated_bytes"]
+    assert peaks[2] >= 256 << 20 and (peaks.drop(2) < 256 << 20).all()
 
 
 def test_names_with_double_quotes_survive_torchs_export():
@@ -117,6 +182,26 @@ def test_profiler_log_lines_are_kept_out_of_stderr_but_user_output_is_not(capfd)
     err = capfd.readouterr().err
     assert "from the user's C code" in err
     assert "profiler_start" not in err and "profiler_stop" not in err
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_process_forked_during_a_run_keeps_writing_to_the_real_stderr(capfd):
+    """A persistent DataLoader worker outlives the run: its stderr must not be the run's temp file."""
+    go_r, go_w = os.pipe()
+    with nbprofiler.profile(step_on="manual", wait=0, warmup=0, active=1):
+        pid = os.fork()
+        if pid == 0:  # the child: wait until the run is over, then write
+            os.close(go_w)
+            os.read(go_r, 1)
+            os.write(2, b"from a worker after the run\n")
+            os._exit(0)
+        torch.ones(4).sum()
+        nbprofiler.step()
+    os.close(go_r)
+    os.write(go_w, b"x")
+    os.close(go_w)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert "from a worker after the run" in capfd.readouterr().err
 
 
 def test_a_live_trace_torch_wrote_badly_costs_its_tables_not_the_steps(monkeypatch):

@@ -34,8 +34,8 @@ ONE_MB = 1 << 20
 def _allocated_size(sampler) -> int:
     """Bytes the sampler's containers hold, allocated capacity included."""
     parts = [sampler.host_ms, sampler.dataloader_ms, sampler.mem_a, sampler.mem_peak, sampler.mem_reserved,
-             sampler._events, sampler]
-    return sum(sys.getsizeof(p) for p in parts) + sum(sys.getsizeof(e) for e in sampler._events)
+             sampler.device_ms, sampler._pending, sampler]
+    return sum(sys.getsizeof(p) for p in parts) + sum(sys.getsizeof(e) for e in sampler._pending)
 
 
 def test_2000_steps_keep_the_sampler_small_and_trace_only_the_active_steps(shell):

@@ -4,15 +4,21 @@ It runs on all steps, not only the profiled ones, so the report can show how a
 long cell behaved from its first step to its last. Each step costs a few
 fixed-size numbers (``array('d')``), so 2,000 steps take well under 1 MB.
 
-On CUDA, step time comes from CUDA events recorded at each boundary and read
-once at the end, so no step pays for a device-wide synchronize.
+On CUDA, step time also comes from a pair of CUDA events per step: one recorded
+when the step starts (after the profiler's own work at the boundary, so a trace
+export is not billed to the step) and one when it ends. A finished pair is read
+without waiting (``Event.query``) at a later boundary and then dropped, so no
+step pays for a device-wide synchronize and the events held stay few; the
+report synchronizes once for the last ones.
 """
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable
 
 import pandas as pd
@@ -33,16 +39,17 @@ class StepSampler:
         self.mem_a = array("d")  # CUDA allocated, or RSS on CPU
         self.mem_peak = array("d")
         self.mem_reserved = array("d")
-        self._events: list[torch.cuda.Event] = []
+        self.device_ms = array("d")  # NaN until the step's events have completed
+        self._start_event: torch.cuda.Event | None = None
+        self._pending: deque[tuple[int, torch.cuda.Event, torch.cuda.Event]] = deque()
         self._rss = _rss_reader()
         self._wait_s = 0.0
         self._t0 = 0.0
 
     def start(self) -> None:
-        self._t0 = time.perf_counter()
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
-            self._events.append(self._record_event())
+        self.restart_clock()
 
     def add_wait(self, seconds: float) -> None:
         self._wait_s += seconds
@@ -53,7 +60,10 @@ class StepSampler:
         self.dataloader_ms.append(self._wait_s * 1e3)
         self._wait_s = 0.0
         if self.cuda:
-            self._events.append(self._record_event())
+            self.device_ms.append(math.nan)
+            if self._start_event is not None:
+                self._pending.append((self.count - 1, self._start_event, self._record_event()))
+            self._read_finished(wait=False)
             self.mem_a.append(float(torch.cuda.memory_allocated()))
             self.mem_peak.append(float(torch.cuda.max_memory_allocated()))
             self.mem_reserved.append(float(torch.cuda.memory_reserved()))
@@ -66,19 +76,25 @@ class StepSampler:
         """Start timing the next step; called again after the profiler's own work at a
         boundary (trace export), so that work is not billed to the user's step."""
         self._t0 = time.perf_counter()
+        if self.cuda:
+            self._start_event = self._record_event()
+
+    def _read_finished(self, wait: bool) -> None:
+        """Device time of the steps whose end event has completed (all of them when ``wait``)."""
+        if wait and self._pending:
+            torch.cuda.synchronize()
+        while self._pending and (wait or self._pending[0][2].query()):
+            step, begin, end = self._pending.popleft()
+            self.device_ms[step] = begin.elapsed_time(end)
 
     @property
     def count(self) -> int:
         return len(self.host_ms)
 
-    @property
-    def pending_wait_s(self) -> float:
-        return self._wait_s
-
     def nbytes(self) -> int:
         """Memory the per-step columns hold (for the large-run guarantee)."""
-        cols = (self.host_ms, self.dataloader_ms, self.mem_a, self.mem_peak, self.mem_reserved)
-        return sum(c.buffer_info()[1] * c.itemsize for c in cols) + 64 * len(self._events)
+        cols = (self.host_ms, self.dataloader_ms, self.mem_a, self.mem_peak, self.mem_reserved, self.device_ms)
+        return sum(c.buffer_info()[1] * c.itemsize for c in cols) + 128 * len(self._pending)
 
     def _record_event(self) -> torch.cuda.Event:
         event = torch.cuda.Event(enable_timing=True)
@@ -89,10 +105,9 @@ class StepSampler:
         """``report.steps``: one row per completed step. Synchronizes once on CUDA."""
         n = self.count
         wall = list(self.host_ms)
-        if self.cuda and len(self._events) > n:
-            torch.cuda.synchronize()
-            device_ms = [self._events[i].elapsed_time(self._events[i + 1]) for i in range(n)]
-            wall = [max(h, d) for h, d in zip(wall, device_ms)]
+        if self.cuda:
+            self._read_finished(wait=True)
+            wall = [h if math.isnan(d) else max(h, d) for h, d in zip(wall, self.device_ms)]
         df = pd.DataFrame(
             {
                 "step": range(n),

@@ -383,6 +383,9 @@ def profile(options: ProfileOptions | None = None, **kwargs: Any) -> Iterator[Pr
     batches or ``nbprofiler.step()``, as ``step_on`` says.
     """
     opts = (options or ProfileOptions()).replace(**kwargs) if kwargs else (options or ProfileOptions())
+    if opts.iterations is not None:
+        raise OptionError("iterations", "a with block runs once, so it cannot be repeated: call nbprofiler.step() "
+                                        "at the end of each iteration of your loop, or use %%torchprofile -n N in a cell")
     run = ProfileRun(opts)
     with run:
         yield run

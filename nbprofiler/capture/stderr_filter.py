@@ -7,6 +7,10 @@ once torch is loaded. While a run lasts, file descriptor 2 points at a
 temporary file, and a thread forwards every other line to the real stderr a
 few times a second. A file, unlike a pipe, never blocks a writer, so C code
 that logs while holding the GIL cannot deadlock against the forwarding thread.
+
+A process forked while a run lasts (a DataLoader worker) gets the real stderr
+back at once: it has no forwarding thread, and a persistent worker outlives the
+run and its temporary file.
 """
 from __future__ import annotations
 
@@ -21,6 +25,16 @@ _NOISE = re.compile(
     rb"|^\[W\d+ [\d:.]+ CPUAllocator\.cpp:\d+\] Memory block of unknown size was allocated before the profiling"
 )
 _POLL_S = 0.1
+_filtering: "StderrFilter | None" = None  # the filter between start and stop, for forked children
+
+
+def _real_stderr_in_child() -> None:
+    if _filtering is not None and _filtering._saved is not None:
+        os.dup2(_filtering._saved, 2)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_real_stderr_in_child)
 
 
 class StderrFilter:
@@ -47,16 +61,20 @@ class StderrFilter:
         except OSError:  # no usable fd 2: nothing to filter
             file.close()
             return
+        global _filtering
         self._saved = saved
         self._file = file
+        _filtering = self
         os.dup2(self._file.fileno(), 2)
         self._thread = threading.Thread(target=self._pump, name="nbprofiler-stderr", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        global _filtering
         if self._saved is None:
             return
         os.dup2(self._saved, 2)
+        _filtering = None
         self._done.set()
         try:
             if self._thread is not None:

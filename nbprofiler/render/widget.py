@@ -512,6 +512,8 @@ class Explorer(widgets.VBox):
 
     def show_tab(self, title: str) -> widgets.Widget:
         """Select the tab called ``title`` (building it if needed) and return its content."""
+        if title not in self.tab_titles:
+            raise ValueError(f"this report has no tab {title!r}; its tabs are {', '.join(self.tab_titles)}")
         index = self.tab_titles.index(title)
         self.tabs.selected_index = index
         self._build(index)

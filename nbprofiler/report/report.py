@@ -76,10 +76,6 @@ class Report:
         return self._live_trace[1]
 
     # -- facts ---------------------------------------------------------------------------
-    @property
-    def is_live(self) -> bool:
-        return self.run is not None
-
     @cached_property
     def device(self) -> DeviceInfo:
         """The device the work ran on: the live device, or the trace's busiest GPU."""
