@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -54,7 +55,8 @@ def leftover_state(modules: Iterable[Any] = ()) -> list[str]:
     from torch.utils.data import DataLoader
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-    from nbprofiler.capture import hooks, session
+    from nbprofiler.capture import hooks, session, stderr_filter
+    from nbprofiler.capture.lines import LineRecorder
 
     problems: list[str] = []
 
@@ -83,6 +85,10 @@ def leftover_state(modules: Iterable[Any] = ()) -> list[str]:
         problems.append("the torch profiler is still running")
     if session._active is not None:
         problems.append("a ProfileRun is still marked active")
+    if isinstance(getattr(sys.gettrace(), "__self__", None), LineRecorder):
+        problems.append("the --stack line tracer is still installed")
+    if stderr_filter._filtering is not None:
+        problems.append("stderr is still redirected to the profiler-noise filter")
     return problems
 
 

@@ -8,6 +8,8 @@ the active steps; these cover every step, the export, and the other faults.)
 """
 from __future__ import annotations
 
+import sys
+
 import gc
 from collections.abc import Callable
 from typing import Any
@@ -112,6 +114,18 @@ def test_exception_at_every_step(shell, fail_at):
     assert len(run.steps) == fail_at
     assert list(run.trace_steps["step"]) == [s for s in ACTIVE if s < fail_at]
     assert "Partial report" in shown_report(captured)
+    assert_recovered(shell)
+
+
+@pytest.mark.parametrize("fail_at", [0, 3])  # before the tracers record, and while they do
+def test_exception_with_line_and_module_tracing(shell, fail_at):
+    """--stack installs a line tracer and --modules module hooks: both go, also on error."""
+    shell.user_ns.update(FAIL_AT=fail_at, boom=ValueError(f"bad batch {fail_at}"))
+    result, captured = run_cell(shell, "--stack --modules -o run", FAILING_LOOP)
+    assert result.error_in_exec is shell.user_ns["boom"]
+    run = shell.user_ns["run"]
+    assert run.partial and len(run.steps) == fail_at
+    assert sys.gettrace() is None
     assert_recovered(shell)
 
 

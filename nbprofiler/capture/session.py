@@ -240,9 +240,11 @@ class ProfileRun:
     def _cleanup(self) -> None:
         global _active
         try:
-            if self.lines is not None:
-                self.lines.stop()
-            self.hooks.remove()
+            try:
+                if self.lines is not None:
+                    self.lines.stop()
+            finally:  # an interrupt while the line tracer stops must not leave the step hooks in place
+                self.hooks.remove()
         finally:  # even if interrupted mid-way: a stale _active would refuse every later cell as nested
             self._prof = None
             with _active_lock:
