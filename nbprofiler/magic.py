@@ -1,6 +1,8 @@
 """The ``%%torchprofile`` / ``%torchprofile`` magics: a thin adapter over ``nbprofiler.profile``."""
 from __future__ import annotations
 
+import argparse
+import re
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -35,7 +37,7 @@ class TorchProfileMagics(Magics):
     @argument("-q", "--quiet", action="store_true", help="Display nothing (use with -o).")
     @argument("--sort", default=None, help=f"Sort the operator table by one of: {', '.join(SORT_KEYS)}.")
     @argument("--top", type=int, default=15, help="Number of operators to show (default 15).")
-    @argument("statement", nargs="*", help="With %%torchprofile (line magic): the statement to profile.")
+    @argument("statement", nargs="*", help="With %%torchprofile (the line magic): the statement to profile.")
     @line_cell_magic
     def torchprofile(self, line: str = "", cell: str | None = None) -> Any:
         """Profile a notebook cell under torch.profiler and show where its time goes.
@@ -72,11 +74,13 @@ class TorchProfileMagics(Magics):
         ``run.suggestions`` ... hold the tables; ``nbprofiler.last()`` returns the
         latest Report; ``run.export_chrome_trace("t.json.gz")`` saves the trace.
         """
+        name = "%%torchprofile" if cell is not None else "%torchprofile"
+        options_text, statement = (line, "") if cell is not None else _split_statement(line, self.torchprofile.parser)
         try:
-            args = parse_argstring(self.torchprofile, line)
+            args = parse_argstring(self.torchprofile, options_text)
         except UsageError as exc:
-            raise UsageError(f"%%torchprofile: {exc}") from None
-        source = cell if cell is not None else " ".join(args.statement)
+            raise UsageError(f"{name}: {exc}") from None
+        source = cell if cell is not None else statement
         if not source.strip():
             raise UsageError("%torchprofile: give a statement to profile, or use %%torchprofile on a cell")
         if cell is not None and args.statement:
@@ -90,9 +94,9 @@ class TorchProfileMagics(Magics):
                 top=args.top, quiet=args.quiet,
             )
         except OptionError as exc:
-            raise UsageError(f"%%torchprofile {exc}") from None
+            raise UsageError(f"{name} {exc}") from None
         if args.output is not None and not args.output.isidentifier():
-            raise UsageError(f"%%torchprofile -o: {args.output!r} is not a valid variable name")
+            raise UsageError(f"{name} -o: {args.output!r} is not a valid variable name")
         return self._run(source, options, args.output)
 
     def _run(self, source: str, options: ProfileOptions, output: str | None) -> None:
@@ -135,6 +139,22 @@ class TorchProfileMagics(Magics):
         if failure is not None:
             raise failure.with_traceback(failure.__traceback__)
         return None
+
+
+def _split_statement(line: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
+    """The line magic's options, and its statement verbatim from the first word that is
+    neither an option nor an option's value (so ``y = -x`` is code, not a flag)."""
+    expects_value = False
+    for word in re.finditer(r"\S+", line):
+        token = word.group()
+        if expects_value:
+            expects_value = False
+        elif token.startswith("-") and token.split("=", 1)[0] in parser._option_string_actions:
+            action = parser._option_string_actions[token.split("=", 1)[0]]
+            expects_value = action.nargs != 0 and "=" not in token
+        else:
+            return line[:word.start()], line[word.start():].strip()
+    return line, ""
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -110,6 +110,20 @@ def test_line_magic_profiles_a_statement(shell):
     assert len(run.steps) == 4 and "aten::addmm" in set(run.operators["name"])
 
 
+def test_line_magic_statement_may_start_with_or_hold_a_minus(shell):
+    """Everything from the first word that is not an option is the statement, verbatim."""
+    shell.run_cell("x0 = torch.randn(16, 20)").raise_error()
+    with capture_output():
+        shell.run_line_magic("torchprofile", "-q -n 2 --wait=0 --warmup 0 y = -model(x0) - 1; s = 'a  -b'")
+    assert torch.equal(shell.user_ns["y"], -shell.user_ns["model"](shell.user_ns["x0"]) - 1)
+    assert shell.user_ns["s"] == "a  -b"
+    with pytest.raises(UsageError, match="^%torchprofile: give a statement"):
+        shell.run_line_magic("torchprofile", "-q --active 2")
+    with pytest.raises(UsageError, match="^%torchprofile --active: must be a whole number"):
+        shell.run_line_magic("torchprofile", "--active 0 y = model(x0)")
+    assert_nothing_left()
+
+
 def test_too_few_steps_still_report_what_ran(shell):
     cell = "for i, (x, y) in enumerate(train_loader):\n    loss = F.cross_entropy(model(x), y)\n    opt.zero_grad(); loss.backward(); opt.step()\n    if i == 2: break\n"
     captured = run_magic(shell, "-o run --wait 1 --warmup 1 --active 5", cell)
