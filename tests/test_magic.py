@@ -102,6 +102,21 @@ def test_iterations_run_the_body_n_times(shell):
     assert list(run.trace_steps["step"]) == [2, 3]
 
 
+def test_gradient_accumulation_is_named_and_step_on_optimizer_fixes_it(shell):
+    cell = ("for i, (x, y) in enumerate(train_loader):\n"
+            "    (F.cross_entropy(model(x), y) / 4).backward()\n"
+            "    if i % 4 == 3:\n"
+            "        opt.step(); opt.zero_grad()\n")
+    run_magic(shell, "-q -o auto", cell)
+    auto = shell.user_ns["auto"]
+    assert any("first 3 step(s) were ended by DataLoader batches" in n and "--step-on optimizer" in n
+               for n in auto.notes)
+    run_magic(shell, "-q -o opt_steps --step-on optimizer", cell)
+    steps = shell.user_ns["opt_steps"]
+    assert len(steps.steps) == 3 and steps.run.step_source == "optimizer"  # 12 batches, 4 per step
+    assert not any("DataLoader batches" in n for n in steps.notes)
+
+
 def test_line_magic_profiles_a_statement(shell):
     shell.run_cell("x0 = torch.randn(16, 20)").raise_error()
     with capture_output():

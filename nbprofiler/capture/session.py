@@ -281,6 +281,13 @@ class ProfileRun:
                 f"the trace export failed ({_describe(self._export_error)}); only per-step figures are shown. "
                 f"Make sure {tempfile.gettempdir()} is writable and has free space (or set TMPDIR), then run again"
             )
+        switched = self.options.step_on == "auto" and not self.options.iterations and "optimizer" in self._boundaries
+        if switched and self._boundaries.get("dataloader"):
+            record.notes.append(
+                f"the first {self._boundaries['dataloader']} step(s) were ended by DataLoader batches, before the "
+                "first optimizer.step(); if the loop accumulates gradients over several batches, run again with "
+                "--step-on optimizer so that every step is one optimizer step"
+            )
         if self._cycles > 1:
             record.notes.append(
                 f"{self._cycles} cycles were recorded (--repeat {self.options.repeat}); torch clears its events "
