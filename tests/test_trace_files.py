@@ -154,3 +154,51 @@ def test_a_byte_order_mark_is_accepted(tmp_path):
     with_bom = nbprofiler.load(tmp_path / "bom.json").operators
     plain = nbprofiler.load(shared_trace("mi250_rocm_toy_train.pt.trace.json.gz")).operators
     assert with_bom.equals(plain)
+
+
+# -- tensorboard_trace_handler directories: cycles, ranks, and unrelated runs -----------------------
+
+def _handler_dir(tmp_path, files: dict[str, str]):
+    """A directory named as ``tensorboard_trace_handler`` writes it: ``<worker>.<time>.pt.trace.json.gz``."""
+    for name, shared in files.items():
+        (tmp_path / f"{name}.pt.trace.json.gz").write_bytes(shared_trace(f"{shared}.pt.trace.json.gz").read_bytes())
+    return tmp_path
+
+
+def test_several_cycles_of_one_worker_load_the_latest_and_say_so(tmp_path):
+    d = _handler_dir(tmp_path, {"host_7.1700000000000000100": "v100_resnet50_train_num_workers_0",
+                                "host_7.1700000000000000200": "mi250_rocm_toy_train"})
+    report = nbprofiler.load(d)
+    assert report.source_path.endswith("host_7.1700000000000000200.pt.trace.json.gz")
+    assert report.device.kind == "rocm" and not report.ranks and report.rank_comparison.empty
+    note = next(n for n in report.notes if "profiling cycles" in n)
+    assert "host_7.1700000000000000200.pt.trace.json.gz, the latest of 2 cycles" in note
+    assert "The other 1 file(s) are earlier cycles: pass one's path to nbprofiler.load" in note
+
+
+def test_cycles_of_several_ranks_are_cycles_not_ranks(tmp_path):
+    d = _handler_dir(tmp_path, {"rank0.100": "a100_nccl_distributed", "rank0.200": "a100_nccl_distributed",
+                                "rank3.100": "a100_train", "rank3.200": "a100_train"})
+    report = nbprofiler.load(d)
+    assert sorted(report.ranks) == [0, 3] and len(report.rank_comparison) == 2
+    assert report.ranks[0].source_path.endswith("rank0.200.pt.trace.json.gz")
+    assert report.ranks[3].source_path.endswith("rank3.200.pt.trace.json.gz")
+    note = next(n for n in report.notes if "profiling cycles" in n)
+    assert "rank 0: rank0.200.pt.trace.json.gz, the latest of 2 cycles" in note
+    assert "rank 3: rank3.200.pt.trace.json.gz" in note and "The other 2 file(s) are earlier cycles" in note
+
+
+def test_unrelated_single_process_traces_are_refused_not_compared_as_ranks(tmp_path):
+    d = _handler_dir(tmp_path, {"hostA_1.100": "v100_resnet50_train_num_workers_0",
+                                "hostB_2.100": "v100_resnet50_train_num_workers_4"})
+    _trace_error(d, "2 processes wrote traces here")
+    with pytest.raises(nbprofiler.TraceError, match="no distributedInfo, so they are separate runs, not ranks of "
+                                                    "one; pass one file's path to nbprofiler.load"):
+        nbprofiler.load(d)
+    one = d / "hostA_1.100.pt.trace.json.gz"
+    assert nbprofiler.load(one).source_path == str(one)
+
+
+def test_two_runs_claiming_the_same_rank_are_refused(tmp_path):
+    d = _handler_dir(tmp_path, {"hostA_1.100": "a100_nccl_distributed", "hostB_2.100": "v100_resnet_ns_timestamps"})
+    _trace_error(d, "two trace files claim rank 0")

@@ -134,3 +134,32 @@ def test_no_distributed_info(name):
     assert report.rank_comparison.empty
     assert (report.communication["communication_us"] == 0).all()
     assert np.isfinite(report.phases["total"]).all()
+
+
+def test_steps_left_out_of_the_breakdown_are_reported():
+    """MI250: the second profiled step launched no device work, so the breakdown (as the
+    plugin's) keeps one step; the report says so instead of changing the count silently."""
+    report = load("mi250_rocm_toy_train.pt.trace.json.gz")
+    assert len(report.trace_steps) == 2 and report.summary["steps"] == len(report.breakdown) == 1
+    note = next(n for n in report.notes if "left out" in n)
+    assert note.startswith("1 of the 2 profiled steps is left out of the step breakdown")
+    assert "1 step(s) at the end launched no device work" in note
+    assert not any("left out" in n for n in load("v100_resnet_ns_timestamps.pt.trace.json.gz").notes)
+
+
+def test_a_last_step_cut_short_is_reported(tmp_path):
+    """The real V100 trace with half the launches of its last step removed, as when the profiler
+    stops before the step's kernels ran: that step is left out, and the note says why."""
+    trace = json.loads(json.dumps(raw("v100_resnet_ns_timestamps.pt.trace.json.gz")))
+    last = max((e for e in trace["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")),
+               key=lambda e: e["ts"])
+    launches = [e for e in trace["traceEvents"] if e.get("cat") == "cuda_runtime" and "Launch" in e.get("name", "")
+                and last["ts"] <= e["ts"] <= last["ts"] + last["dur"]]
+    dropped = {id(e) for e in launches[::2]}
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if id(e) not in dropped]
+    (tmp_path / "cut.json").write_text(json.dumps(trace))
+    report = nbprofiler.load(tmp_path / "cut.json")
+    assert len(report.trace_steps) == 5 and report.summary["steps"] == 4
+    note = next(n for n in report.notes if "left out" in n)
+    assert note.startswith("1 of the 5 profiled steps is left out")
+    assert "the last step that launched device work launched under 80% of the step before it" in note

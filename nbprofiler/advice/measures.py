@@ -120,6 +120,13 @@ def trace_loader_workers(report: "Report") -> str | None:
     return None
 
 
+def saw_dataloader(report: "Report") -> bool:
+    """Whether the profiled run iterated a DataLoader: only then can one be said to keep up."""
+    if report.run is not None:
+        return bool(report.run.loaders)
+    return trace_loader_workers(report) is not None
+
+
 # -- device time ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DeviceTime:

@@ -4,8 +4,8 @@
 largest first, so the change that can help most is read first. A rule fires
 only past its threshold in ``thresholds.py``; below it, it says nothing (a
 loader that keeps up gets no DataLoader advice). A run where no rule fires
-gets one ``nothing_to_improve`` result that lists what was checked, so a
-renderer never shows an empty, ambiguous section.
+gets one ``nothing_to_improve`` result that lists what was checked and what
+could not be (and why), so a renderer never shows an empty, ambiguous section.
 
 Every ``gain`` is Amdahl's law on a measured share of the step: the part a
 change can remove (data waiting, GPU idle after syncs) or speed up by at most
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import pandas as pd
 
+from ..analysis.memory import GROWTH_MIN_STEPS
 from ..capture.loaders import LoaderRecord
 from ..render.format import fmt_bytes
 from . import measures as M
@@ -724,42 +725,102 @@ RULES: tuple[Callable[[Facts], list[Suggestion]], ...] = (
 
 
 def nothing_to_improve(f: Facts) -> Suggestion:
-    """The one result of a run where no rule fired, with the figures each check saw."""
-    checks: list[str] = []
+    """The one result of a run where no rule fired: the checks that ran, with the figures
+    they saw, and those that could not run, with why, so that "nothing to improve"
+    never vouches for what was not looked at."""
+    passed, not_run, evidence = _checks_that_ran(f)
+    if not not_run:
+        title = "Nothing to improve: every check passed"
+    elif passed:
+        title = (f"Nothing to improve in what could be checked: {len(not_run)} of {len(passed) + len(not_run)} "
+                 "checks could not run")
+    else:
+        title = "No suggestion, but no check could run on this profile"
+    parts = ([f"Passed: {'; '.join(passed)}."] if passed else []) + (
+        [f"Could not check: {'; '.join(not_run)}."] if not_run else [])
+    return Suggestion(
+        kind=NOTHING_TO_IMPROVE,
+        title=title,
+        severity="low",
+        evidence=evidence,
+        expected_gain="none: the settings this profiler could judge already fit this run",
+        gain=1.0,
+        code=None,
+        detail=" ".join(parts),
+    )
+
+
+def _checks_that_ran(f: Facts) -> tuple[list[str], list[str], dict[str, object]]:
+    """What each check that applies to this device saw when it passed, why the others
+    could not run, and the passed checks' figures. GPU checks are left out on a CPU run
+    and the CPU batch check on a GPU run: they do not apply, so they are neither passed
+    nor missed."""
+    passed: list[str] = []
+    not_run: list[str] = []
     evidence: dict[str, object] = {}
     wait = f.data_wait
-    if wait is not None:
+    if wait is None or not M.saw_dataloader(f.report):
+        not_run.append("data loading (no DataLoader was seen in the profiled steps)")
+    else:
         startup_ms, _ = _split_startup(M.wait_per_step(f.report, None), wait.steps)
         share = max(wait.wait_ms - startup_ms, 0.0) / wait.step_ms if wait.step_ms > 0 else 0.0
         evidence["data_wait_share"] = round(share, 4)
         after = ", not counting one-time start-up waits" if startup_ms > 0 else ""
-        checks.append(f"the DataLoader keeps up (waiting {share:.1%} of the step{after}, "
+        passed.append(f"the DataLoader keeps up (waiting {share:.1%} of the step{after}, "
                       f"under {T.DATALOADER_WAIT_SHARE:.0%})")
-    dt = f.device_time
-    if dt is not None and dt.synthetic:
-        checks.append("the trace has no ProfilerStep ranges, so the per-step checks (batch size, syncs, launch "
-                      "overhead) could not run")
-    elif dt is not None and dt.steps < T.MIN_STEPS_FOR_IDLE:
-        checks.append("only one step was profiled, so the GPU idle-time checks (batch size, launch overhead) "
-                      "did not run: profile more steps (--active 3)")
-    elif dt is not None:
-        evidence["gpu_utilization"] = round(dt.utilization, 4)
-        checks.append(f"the GPU is busy {dt.utilization:.0%} of the step")
-    if f.cpu is not None:
+    no_steps = _why_no_steps(f)
+    dt, mix = f.device_time, f.kernel_mix
+    if f.on_gpu and dt is not None:
+        if no_steps is not None:
+            not_run.append(f"host-device syncs ({no_steps})")
+        else:
+            passed.append(f"no host-device sync leaves the GPU idle {T.SYNC_IDLE_SHARE:.0%} of the step or more")
+        too_few = no_steps or _why_too_few_steps(f, dt)
+        if too_few is not None:
+            not_run.append(f"GPU idle time and batch size ({too_few})")
+        else:
+            evidence["gpu_utilization"] = round(dt.utilization, 4)
+            passed.append(f"the GPU is busy {dt.utilization:.0%} of the step and waits on the host under "
+                          f"{T.LAUNCH_IDLE_SHARE:.0%} of it")
+        if f.memory is not None:
+            evidence["peak_memory_share"] = round(f.memory.peak_share, 4)
+            passed.append(f"peak memory is {f.memory.peak_share:.0%} of the device")
+        else:
+            not_run.append("device memory and batch size (the trace has no absolute device memory figures)")
+        if f.report.device.kind != "cuda":
+            not_run.append(f"tensor cores and cuDNN settings (these checks know CUDA devices only, not "
+                           f"{f.report.device.kind.upper()})")
+        elif mix is not None:
+            passed.append(f"{mix.tensor_core_share:.0%} of kernel time runs on tensor cores and convolutions take "
+                          f"{mix.conv_share * dt.utilization:.0%} of the step")
+    elif f.cpu is not None:
         evidence["cpu_fixed_share"] = round(f.cpu.share, 4)
-        checks.append(f"fixed per-step cost is {f.cpu.share:.0%} of the step (under {T.CPU_OVERHEAD_SHARE:.0%})")
-    if f.memory is not None:
-        evidence["peak_memory_share"] = round(f.memory.peak_share, 4)
-        checks.append(f"peak memory is {f.memory.peak_share:.0%} of the device")
-    if not f.report.memory_growth.empty:
-        checks.append("memory does not grow from step to step")
-    return Suggestion(
-        kind=NOTHING_TO_IMPROVE,
-        title="Nothing to improve: every check passed",
-        severity="low",
-        evidence=evidence,
-        expected_gain="none: the settings this profiler can judge already fit this run",
-        gain=1.0,
-        code=None,
-        detail="; ".join(checks),
-    )
+        passed.append(f"fixed per-step cost is {f.cpu.share:.0%} of the step (under {T.CPU_OVERHEAD_SHARE:.0%})")
+    else:
+        not_run.append(f"the CPU batch size ({no_steps or 'no operator call on the step thread to measure'})")
+    if (f.report.memory_growth["steps"] >= GROWTH_MIN_STEPS).any():
+        passed.append("memory does not grow from step to step")
+    else:
+        not_run.append(f"memory growth (it needs memory figures from at least {GROWTH_MIN_STEPS} steps)")
+    return passed, not_run, evidence
+
+
+def _why_no_steps(f: Facts) -> str | None:
+    """Why checks that judge time within steps cannot run at all, or None when they can."""
+    steps = f.report.trace_steps
+    if steps.empty:
+        return "no step was recorded in the trace"
+    if bool(steps["synthetic"].iloc[0]):
+        return "the trace has no ProfilerStep ranges, so there are no steps to judge"
+    return None
+
+
+def _why_too_few_steps(f: Facts, dt: M.DeviceTime) -> str | None:
+    """Why the GPU idle-time checks cannot judge the steps there are, or None when they can."""
+    if dt.steps >= T.MIN_STEPS_FOR_IDLE:
+        return None
+    profiled = len(f.report.trace_steps)
+    counted = (f"only {dt.steps} of the {profiled} profiled steps is in the breakdown, as the notes say"
+               if profiled > dt.steps else f"only {dt.steps} step was profiled")
+    return (f"{counted}, and one step's idle time is mostly start-up: profile at least {T.MIN_STEPS_FOR_IDLE + 1} "
+            f"steps (--active {T.MIN_STEPS_FOR_IDLE + 1})")

@@ -91,29 +91,18 @@ def stretched_steps(table: EventTable, host_steps: pd.DataFrame) -> pd.DataFrame
     host_start = host_steps["start_us"].to_numpy(dtype=np.float64)
     host_end = host_steps["end_us"].to_numpy(dtype=np.float64)
     n = len(host_start)
-    ts, dur = table["ts"], table["dur"]
-    dev = np.flatnonzero(np.isin(table.kind, DEVICE_WORK))
-    rt = launching_runtime(table, dev)
-    launched = rt >= 0
-    dev, rt = dev[launched], rt[launched]
-    rt_start, rt_end = ts[rt], ts[rt] + dur[rt]
-    step = np.searchsorted(host_start, rt_start, side="right") - 1
-    inside = (step >= 0) & (rt_end <= host_end[np.maximum(step, 0)])
-    step = step[inside]
+    dev, step = _launches(table, host_start, host_end)
     count = np.bincount(step, minlength=n)
     start, end = host_start, host_end
-    keep = n
+    keep = _kept(count)
     if count.any():
+        ts, dur = table["ts"], table["dur"]
         device_end = np.full(n, -np.inf)
-        np.maximum.at(device_end, step, (ts[dev] + dur[dev])[inside])
+        np.maximum.at(device_end, step, ts[dev] + dur[dev])
         # end_i = max(host_end_i, device_end_i, start_i) with start_i = max(host_start_i, end_{i-1}):
         # host_start_i <= host_end_i, so the recurrence is a running maximum.
         end = np.maximum.accumulate(np.maximum(host_end, device_end))
         start = np.maximum(host_start, np.concatenate(([host_start[0]], end[:-1])))
-        last = int(np.flatnonzero(count)[-1])
-        keep = last + 1
-        if last > 0 and count[last] < LAST_STEP_MIN_SHARE * count[last - 1]:
-            keep = last
     return pd.DataFrame(
         {
             "step": host_steps["step"].to_numpy()[:keep],
@@ -124,6 +113,44 @@ def stretched_steps(table: EventTable, host_steps: pd.DataFrame) -> pd.DataFrame
             "device_activities": count[:keep],
         }
     )
+
+
+def dropped_steps(table: EventTable, host_steps: pd.DataFrame) -> tuple[int, int]:
+    """The steps ``stretched_steps`` leaves out, so the report can say so: (trailing steps
+    that launched no device work, last steps cut short: 0 or 1)."""
+    if host_steps.empty:
+        return 0, 0
+    host_start = host_steps["start_us"].to_numpy(dtype=np.float64)
+    host_end = host_steps["end_us"].to_numpy(dtype=np.float64)
+    count = np.bincount(_launches(table, host_start, host_end)[1], minlength=len(host_start))
+    keep = _kept(count)
+    cut_short = int(keep < len(count) and count[keep] > 0)
+    return len(count) - keep - cut_short, cut_short
+
+
+def _launches(table: EventTable, host_start: np.ndarray, host_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Device activities launched inside a step's host range, and that step's position."""
+    ts, dur = table["ts"], table["dur"]
+    dev = np.flatnonzero(np.isin(table.kind, DEVICE_WORK))
+    rt = launching_runtime(table, dev)
+    launched = rt >= 0
+    dev, rt = dev[launched], rt[launched]
+    rt_start, rt_end = ts[rt], ts[rt] + dur[rt]
+    step = np.searchsorted(host_start, rt_start, side="right") - 1
+    inside = (step >= 0) & (rt_end <= host_end[np.maximum(step, 0)])
+    return dev[inside], step[inside]
+
+
+def _kept(count: np.ndarray) -> int:
+    """How many leading steps the breakdown keeps, from the device activities each launched:
+    all of them without device work, else up to the last that launched any, less that one
+    when it launched under ``LAST_STEP_MIN_SHARE`` of the step before it."""
+    if not count.any():
+        return len(count)
+    last = int(np.flatnonzero(count)[-1])
+    if last > 0 and count[last] < LAST_STEP_MIN_SHARE * count[last - 1]:
+        return last
+    return last + 1
 
 
 def category_masks(table: EventTable) -> dict[str, np.ndarray]:

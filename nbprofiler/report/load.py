@@ -2,37 +2,111 @@
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from ..errors import TraceError
 from ..trace.parser import parse_trace
 from ..trace.sources import find_trace_files, read_trace_file
 from .report import Report
 
+# ``tensorboard_trace_handler`` names each file ``<worker>.<time>.pt.trace.json[.gz]``: the
+# worker (``<host>_<pid>`` unless given) is one process, the time tells its profiling cycles apart.
+_HANDLER_NAME = re.compile(r"^(?P<worker>.+)\.(?P<time>\d+)\.pt\.trace\.json(\.gz)?$")
+_NAMES_SHOWN = 3
+
+
+@dataclass
+class _Process:
+    """The traces one process (a worker, as one rank or none) wrote: its latest cycle parsed."""
+
+    latest: Report
+    time: int
+    earlier: list[Path] = field(default_factory=list)
+
 
 def load(path: str | os.PathLike[str]) -> Report:
     """Load a Chrome trace (``.json``/``.json.gz``) or a ``tensorboard_trace_handler`` directory.
 
-    A directory with traces from several ranks gives the lowest rank's Report,
-    with every rank's Report in ``report.ranks``. Bad input raises
-    ``nbprofiler.TraceError`` naming the file and the problem.
+    In a directory, files are grouped by the process that wrote them: the worker
+    in the file name and the rank in its ``distributedInfo``. A schedule with
+    ``repeat`` makes one process write a file per profiling cycle; the latest
+    cycle is loaded and the report's notes name the file and the earlier cycles
+    (pass a file's path to load one of them). Several processes with distinct
+    ranks are one distributed run: the lowest rank's Report, with every rank's
+    Report in ``report.ranks``. Anything else raises rather than guess which
+    run was meant: processes without ``distributedInfo`` are separate runs,
+    never ranks (comparing them would flag a "straggler" that is just another
+    run), and two processes claiming one rank are two runs mixed. Bad input
+    raises ``nbprofiler.TraceError`` naming the file and the problem.
     """
     files = find_trace_files(path)
-    reports = []
+    if len(files) == 1:
+        return _parse(files[0])
+    processes: dict[tuple[str, int | None], _Process] = {}
     for f in files:
-        data = read_trace_file(f).data
-        try:
-            table = parse_trace(data, source=str(f))
-        finally:
-            del data
-        reports.append(Report.from_trace(table, str(f)))
-    if len(reports) == 1:
-        return reports[0]
+        report = _parse(f)
+        worker, time = _worker_and_time(f)
+        key = (worker, report.table.meta.rank)
+        seen = processes.get(key)
+        if seen is None:
+            processes[key] = _Process(report, time)
+        elif time > seen.time:
+            seen.earlier.append(Path(seen.latest.source_path))
+            seen.latest, seen.time = report, time
+        else:
+            seen.earlier.append(f)
+    without_rank = [p for (_, rank), p in processes.items() if rank is None]
+    if len(processes) > 1 and without_rank:
+        names = _names([Path(p.latest.source_path) for p in without_rank])
+        raise TraceError(path, f"{len(processes)} processes wrote traces here and {names} "
+                               f"{'has' if len(without_rank) == 1 else 'have'} no distributedInfo, so they are "
+                               "separate runs, not ranks of one; pass one file's path to nbprofiler.load")
     by_rank: dict[int, Report] = {}
-    for i, r in enumerate(reports):
-        rank = r.table.meta.rank if r.table.meta.rank is not None else i
-        if rank in by_rank:
-            raise TraceError(path, f"two trace files claim rank {rank}: {by_rank[rank].source_path} and {r.source_path}; "
-                                   "load them one at a time")
-        by_rank[rank] = r
+    for (_, rank), p in processes.items():
+        key = 0 if rank is None else rank
+        if key in by_rank:
+            raise TraceError(path, f"two trace files claim rank {key}: {by_rank[key].source_path} and "
+                                   f"{p.latest.source_path}; load them one at a time")
+        by_rank[key] = p.latest
     first = by_rank[min(by_rank)]
-    return Report.from_trace(first.table, first.source_path, ranks=by_rank)
+    notes = _cycles_note(path, processes)
+    ranks = by_rank if len(by_rank) > 1 else None
+    return replace(Report.from_trace(first.table, first.source_path, ranks=ranks), load_notes=notes)
+
+
+def _parse(f: Path) -> Report:
+    data = read_trace_file(f).data
+    try:
+        table = parse_trace(data, source=str(f))
+    finally:
+        del data
+    return Report.from_trace(table, str(f))
+
+
+def _worker_and_time(f: Path) -> tuple[str, int]:
+    """The process a file comes from (its folder and worker name) and its cycle's time.
+
+    A name the handler did not write is a process of its own (time 0): nothing
+    says which of two such files came later.
+    """
+    m = _HANDLER_NAME.match(f.name)
+    return (str(f.parent / m["worker"]), int(m["time"])) if m else (str(f), 0)
+
+
+def _cycles_note(path: str | os.PathLike[str], processes: dict[tuple[str, int | None], _Process]) -> tuple[str, ...]:
+    """What the load chose when some process wrote several cycles, and how to see the others."""
+    cycled = sorted(((rank, p) for (_, rank), p in processes.items() if p.earlier), key=lambda rp: rp[0] or 0)
+    if not cycled:
+        return ()
+    chosen = "; ".join(f"{'' if rank is None else f'rank {rank}: '}{Path(p.latest.source_path).name}, "
+                       f"the latest of {len(p.earlier) + 1} cycles" for rank, p in cycled)
+    earlier = sum(len(p.earlier) for _, p in cycled)
+    return (f"{path} holds several profiling cycles (schedule repeat); loaded the latest: {chosen}. The other "
+            f"{earlier} file(s) are earlier cycles: pass one's path to nbprofiler.load to see it.",)
+
+
+def _names(paths: list[Path]) -> str:
+    shown = ", ".join(p.name for p in paths[:_NAMES_SHOWN])
+    return shown + (f" and {len(paths) - _NAMES_SHOWN} more" if len(paths) > _NAMES_SHOWN else "")

@@ -51,10 +51,14 @@ def report_notes(report: "Report") -> list[str]:
         notes.extend(run.notes)
         if report.trace_problem is not None:
             notes.append(f"The recorded trace could not be read ({report.trace_problem}); only per-step figures are shown.")
+    notes.extend(report.load_notes)
     if report.table is not None:
         steps = report.trace_steps
         if len(steps) and bool(steps["synthetic"].iloc[0]):
             notes.append("The trace has no ProfilerStep annotations, so the whole trace is treated as one step.")
+        left_out = _left_out_of_breakdown(report)
+        if left_out:
+            notes.append(left_out)
         repaired = report.table.meta.repaired_names
         if repaired:
             notes.append(f"{repaired} event name(s) had unescaped quotes (torch writes them as they are) and were repaired.")
@@ -62,3 +66,22 @@ def report_notes(report: "Report") -> list[str]:
         if skipped:
             notes.append(f"{skipped} malformed trace event(s) were skipped.")
     return notes
+
+
+def _left_out_of_breakdown(report: "Report") -> str | None:
+    """Why the breakdown, GPU summary and idle time count fewer steps than were profiled
+    (the TensorBoard plugin's trimming, which would otherwise change the step count silently)."""
+    from ..analysis.breakdown import LAST_STEP_MIN_SHARE, dropped_steps
+
+    idle, cut_short = dropped_steps(report.table, report.trace_steps)
+    if not idle and not cut_short:
+        return None
+    why = []
+    if cut_short:
+        why.append(f"the last step that launched device work launched under {LAST_STEP_MIN_SHARE:.0%} of the step "
+                   "before it (the profiler most likely stopped before its kernels ran)")
+    if idle:
+        why.append(f"{idle} step(s) at the end launched no device work")
+    left_out = idle + cut_short
+    return (f"{left_out} of the {len(report.trace_steps)} profiled steps {'is' if left_out == 1 else 'are'} left out "
+            f"of the step breakdown, GPU summary and idle time, as in the TensorBoard plugin: {'; '.join(why)}.")

@@ -41,6 +41,7 @@ class Report:
     raw_trace: bytes | None = field(default=None, repr=False)
     source_path: str | None = None
     ranks: Mapping[int, "Report"] = field(default_factory=dict)
+    load_notes: tuple[str, ...] = ()  # what ``load`` chose in a directory (the latest cycle), for ``notes``
 
     # -- construction ------------------------------------------------------------------
     @classmethod
