@@ -4,7 +4,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { formatBytes, formatShare, formatUs, niceTicks } from '../src/report/format';
 import { parseReport, ReportFormatError } from '../src/report/types';
-import { filterRows, memoryGrowth, ReportView, sortRows, TAB_NAMES } from '../src/report/view';
+import { filterRows, growthWarning, ReportView, sortRows, TAB_NAMES } from '../src/report/view';
 
 const HOSTILE_IMG = '<img src=x onerror=alert(1)>';
 const HOSTILE_SCRIPT = '</script><script>alert("nbp")</script>';
@@ -73,6 +73,8 @@ describe('parseReport', () => {
     const view = new ReportView(r);
     expect(view.tabNames).toEqual([...TAB_NAMES]);
     expect(view.node.textContent).toContain('No operators were recorded.');
+    expect(r.memory).toEqual({ steps: { columns: [], rows: [] }, growth: [] });
+    expect(panel(view, 'Memory').textContent).toContain('This report has no memory data');
   });
 
   it('pads short rows, drops extra cells and stringifies nested values', () => {
@@ -127,6 +129,11 @@ describe('escaping of untrusted names', () => {
       } else {
         expect(text).toContain(`Profile of cell [7] ${HOSTILE_IMG}`);
         expect(text).toContain(`CPU ${HOSTILE_SCRIPT}`);
+        // The memory device label, in the growth warning and the chart's heading and SVG title.
+        expect(root.querySelector('.nbp-growth')!.textContent).toContain(`Process RSS on cpu ${HOSTILE_IMG} grows`);
+        expect(Array.from(root.querySelectorAll('.nbp-memory-plot h4')).map(e => e.textContent)).toContain(
+          `Tensor memory on cpu ${HOSTILE_IMG} in the profiled steps`
+        );
         // A breakdown category with a hostile name ends up in the legend and in SVG <title>s.
         const titles = Array.from(root.querySelectorAll('svg title')).map(t => t.textContent);
         expect(titles.some(t => t?.includes(HOSTILE_IMG))).toBe(true);
@@ -251,6 +258,15 @@ describe('operator table', () => {
     expect(view.node.querySelector('.nbp-count')!.textContent).toBe('81 of 81 operators');
   });
 
+  it('says when the payload kept only the most expensive operators of the run', () => {
+    const view = render('report_cpu_live.json');
+    const note = panel(view, 'Operators').querySelector('.nbp-truncated')!;
+    expect(note.textContent).toBe('The saved report keeps the 10 most expensive of the run’s 1,234 operators; sorting and filtering apply to those.');
+    // A payload that holds every operator (or predates "total") says nothing.
+    expect(panel(render('report_v100_trace.json'), 'Operators').querySelector('.nbp-truncated')).toBeNull();
+    expect(parseReport({ schema: 'nbprofiler.report/1', operators: { columns: ['name'], rows: [['a'], ['b']] } }).operatorsTotal).toBe(2);
+  });
+
   it('formats times in readable units and shows missing values as a dash', () => {
     const view = render('report_cpu_live.json');
     const table = view.node.querySelector('.nbp-operator-table') as HTMLTableElement;
@@ -277,13 +293,23 @@ describe('recorded payload', () => {
     const legend = Array.from(overview.querySelectorAll('.nbp-legend-name')).map(n => n.textContent);
     expect(legend).toEqual(['DataLoader', 'Forward', 'Backward', 'Optimizer', 'Other']);
     expect(overview.querySelectorAll('svg .nbp-bar').length).toBe(raw.breakdown.rows.length);
-    // The memory line spans all the steps the cell ran, with the phases shaded.
+    // The sampler's line spans all the steps the cell ran, with the phases shaded.
     const mem = panel(view, 'Memory');
-    expect(mem.querySelectorAll('svg .nbp-line circle').length).toBe(raw.steps.rows.length);
-    expect(mem.querySelectorAll('svg .nbp-phase-active').length).toBe(1);
-    const card = panel(view, 'Suggestions').querySelector('.nbp-card')!;
-    expect(card.querySelector('.nbp-detail')!.textContent).toBe(raw.suggestions[0].detail);
-    expect(card.querySelector('.nbp-copy')).toBeNull();
+    const [sampled, traced] = Array.from(mem.querySelectorAll('svg'));
+    expect(sampled.querySelectorAll('.nbp-line circle').length).toBe(raw.steps.rows.length);
+    expect(sampled.querySelectorAll('.nbp-phase-active').length).toBe(1);
+    // The trace's tensor memory in the profiled steps: the 1 MiB kept at every step.
+    expect(traced.querySelector('title')!.textContent).toBe('Tensor memory on cpu in the profiled steps');
+    expect(traced.querySelectorAll('.nbp-line[data-series="Allocated at step end"] circle').length).toBe(raw.memory.steps.rows.length);
+    // Python flagged it; the warning shows its slope.
+    const warnings = Array.from(mem.querySelectorAll('.nbp-growth')).map(w => w.textContent);
+    expect(warnings).toEqual([growthWarning(parseReport(raw).memory.growth[0])]);
+    expect(warnings[0]).toMatch(/^Allocated memory on cpu grows by about 1(\.0)? MiB per step \(1(\.0)? MiB → 5\.0 MiB over 5 steps, the profiled steps\)/);
+    const cards = Array.from(panel(view, 'Suggestions').querySelectorAll('.nbp-card'));
+    expect(cards.map(c => c.getAttribute('data-kind'))).toEqual(raw.suggestions.map((x: any) => x.kind));
+    expect(cards[0].querySelector('.nbp-detail')!.textContent).toBe(raw.suggestions[0].detail);
+    // A Copy button exactly where the suggestion has code.
+    expect(cards.map(c => c.querySelector('.nbp-copy') !== null)).toEqual(raw.suggestions.map((x: any) => !!x.code));
   });
 });
 
@@ -311,16 +337,42 @@ describe('memory tab', () => {
     expect(ticks[0]).toBeGreaterThan(400);
     expect(ticks[0]).toBeLessThanOrEqual(612);
     expect(ticks[ticks.length - 1]).toBeGreaterThanOrEqual(802);
-    expect(mem.textContent).toMatch(/Process RSS memory grew at each of the last 5 steps, from 612 MiB to 802 MiB/);
+    expect(mem.querySelectorAll('.nbp-growth').length).toBe(1);
+    expect(mem.querySelector('.nbp-growth')!.textContent).toMatch(/grows by about 38(\.0)? MiB per step \(650 MiB → 802 MiB over 5 steps, every step the cell ran\)/);
     expect(mem.querySelectorAll('.nbp-steps-table tbody tr').length).toBe(10);
   });
 
-  it('says when a report has no memory samples', () => {
+  it('draws a trace file’s memory per device from the payload', () => {
+    const raw = fixture('report_v100_trace.json') as any;
     const view = render('report_v100_trace.json');
     const mem = panel(view, 'Memory');
-    expect(mem.querySelector('svg')).toBeNull();
-    expect(mem.textContent).toContain('no per-step memory samples');
+    const titles = Array.from(mem.querySelectorAll('svg > title')).map(t => t.textContent);
+    expect(titles).toEqual(['Tensor memory on cpu in the profiled steps', 'Tensor memory on cuda:0 in the profiled steps']);
+    const cuda = mem.querySelectorAll('.nbp-memory-plot')[1];
+    // One point per profiled step; no reserved line (the trace has no reserved figures).
+    expect(Array.from(cuda.querySelectorAll('.nbp-legend-name')).map(n => n.textContent)).toEqual(['Allocated at step end', 'Peak in step']);
+    expect(cuda.querySelectorAll('.nbp-line[data-series="Peak in step"] circle').length).toBe(6);
+    expect(cuda.querySelector('.nbp-legend-extra')!.textContent).toBe('max 0 B');
+    expect(cuda.querySelectorAll('.nbp-legend-extra')[1].textContent).toBe('max 2.6 GiB');
+    expect(mem.textContent).not.toContain('no memory data');
+    // The memory is steady: Python flagged nothing, so no warning.
+    expect(raw.memory.growth).toEqual([]);
+    expect(mem.querySelector('.nbp-growth')).toBeNull();
     expect(mem.querySelectorAll('.nbp-steps-table tbody tr').length).toBe(6);
+  });
+
+  it('warns exactly when Python flagged growth, never by a rule of its own', () => {
+    const rising = { columns: ['step', 'phase', 'rss_bytes'], rows: [0, 1, 2, 3, 4, 5].map(i => [i, 'wait', (600 + 50 * i) * 2 ** 20]) };
+    const quiet = new ReportView(parseReport({ schema: 'nbprofiler.report/1', steps: rising }));
+    expect(quiet.node.querySelector('.nbp-growth')).toBeNull();
+    const growth = { device: 'cuda:0', source: 'trace', measure: 'allocated', steps: 4, first_bytes: 2 ** 30, last_bytes: 1.5 * 2 ** 30, slope_bytes_per_step: 128 * 2 ** 20 };
+    // Flagged without any per-step table (an older or trimmed payload): still shown.
+    const flagged = new ReportView(parseReport({ schema: 'nbprofiler.report/1', memory: { growth: [growth, 'junk'] } }));
+    expect(Array.from(flagged.node.querySelectorAll('.nbp-growth')).map(w => w.textContent)).toEqual([
+      'Allocated memory on cuda:0 grows by about 128 MiB per step (1.0 GiB → 1.5 GiB over 4 steps, the profiled steps). ' +
+        'Something keeps tensors alive from one step to the next. The usual cause is a loss or an output kept with its graph ' +
+        '(computed with autograd on and never backpropagated): keep loss.item() or loss.detach() instead.'
+    ]);
   });
 
   it('zooms the memory axis only when the lines sit high above zero', async () => {
@@ -331,13 +383,6 @@ describe('memory tab', () => {
     expect(z.start).toBeLessThanOrEqual(612);
     expect(z.ticks[z.ticks.length - 1]).toBeGreaterThanOrEqual(802);
     expect(byteTicks(500, 500).ticks.length).toBeGreaterThanOrEqual(2);
-  });
-
-  it('detects only sustained growth', () => {
-    expect(memoryGrowth([10, 10, 10, 10])).toBeNull();
-    expect(memoryGrowth([100e6, 101e6, 100e6, 101e6])).toBeNull();
-    expect(memoryGrowth([100e6, 120e6, 140e6])).toBeNull();
-    expect(memoryGrowth([90e6, 100e6, 120e6, 140e6, 160e6])).toEqual({ from: 90e6, to: 160e6, steps: 4 });
   });
 });
 

@@ -3,8 +3,17 @@
 The JupyterLab extension draws a saved report from this when no kernel holds
 the explorer any more, so its keys are a contract: ``schema, title, source,
 partial, notes, device, summary, breakdown{kind,columns,rows},
-operators{columns,rows}, steps{columns,rows}, suggestions[...]``. Keys may be
-added; none is renamed or removed within schema version 1.
+operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
+growth[...]}, suggestions[...]``. Keys may be added; none is renamed or removed
+within schema version 1, and the extension treats every key as optional (a
+payload written before ``memory`` or ``operators.total`` existed still draws).
+
+``operators`` holds every operator, up to ``MAX_OPERATOR_ROWS``, so the
+extension's table sorts and filters the whole run rather than the ``--top``
+rows the text and HTML show. Each row costs about 160 bytes of JSON, so a run
+with 5,000 distinct operators would add 0.8 MB to every saved notebook; the
+cap keeps it near 160 KB, the rows beyond it (the cheapest in the ``--sort``
+order) are left out, and ``total`` says how many there were.
 """
 from __future__ import annotations
 
@@ -21,8 +30,10 @@ if TYPE_CHECKING:
     from ..report import Report
 
 SCHEMA = "nbprofiler.report/1"
-MAX_OPERATOR_ROWS = 200
+MAX_OPERATOR_ROWS = 1000
 MAX_STEP_ROWS = 5000
+# The trace's per-step memory columns (nbprofiler.analysis.memory.STEP_COLUMNS) the extension draws.
+TRACE_MEMORY_COLUMNS = ("step", "device", "end_allocated_bytes", "peak_allocated_bytes", "peak_reserved_bytes")
 
 
 def _clean(value: Any) -> Any:
@@ -49,11 +60,30 @@ def _json(value: Any) -> Any:
 
 
 def table_payload(df: pd.DataFrame) -> dict[str, Any]:
+    """``{columns, rows}``: a DataFrame as JSON lists, row by row (the extension's table shape)."""
     return {"columns": [str(c) for c in df.columns],
             "rows": [[_clean(v) for v in row] for row in df.itertuples(index=False)]}
 
 
+def memory_payload(report: "Report") -> dict[str, Any]:
+    """Memory per profiled step and device from the trace, and Python's growth verdict.
+
+    ``steps`` holds the trace's end-of-step and peak allocated bytes (the
+    figures the HTML's memory chart draws for a trace file, which has no
+    per-step sampler). ``growth`` holds the series ``report.memory_growth``
+    flagged, with their slope, so the extension shows the same leak warning as
+    the text and HTML reports instead of judging growth with a rule of its own.
+    """
+    steps = report.memory_steps
+    traced = steps[steps["end_allocated_bytes"].notna()].head(MAX_STEP_ROWS)
+    growth = report.memory_growth
+    flagged = growth[growth["flagged"]].drop(columns=["flagged", "rising_share"])
+    return {"steps": table_payload(traced[list(TRACE_MEMORY_COLUMNS)]),
+            "growth": [{k: _clean(v) for k, v in row.items()} for row in flagged.to_dict("records")]}
+
+
 def report_payload(report: "Report") -> dict[str, Any]:
+    """The whole payload (see the module docstring for its keys)."""
     kind, parts = breakdown_parts(report)
     h = headline(report)
     return {
@@ -65,8 +95,9 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "device": report.device.as_dict(),
         "summary": {k: _clean(v) for k, v in h.items()},
         "breakdown": {"kind": kind, **table_payload(parts)},
-        # A live run shows what --sort/--top asked for; a trace file its top rows.
-        "operators": table_payload(operator_view(report, None if report.run is not None else MAX_OPERATOR_ROWS)),
+        # In the --sort order of a live run, cut at the cap rather than at --top.
+        "operators": {**table_payload(operator_view(report, MAX_OPERATOR_ROWS)), "total": len(report.operators)},
         "steps": table_payload(report.steps.head(MAX_STEP_ROWS)),
+        "memory": memory_payload(report),
         "suggestions": [_json(s.as_dict()) for s in ranked_suggestions(report)],
     }

@@ -51,6 +51,25 @@ export interface ISuggestion {
   detail: string | null;
 }
 
+/** A memory series Python's `report.memory_growth` flagged as rising step after step (a leak). */
+export interface IGrowth {
+  device: string;
+  /** "sampler": every step the cell ran; "trace": the profiled steps. */
+  source: string;
+  /** "allocated" (tensor memory) or "rss" (the process). */
+  measure: string;
+  steps: number | null;
+  first_bytes: number | null;
+  last_bytes: number | null;
+  slope_bytes_per_step: number | null;
+}
+
+export interface IMemory {
+  /** Per profiled step and device, from the trace: `step, device, end_allocated_bytes, peak_allocated_bytes, peak_reserved_bytes`. */
+  steps: ITable;
+  growth: IGrowth[];
+}
+
 export interface IReport {
   schema: string;
   title: string;
@@ -61,7 +80,10 @@ export interface IReport {
   summary: ISummary;
   breakdown: IBreakdown;
   operators: ITable;
+  /** Operators in the whole run; the payload keeps at most a capped number of them in `operators`. */
+  operatorsTotal: number;
   steps: ITable;
+  memory: IMemory;
   suggestions: ISuggestion[];
 }
 
@@ -143,6 +165,9 @@ export function parseReport(data: unknown): IReport {
   const summary = isObject(data.summary) ? data.summary : {};
   const breakdown = table(data.breakdown, 'breakdown');
   const suggestions = Array.isArray(data.suggestions) ? data.suggestions : [];
+  const operators = table(data.operators, 'operators');
+  const memory = isObject(data.memory) ? data.memory : {};
+  const growth = Array.isArray(memory.growth) ? memory.growth : [];
   return {
     schema,
     title: str(data.title, 'Profile'),
@@ -173,8 +198,21 @@ export function parseReport(data: unknown): IReport {
       kind: isObject(data.breakdown) ? str(data.breakdown.kind, 'phases') : 'phases',
       ...breakdown
     },
-    operators: table(data.operators, 'operators'),
+    operators,
+    operatorsTotal: Math.max(operators.rows.length, (isObject(data.operators) && num(data.operators.total)) || 0),
     steps: table(data.steps, 'steps'),
+    memory: {
+      steps: table(memory.steps, 'memory.steps'),
+      growth: growth.filter(isObject).map(g => ({
+        device: str(g.device, 'unknown device'),
+        source: str(g.source),
+        measure: str(g.measure, 'allocated'),
+        steps: num(g.steps),
+        first_bytes: num(g.first_bytes),
+        last_bytes: num(g.last_bytes),
+        slope_bytes_per_step: num(g.slope_bytes_per_step)
+      }))
+    },
     suggestions: suggestions.filter(isObject).map(s => ({
       kind: str(s.kind),
       title: str(s.title, 'Suggestion'),

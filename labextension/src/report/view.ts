@@ -16,7 +16,7 @@ import {
   formatShare,
   formatUs
 } from './format';
-import { Cell, IReport, ISuggestion, ITable } from './types';
+import { Cell, IGrowth, IReport, ISuggestion, ITable } from './types';
 
 export const TAB_NAMES = ['Overview', 'Operators', 'Memory', 'Suggestions'] as const;
 export type TabName = (typeof TAB_NAMES)[number];
@@ -167,23 +167,27 @@ function evidenceValue(value: unknown): string {
 
 const MEMORY_SUFFIX = '_bytes';
 
-/** Memory growing at every one of the last steps: the sign of tensors kept alive across steps. */
-export function memoryGrowth(values: (number | null)[]): { from: number; to: number; steps: number } | null {
-  const v = values.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
-  if (v.length < 4) {
-    return null;
-  }
-  let run = 1;
-  for (let i = v.length - 1; i > 0 && v[i] > v[i - 1]; i--) {
-    run++;
-  }
-  const from = v[v.length - run];
-  const to = v[v.length - 1];
-  // `run` samples, so run - 1 step-to-step increases.
-  if (run - 1 >= 3 && to - from > Math.max(1 << 20, 0.05 * from)) {
-    return { from, to, steps: run - 1 };
-  }
-  return null;
+/** The trace's per-step memory series (payload `memory.steps`), as Python's HTML chart labels them. */
+const TRACE_MEMORY_SERIES: [string, string][] = [
+  ['end_allocated_bytes', 'Allocated at step end'],
+  ['peak_allocated_bytes', 'Peak in step'],
+  ['peak_reserved_bytes', 'Reserved (peak)']
+];
+
+/**
+ * The leak warning for one series Python flagged (`report.memory_growth`),
+ * worded as nbprofiler/render/views.py `growth_warnings` words it: the verdict
+ * is Python's, so the saved report and the text/HTML reports never disagree.
+ */
+export function growthWarning(g: IGrowth): string {
+  const what = g.measure === 'rss' ? 'Process RSS' : 'Allocated memory';
+  const where = g.source === 'sampler' ? 'every step the cell ran' : 'the profiled steps';
+  return (
+    `${what} on ${g.device} grows by about ${formatBytes(g.slope_bytes_per_step)} per step ` +
+    `(${formatBytes(g.first_bytes)} → ${formatBytes(g.last_bytes)} over ${formatCount(g.steps)} steps, ${where}). ` +
+    'Something keeps tensors alive from one step to the next. The usual cause is a loss or an output kept with its graph ' +
+    '(computed with autograd on and never backpropagated): keep loss.item() or loss.detach() instead.'
+  );
 }
 
 export class ReportView {
@@ -465,6 +469,16 @@ export class ReportView {
       out.appendChild(h('p', { class: 'nbp-muted' }, 'No operators were recorded.'));
       return out;
     }
+    const total = this.report.operatorsTotal;
+    if (total > t.rows.length) {
+      out.appendChild(
+        h(
+          'p',
+          { class: 'nbp-muted nbp-truncated' },
+          `The saved report keeps the ${formatCount(t.rows.length)} most expensive of the run’s ${formatCount(total)} operators; sorting and filtering apply to those.`
+        )
+      );
+    }
     const filter = h('input', {
       class: 'nbp-filter',
       type: 'search',
@@ -563,59 +577,26 @@ export class ReportView {
     const out = h('div', { class: 'nbp-memory' });
     out.appendChild(
       explain(
-        'Memory sampled at the end of each step of the cell, with the schedule’s wait, warmup and active steps shaded. A line that keeps rising means something keeps tensors alive from step to step.'
+        'Memory sampled at the end of each step of the cell, with the schedule’s wait, warmup and active steps shaded, then the tensor memory the trace recorded in the profiled steps. A line that keeps rising means something keeps tensors alive from step to step.'
       )
     );
-    const stepIdx = t.columns.indexOf('step');
-    const phaseIdx = t.columns.indexOf('phase');
-    const memCols = t.columns.map((c, i) => ({ c, i })).filter(({ c }) => c.endsWith(MEMORY_SUFFIX));
+    for (const g of this.report.memory.growth) {
+      out.appendChild(h('div', { class: 'nbp-banner nbp-banner-warn nbp-growth', role: 'note' }, growthWarning(g)));
+    }
+    const sampled = this.sampledMemory();
+    const traced = this.tracedMemory();
+    if (sampled) {
+      out.appendChild(sampled);
+    }
+    out.append(...traced);
+    if (!sampled && !traced.length) {
+      out.appendChild(h('p', { class: 'nbp-muted' }, 'This report has no memory data (the run recorded none); the step table follows.'));
+    }
     if (!t.rows.length) {
       out.appendChild(h('p', { class: 'nbp-muted' }, 'No steps were recorded.'));
       return out;
     }
-    if (memCols.length) {
-      const names = memCols.map(({ c }) => columnLabel(c));
-      const colors = seriesColors(memCols.map(({ c }) => c));
-      const steps = t.rows.map((row, k) => (typeof row[stepIdx] === 'number' ? (row[stepIdx] as number) : k));
-      const phases = t.rows.map(row => (phaseIdx >= 0 && row[phaseIdx] !== null ? String(row[phaseIdx]) : null));
-      const series = memCols.map(({ i }, k) => ({
-        name: names[k],
-        values: t.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : null))
-      }));
-      const title = this.report.device.kind === 'cpu' ? 'Process memory over the steps' : 'Device memory over the steps';
-      out.appendChild(h('h4', { class: 'nbp-h' }, title));
-      out.appendChild(
-        memoryChart(steps, phases, series, colors, { title, limitBytes: this.report.device.total_memory_bytes })
-      );
-      const peak = Math.max(0, ...series.flatMap(ser => ser.values.filter((v): v is number => v !== null)));
-      const extras = series.map(ser => {
-        const v = ser.values.filter((x): x is number => x !== null);
-        return v.length ? `max ${formatBytes(Math.max(...v))}` : '';
-      });
-      out.appendChild(legend(names, colors, extras));
-      const total = this.report.device.total_memory_bytes;
-      if (total) {
-        out.appendChild(
-          h('p', { class: 'nbp-muted' }, `Highest sample ${formatBytes(peak)}, ${formatShare(peak / total)} of the ${formatBytes(total)} ${this.report.device.kind === 'cpu' ? 'of RAM' : 'of device memory'}.`)
-        );
-      }
-      const primary = series.find(ser => /allocated|rss/i.test(ser.name)) ?? series[0];
-      const growth = memoryGrowth(primary.values);
-      if (growth) {
-        out.appendChild(
-          h(
-            'div',
-            { class: 'nbp-banner nbp-banner-warn', role: 'note' },
-            `${primary.name} memory grew at each of the last ${growth.steps} steps, from ${formatBytes(growth.from)} to ${formatBytes(growth.to)}. ` +
-              'Something keeps tensors alive across steps: for example, accumulating `loss` instead of `loss.item()` keeps each step’s graph.'
-          )
-        );
-      }
-    } else {
-      out.appendChild(
-        h('p', { class: 'nbp-muted' }, 'This report has no per-step memory samples (trace files carry none); the step table follows.')
-      );
-    }
+    const phaseIdx = t.columns.indexOf('phase');
     out.appendChild(h('h4', { class: 'nbp-h' }, 'Steps'));
     const head = h('tr', null, ...t.columns.map((c, i) => h('th', { scope: 'col', class: isNumericColumn(t, i) ? 'nbp-num' : null }, columnLabel(c))));
     const body = h('tbody');
@@ -631,6 +612,86 @@ export class ReportView {
     }
     out.appendChild(h('div', { class: 'nbp-table-wrap' }, h('table', { class: 'nbp-table nbp-steps-table' }, h('thead', null, head), body)));
     return out;
+  }
+
+  /** The live sampler's memory at every step of the cell (the steps table's byte columns), or null. */
+  private sampledMemory(): HTMLElement | null {
+    const t = this.report.steps;
+    const memCols = t.columns.map((c, i) => ({ c, i })).filter(({ c }) => c.endsWith(MEMORY_SUFFIX));
+    if (!t.rows.length || !memCols.length) {
+      return null;
+    }
+    const stepIdx = t.columns.indexOf('step');
+    const phaseIdx = t.columns.indexOf('phase');
+    const title = this.report.device.kind === 'cpu' ? 'Process memory over the steps' : 'Device memory over the steps';
+    const wrap = this.memoryPlot(
+      title,
+      t.rows.map((row, k) => (typeof row[stepIdx] === 'number' ? (row[stepIdx] as number) : k)),
+      t.rows.map(row => (phaseIdx >= 0 && row[phaseIdx] !== null ? String(row[phaseIdx]) : null)),
+      memCols.map(({ c, i }) => ({
+        key: c,
+        name: columnLabel(c),
+        values: t.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : null))
+      })),
+      this.report.device.total_memory_bytes
+    );
+    const peak = Math.max(0, ...memCols.flatMap(({ i }) => t.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : 0))));
+    const total = this.report.device.total_memory_bytes;
+    if (total) {
+      wrap.appendChild(
+        h('p', { class: 'nbp-muted' }, `Highest sample ${formatBytes(peak)}, ${formatShare(peak / total)} of the ${formatBytes(total)} ${this.report.device.kind === 'cpu' ? 'of RAM' : 'of device memory'}.`)
+      );
+    }
+    return wrap;
+  }
+
+  /** One chart per device of the tensor memory the trace recorded in each profiled step (payload `memory.steps`). */
+  private tracedMemory(): HTMLElement[] {
+    const m = this.report.memory.steps;
+    const stepIdx = m.columns.indexOf('step');
+    const deviceIdx = m.columns.indexOf('device');
+    if (stepIdx < 0 || deviceIdx < 0) {
+      return [];
+    }
+    const devices = [...new Set(m.rows.map(row => String(row[deviceIdx] ?? '')))];
+    return devices.map(device => {
+      const rows = m.rows.filter(row => String(row[deviceIdx] ?? '') === device);
+      // As Python's chart: no line without data, and none for reserved memory that stays 0 (the CPU caches nothing).
+      const series = TRACE_MEMORY_SERIES.map(([key, name]) => {
+        const i = m.columns.indexOf(key);
+        return { key, name, values: rows.map(row => (i >= 0 && typeof row[i] === 'number' ? (row[i] as number) : null)) };
+      }).filter(ser => ser.values.some(v => v !== null && (v > 0 || ser.key !== 'peak_reserved_bytes')));
+      return this.memoryPlot(
+        `Tensor memory on ${device} in the profiled steps`,
+        rows.map((row, k) => (typeof row[stepIdx] === 'number' ? (row[stepIdx] as number) : k)),
+        rows.map(() => null),
+        series,
+        // The report's device capacity, on that device's chart only (a GPU's would dwarf host memory).
+        (device === 'cpu') === (this.report.device.kind === 'cpu') ? this.report.device.total_memory_bytes : null
+      );
+    });
+  }
+
+  /** A titled memory chart with its legend (each series' maximum). */
+  private memoryPlot(
+    title: string,
+    steps: number[],
+    phases: (string | null)[],
+    series: { key: string; name: string; values: (number | null)[] }[],
+    limitBytes: number | null
+  ): HTMLElement {
+    const colors = seriesColors(series.map(ser => ser.key));
+    const extras = series.map(ser => {
+      const v = ser.values.filter((x): x is number => x !== null);
+      return v.length ? `max ${formatBytes(Math.max(...v))}` : '';
+    });
+    return h(
+      'div',
+      { class: 'nbp-memory-plot' },
+      h('h4', { class: 'nbp-h' }, title),
+      memoryChart(steps, phases, series, colors, { title, limitBytes }),
+      legend(series.map(ser => ser.name), colors, extras)
+    );
   }
 
   // -- Suggestions -------------------------------------------------------------------
