@@ -5,7 +5,8 @@ and a token, copies notebooks/01_quickstart.ipynb there, and runs the
 Playwright script against it with Debian's Chromium. Screenshots and the
 script's result (with timings) go to build/screenshots/.
 
-Skipped when Node.js or Chromium is missing. When both are there, the
+Skipped when Node.js or Chromium is missing (failed instead under
+NBPROFILER_REQUIRE_LABEXTENSION=1, as in CI). When both are there, the
 extension must be built and installed (labextension/build.sh --install, which
 `make test` runs), and playwright-core must be in labextension/node_modules.
 """
@@ -24,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser.prerequisites import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "browser" / "lab_e2e.mjs"
@@ -99,9 +101,11 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-@pytest.mark.skipif(_node() is None, reason="Node.js is not installed")
-@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
 def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
+    if _node() is None:
+        missing("Node.js is not installed")
+    if not os.access(CHROMIUM, os.X_OK):
+        missing(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
     if not (ROOT / "labextension" / "node_modules" / "playwright-core").is_dir():
         pytest.fail("playwright-core is missing: run labextension/build.sh (it installs the extension's node modules)")
     stale = _stale_install()

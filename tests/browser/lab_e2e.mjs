@@ -7,11 +7,12 @@
 //   2. open "Profile Cell with Options…" from the cell's context menu, choose
 //      options, profile; the options are kept in the notebook metadata;
 //   3. click the "Profile cell" button of the cell toolbar; wait for the
-//      explorer; check its tabs, sort the operator table by a column header,
-//      open the Suggestions tab;
+//      explorer (the ipywidgets widget: the test fails if it does not render);
+//      check its tabs, sort the operator table by a column header, open the
+//      Suggestions tab and check its cards;
 //   4. save, shut the kernel down, reload the page, and check that the saved
 //      report is drawn by the extension's renderer (never "Error displaying
-//      widget"), with working tabs and sorting.
+//      widget"), with working tabs, sorting, memory charts and suggestion cards.
 //
 // Configuration comes from the environment (see test_browser.py):
 //   NBP_LAB_URL, NBP_LAB_TOKEN, NBP_NOTEBOOK, NBP_ROOT_DIR, NBP_SCREENSHOTS,
@@ -272,18 +273,22 @@ async function rendererChecks(cell, prefix) {
   const sorting = await checkSorting(renderer.locator('.nbp-panel[data-tab="Operators"]'), `${prefix} operators`);
   await shot(`${prefix}_operators_sorted.png`, cell.locator(".jp-OutputArea"));
   await renderer.locator('[role="tab"][data-tab="Memory"]').click();
+  const memory = renderer.locator('.nbp-panel[data-tab="Memory"]');
+  const memoryCharts = await memory.locator('svg.nbp-chart').count();
+  check(memoryCharts > 0 && !(await memory.innerText()).includes('no memory data'), `${prefix}: the Memory tab draws memory (${memoryCharts} charts)`);
   await shot(`${prefix}_memory.png`, cell.locator(".jp-OutputArea"));
   await renderer.locator('[role="tab"][data-tab="Suggestions"]').click();
   const suggestions = renderer.locator('.nbp-panel[data-tab="Suggestions"]');
   check(await suggestions.isVisible(), `${prefix}: Suggestions tab shown`);
   const cards = await suggestions.locator('.nbp-card').count();
+  check(cards > 0, `${prefix}: the Suggestions tab shows suggestion cards`);
   const copyButtons = await suggestions.locator('.nbp-copy').count();
   if (copyButtons > 0) {
     await suggestions.locator('.nbp-copy').first().click();
     await page.waitForFunction(el => /Copied|Copy failed/.test(el.textContent), await suggestions.locator('.nbp-copy').first().elementHandle(), { timeout: 5000 });
   }
   await shot(`${prefix}_suggestions.png`, cell.locator(".jp-OutputArea"));
-  return { tabs, sorting, suggestionCards: cards, copyButtons };
+  return { tabs, sorting, memoryCharts, suggestionCards: cards, copyButtons };
 }
 
 const result = { notebook: NOTEBOOK };
@@ -379,36 +384,36 @@ try {
   check(live.source === source0, 'Profile cell leaves the cell source unchanged');
   const bundles = live.outputs.filter(o => o.data && o.data[REPORT_MIME]);
   check(bundles.length === 1, `one output holds the report data (${live.outputs.map(o => Object.keys(o.data ?? {}).join('+')).join(', ')})`);
-  const hasWidget = !!bundles[0].data[WIDGET_MIME];
+  // A person ran the cell in JupyterLab with a live kernel: the Python side must
+  // put the ipywidgets explorer in the bundle, and the explorer must lead.
+  check(!!bundles[0].data[WIDGET_MIME], `the live output carries the ipywidgets explorer (bundle: ${Object.keys(bundles[0].data).join(', ')})`);
   result.bundle = Object.keys(bundles[0].data);
   const mode = await cell.locator('.nbp-ReportRenderer').getAttribute('data-nbprofiler-mode');
   result.liveMode = mode;
+  check(mode === 'widget', `with the live kernel the ipywidgets explorer leads (renderer mode ${mode})`);
   await cell.scrollIntoViewIfNeeded();
-  if (hasWidget) {
-    check(mode === 'widget', `with the live kernel the ipywidgets explorer leads (renderer mode ${mode})`);
-    await page.waitForFunction(el => el.querySelectorAll('.lm-TabBar-tab').length > 0, await cell.elementHandle(), { timeout: 60000 });
-    const tabs = (await explorerTabs(cell)).map(s => s.trim());
-    for (const name of REQUIRED_EXPLORER_TABS) {
-      check(tabs.includes(name), `explorer tab ${name} (tabs: ${JSON.stringify(tabs)})`);
-    }
-    check(tabs.every(name => REQUIRED_EXPLORER_TABS.includes(name) || OPTIONAL_EXPLORER_TABS.includes(name)), `no unexpected explorer tabs: ${JSON.stringify(tabs)}`);
-    result.explorerTabs = tabs;
-    await shot('05_live_explorer_overview.png', cell.locator('.jp-OutputArea'));
-    await clickExplorerTab(cell, 'Operators');
-    result.explorerSorting = await checkExplorerSorting(explorerPanel(cell));
-    await shot('06_live_explorer_operators_sorted.png', cell.locator('.jp-OutputArea'));
-    await clickExplorerTab(cell, 'Suggestions');
-    await page.waitForTimeout(300);
-    await shot('07_live_explorer_suggestions.png', cell.locator('.jp-OutputArea'));
-    step('explorer: tabs, sort by a column, Suggestions');
-  } else {
-    // The Python side put no widget in the bundle (no ipywidgets front end,
-    // or the explorer is not available): the extension's renderer shows it.
-    notes.push('the live output carried no widget-view data, so the live checks ran on the extension renderer');
-    check(mode === 'static', `without widget data the extension renderer draws the report (mode ${mode})`);
-    result.liveRenderer = await rendererChecks(cell, '05_live_renderer');
-    step('live report (no widget in the bundle): tabs, sort, Suggestions');
+  // The widget manager rendered the explorer: its tab bar, not "Error displaying widget".
+  await page.waitForFunction(el => el.querySelectorAll('.lm-TabBar-tab').length > 0, await cell.elementHandle(), { timeout: 60000 });
+  check(!(await cell.innerText()).includes('Error displaying widget'), 'the explorer renders (no "Error displaying widget")');
+  const tabs = (await explorerTabs(cell)).map(s => s.trim());
+  for (const name of REQUIRED_EXPLORER_TABS) {
+    check(tabs.includes(name), `explorer tab ${name} (tabs: ${JSON.stringify(tabs)})`);
   }
+  check(tabs.every(name => REQUIRED_EXPLORER_TABS.includes(name) || OPTIONAL_EXPLORER_TABS.includes(name)), `no unexpected explorer tabs: ${JSON.stringify(tabs)}`);
+  result.explorerTabs = tabs;
+  await shot('05_live_explorer_overview.png', cell.locator('.jp-OutputArea'));
+  await clickExplorerTab(cell, 'Operators');
+  result.explorerSorting = await checkExplorerSorting(explorerPanel(cell));
+  await shot('06_live_explorer_operators_sorted.png', cell.locator('.jp-OutputArea'));
+  await clickExplorerTab(cell, 'Suggestions');
+  // The Suggestions page (nbprofiler/render/widget.py) holds one "card" per suggestion.
+  const explorerCards = explorerPanel(cell).locator('.nbp .card');
+  await explorerCards.first().waitFor({ timeout: 30000 });
+  result.explorerSuggestionCards = await explorerCards.count();
+  result.explorerFirstSuggestion = (await explorerCards.first().locator('b').first().innerText()).trim();
+  check(result.explorerFirstSuggestion.length > 0, 'the first suggestion card has a title');
+  await shot('07_live_explorer_suggestions.png', cell.locator('.jp-OutputArea'));
+  step('explorer: tabs, sort by a column, Suggestions');
 
   // 4. Save, shut the kernel down, reload.
   await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
@@ -419,7 +424,7 @@ try {
   ];
   const savedBundle = savedCell.outputs.find(o => o.data && o.data[REPORT_MIME]);
   check(!!savedBundle, 'the saved notebook keeps the report data in the output');
-  check(!!savedBundle.data[WIDGET_MIME] === hasWidget, 'the saved output keeps the same mimebundle');
+  check(!!savedBundle.data[WIDGET_MIME], 'the saved output keeps the same mimebundle (widget view included)');
   check(saved.metadata?.nbprofiler?.profile_options?.active === 2, 'the saved notebook keeps the last options');
   result.savedWidgetState = !!saved.metadata?.widgets;
   await page.evaluate(() => void window.jupyterapp.commands.execute('kernelmenu:shutdown'));
