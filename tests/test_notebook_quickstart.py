@@ -1,7 +1,10 @@
 """notebooks/01_quickstart.ipynb runs headless and shows a complete report."""
 from __future__ import annotations
 
+import re
+
 import pytest
+from bs4 import BeautifulSoup, Tag
 from nbconvert import HTMLExporter
 
 from conftest import cell_outputs, execute_notebook
@@ -31,6 +34,64 @@ def test_report_tables_and_reloaded_trace(quickstart):
     assert "5 profiled steps" in reloaded
 
 
-def test_nbconvert_html_holds_the_report(quickstart):
+# Attributes through which HTML fetches something (a URL in any of them would need the network).
+_FETCHING_ATTRS = ("src", "href", "srcset", "data", "action", "formaction", "poster", "background", "xlink:href")
+_REMOTE = re.compile(r"^\s*(?:https?:|ftp:|//)", re.I)
+
+
+@pytest.fixture(scope="module")
+def exported_report(quickstart) -> Tag:
+    """The output of the profiled cell in the page nbconvert exports (what GitHub and a browser show)."""
     html, _ = HTMLExporter().from_notebook_node(quickstart)
-    assert "nbprofiler report" in html and "Top operators" in html
+    title = BeautifulSoup(html, "html.parser").find("h3", string=re.compile(r"^nbprofiler report"))
+    assert title is not None, "the exported page has no nbprofiler report"
+    return title.find_parent("div", class_="jp-OutputArea-output")
+
+
+def _section(report: Tag, heading: str) -> list[Tag]:
+    """The elements between the ``<h4>`` that starts with ``heading`` and the next ``<h4>``."""
+    start = next((h for h in report.find_all("h4") if h.get_text().startswith(heading)), None)
+    assert start is not None, f"no {heading!r} section in {[h.get_text() for h in report.find_all('h4')]}"
+    out = []
+    for el in start.find_next_siblings():
+        if el.name == "h4":
+            break
+        out.append(el)
+    return out
+
+
+def _tags(section: list[Tag], name: str) -> list[Tag]:
+    """The section's ``name`` elements, at its top level or nested."""
+    return [t for el in section for t in (el, *el.find_all(name)) if t.name == name]
+
+
+def _images(section: list[Tag]) -> list[str]:
+    """The alt texts of the section's inline (data: URI) PNG images."""
+    return [img.get("alt", "") for img in _tags(section, "img") if img.get("src", "").startswith("data:image/png;base64,")]
+
+
+def test_nbconvert_html_holds_a_complete_report(exported_report):
+    report = exported_report
+    assert "16 steps run, 5 profiled" in report.h3.get_text()
+    # Overview with its breakdown chart, as an inline image.
+    assert "step time breakdown" in _images(_section(report, "Overview"))
+    # The operators table, with the CNN's operators and their times.
+    operators = _tags(_section(report, "Top operators"), "table")[0]
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in operators.find_all("tr")[1:]]
+    assert len(rows) >= 10 and any(r[0] in ("aten::convolution", "aten::mkldnn_convolution") for r in rows)
+    # Memory over the steps, and within the profiled steps.
+    assert {"memory over steps", "memory during the profiled steps"} <= set(_images(_section(report, "Memory")))
+    # Suggestions as cards, each with a title.
+    cards = [div for div in _tags(_section(report, "Suggestions"), "div") if "card" in div.get("class", [])]
+    assert cards and all(card.b and card.b.get_text().strip() for card in cards)
+
+
+def test_nbconvert_report_needs_no_network(exported_report):
+    report = exported_report
+    assert not report.find_all(["script", "link", "iframe", "object", "embed"])
+    remote = [(el.name, attr, el[attr]) for el in report.find_all(True) for attr in _FETCHING_ATTRS
+              if el.has_attr(attr) and _REMOTE.search(str(el[attr]))]
+    assert remote == []
+    styles = " ".join([s.get_text() for s in report.find_all("style")] + [el["style"] for el in report.find_all(style=True)])
+    assert not re.search(r"@import|url\(\s*['\"]?(?:https?:|ftp:|//)", styles, re.I)
+    assert len(report.find_all("img")) >= 3 and all(img["src"].startswith("data:") for img in report.find_all("img"))
