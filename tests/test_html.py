@@ -72,7 +72,9 @@ def test_cell_lines_and_modules_sections(hostile):
     assert lines.count("<tr><td>") == len(CELL.splitlines())  # every line of the cell, with or without time
     assert "opt.zero_grad(); loss.backward(); opt.step()" in lines
     modules = page[page.index("<h4>Modules"):page.index("<h4>Memory")]
-    assert "Sequential_0" in modules and "Linear_1" in modules and "<details open>" in modules
+    # Qualified names (the last part shown, with the class), the full name as the row's title.
+    assert 'title="model.2"' in modules and '2<span class="mt"> Linear</span>' in modules
+    assert "<details open>" in modules
 
 
 def test_gpu_trace_has_kernels_a_pie_and_the_device_breakdown(tmp_path):
@@ -104,7 +106,7 @@ def test_text_report_has_every_section_and_the_largest_gain_first():
 def test_payload_keys_are_the_labextension_contract(hostile):
     payload = report_payload(hostile)
     assert set(payload) == {"schema", "title", "source", "partial", "notes", "device", "summary", "breakdown",
-                            "operators", "steps", "suggestions"}
+                            "operators", "steps", "memory", "suggestions"}
     assert payload["breakdown"]["kind"] == "phases"  # a CPU run
     assert payload["breakdown"]["columns"] == ["step", "dataloader", "forward", "backward", "optimizer", "other"]
     assert payload["summary"]["batch_size"] == 8 and payload["summary"]["samples_per_s"] > 0

@@ -62,7 +62,7 @@ def live_report() -> Report:
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(16, 32), torch.randint(0, 4, (16,))
-    with nbprofiler.profile(modules=True, shapes=True, wait=0, warmup=1, active=2) as run:
+    with nbprofiler.profile(modules=True, stack=True, shapes=True, wait=0, warmup=1, active=2) as run:
         for _ in range(3):
             with torch.profiler.record_function(HOSTILE):
                 loss = nn.functional.cross_entropy(model(x), y)

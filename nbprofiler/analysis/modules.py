@@ -1,12 +1,20 @@
 """Time per ``nn.Module``, forward and backward, host and device, as a tree.
 
-What the trace holds: torch's Python tracer (on with ``--stack``, and with
-``--modules``, which turns it on) records each module call as a
-``python_function`` range named ``nn.Module: <Class>_<k>``, where ``k``
-numbers the instances of that class in the order the trace first met them.
-A module's parent is the nearest module range around it on its thread, so a
-module is named by its path of instances, such as
-``Net_0.Sequential_0.Block_1.Linear_1``; the trace holds no attribute names.
+What the trace holds: a live run with ``--modules`` records a
+``user_annotation`` range per module call, ``nbprofiler.module: <path> (<Class>)``
+(``capture/module_ranges.py``), where ``path`` is the module's qualified name
+as ``model.named_modules()`` spells it, such as ``model.enc.0.fc``.
+
+Traces recorded elsewhere have no such ranges. For them, torch's Python tracer
+(on with ``with_stack``) records each module call as a ``python_function``
+range named ``nn.Module: <Class>_<k>``, where ``k`` numbers the instances of
+that class in the order the trace first met them. A module's parent is the
+nearest module range around it on its thread, so a module is named by its
+path of instances, such as ``Net_0.Sequential_0.Block_1.Linear_1``; these
+traces hold no attribute names.
+
+Either way a module's ``parent`` is its path less the last part (the nearest
+ancestor that was called, should the profiled window have cut one off).
 
 Forward: a module's host time is the length of its ranges; its device time is
 the device work launched by the ops inside it.
@@ -26,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..capture.module_ranges import RANGE_PREFIX, parse_range_name
 from ..trace.table import MISSING, EventTable, Kind
 from .intervals import _depth, accumulate_to_ancestors, parent_index
 from .operators import OperatorTree
@@ -39,41 +48,33 @@ MODULE_COLUMNS = ["module", "parent", "type", "depth", "calls",
 def module_table(table: EventTable, tree: OperatorTree) -> pd.DataFrame:
     """One row per module path, parents before children, siblings in call order.
 
-    ``module`` is the path of instances from the outermost module, ``parent``
-    that of the enclosing module ("" at a root), ``type`` the class name.
+    ``module`` is the qualified name (or, in a trace without nbprofiler's module
+    ranges, the path of instances) from the outermost module, ``parent`` that of
+    the enclosing module ("" at a root), ``type`` the class name.
     """
-    names = pd.Series(table.names, dtype=object)
-    is_module_name = names.str.startswith(MODULE_PREFIX).to_numpy()
-    mods = np.flatnonzero((table.kind == Kind.PYTHON_FUNCTION) & is_module_name[table.name_code])
+    mods, path, types = _named_ranges(table)
     if len(mods) == 0:
         return _empty()
-    thread = table["pid"] * (1 << 32) + table["tid"]
     m_start, m_dur = table["ts"][mods], table["dur"][mods]
     n_mod = len(mods)
     # Modules and ops nest in time on their thread: one nesting over both.
     parent = parent_index(np.concatenate([m_start, tree.start]),
                           np.concatenate([m_start + m_dur, tree.end]),
-                          np.concatenate([thread[mods], tree.thread]))
-    module_parent = nearest_below(parent[:n_mod], parent, n_mod)
+                          np.concatenate([_thread(table)[mods], tree.thread]))
     op_module = nearest_below(parent[n_mod:], parent, n_mod)
-
-    leaf = names.to_numpy()[table.name_code[mods]]
-    path = _paths([s[len(MODULE_PREFIX):] for s in leaf], module_parent)
     key, first = np.unique(path, return_index=True)
     row = np.searchsorted(key, path)  # each module range's row
+    row_parent = _row_parents(key)
 
     fwd_device_self = np.zeros(len(key))
     in_module = op_module >= 0
     np.add.at(fwd_device_self, row[op_module[in_module]], tree.device_self_us[in_module])
     bwd_host_self, bwd_device_self = _backward_self(table, tree, op_module, row, len(key))
 
-    row_parent = np.full(len(key), -1, dtype=np.int64)
-    has_parent = module_parent[first] >= 0
-    row_parent[has_parent] = row[module_parent[first][has_parent]]
     out = pd.DataFrame({
         "module": key,
-        "parent": np.where(has_parent, path[np.maximum(module_parent[first], 0)], ""),
-        "type": [p.rsplit(".", 1)[-1].rsplit("_", 1)[0] for p in key],
+        "parent": np.where(row_parent >= 0, key[np.maximum(row_parent, 0)], ""),
+        "type": [types[k] for k in key],
         "depth": _depth(row_parent),
         "calls": np.bincount(row, minlength=len(key)),
         "forward_host_us": np.bincount(row, weights=m_dur, minlength=len(key)),
@@ -83,6 +84,45 @@ def module_table(table: EventTable, tree: OperatorTree) -> pd.DataFrame:
         "_start": m_start[first],
     })
     return _tree_order(out, row_parent)[MODULE_COLUMNS].reset_index(drop=True)
+
+
+def _named_ranges(table: EventTable) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
+    """The module ranges (event indices), each one's path, and each path's class:
+    nbprofiler's ranges where the trace has them, else the Python tracer's."""
+    names = pd.Series(table.names, dtype=object)
+    mods = _ranges(table, names, Kind.USER_ANNOTATION, RANGE_PREFIX)
+    if len(mods):
+        full = names.to_numpy()[table.name_code[mods]]
+        parsed = {s: parse_range_name(s) for s in set(full)}
+        return mods, np.array([parsed[s][0] for s in full], dtype=object), dict(parsed.values())
+    mods = _ranges(table, names, Kind.PYTHON_FUNCTION, MODULE_PREFIX)
+    start, dur = table["ts"][mods], table["dur"][mods]
+    leaf = [s[len(MODULE_PREFIX):] for s in names.to_numpy()[table.name_code[mods]]]
+    path = _paths(leaf, parent_index(start, start + dur, _thread(table)[mods]))
+    return mods, path, {p: p.rsplit(".", 1)[-1].rsplit("_", 1)[0] for p in path}
+
+
+def _ranges(table: EventTable, names: pd.Series, kind: Kind, prefix: str) -> np.ndarray:
+    """Indices of the events of ``kind`` whose name starts with ``prefix``."""
+    named = names.str.startswith(prefix).to_numpy()
+    return np.flatnonzero((table.kind == kind) & named[table.name_code])
+
+
+def _thread(table: EventTable) -> np.ndarray:
+    return table["pid"] * (1 << 32) + table["tid"]
+
+
+def _row_parents(key: np.ndarray) -> np.ndarray:
+    """For each sorted path, the row of its nearest ancestor path that is a row too, or -1."""
+    rows = {k: i for i, k in enumerate(key.tolist())}
+    out = np.full(len(key), -1, dtype=np.int64)
+    for i, k in enumerate(key.tolist()):
+        up = k.rpartition(".")[0]
+        while up and up not in rows:
+            up = up.rpartition(".")[0]
+        if up:
+            out[i] = rows[up]
+    return out
 
 
 def nearest_below(start: np.ndarray, parent: np.ndarray, n: int) -> np.ndarray:

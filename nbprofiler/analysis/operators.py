@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from ..capture.module_ranges import RANGE_PREFIX as MODULE_RANGE_PREFIX
 from ..trace.table import MISSING, EventTable, Kind
 from .intervals import accumulate_to_ancestors, children_sum, parent_index
 
@@ -34,8 +35,9 @@ class OperatorTree:
         kinds = self.table.kind
         is_op = (kinds == Kind.CPU_OP) | (kinds == Kind.USER_ANNOTATION)
         names = self.table.names
-        not_step = ~pd.Series(names, dtype=object).str.startswith("ProfilerStep#").to_numpy()
-        return np.flatnonzero(is_op & not_step[self.table.name_code])
+        # Step ranges and --modules' ranges wrap operators; as operators they would count their time twice.
+        wraps = pd.Series(names, dtype=object).str.startswith(("ProfilerStep#", MODULE_RANGE_PREFIX)).to_numpy()
+        return np.flatnonzero(is_op & ~wraps[self.table.name_code])
 
     @cached_property
     def start(self) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Step boundary hooks: optimizer steps, DataLoader batches, ``nbprofiler.step()``.
+"""Step boundary hooks: optimizer steps, DataLoader batches, ``nbprofiler.step()``;
+and with ``--modules`` the module ranges (``module_ranges``).
 
 Everything installed here is removed by ``StepHooks.remove`` (always called,
 from a ``finally``), and every hook checks the process id, so a DataLoader
@@ -27,13 +28,15 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from .loaders import LoaderRecord
+from .module_ranges import ModuleRanges
 
 
 class StepHooks:
     """Installs the hooks for one profiled cell and reports events to ``listener``.
 
     ``listener`` gets ``on_boundary(source)`` when a step ends, and
-    ``on_data_wait(seconds, record)`` for each batch fetched.
+    ``on_data_wait(seconds, record)`` for each batch fetched; its ``options.modules``
+    and ``namespace`` say whether to record module ranges and how to name the roots.
     """
 
     def __init__(self, listener: Any, step_on: str) -> None:
@@ -47,6 +50,7 @@ class StepHooks:
         # their own step, not share one depth counter and one pending flag.
         self._thread = _StepState()
         self._removers: list[Callable[[], None]] = []
+        self.module_ranges: ModuleRanges | None = None
 
     # -- installation -------------------------------------------------------------------
     def install(self) -> None:
@@ -57,6 +61,9 @@ class StepHooks:
                 self._patch(cls, "step", self._wrap_step)
         self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next)
         self._patch(DataLoader, "__iter__", self._wrap_iter)
+        if self.listener.options.modules:
+            self.module_ranges = ModuleRanges(self.listener.namespace, self._mine)
+            self.module_ranges.install(self._removers.append)
 
     def remove(self) -> None:
         """Undo every patch. One undo that raises (Ctrl-C arriving mid-way) does not

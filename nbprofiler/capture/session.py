@@ -165,8 +165,8 @@ class ProfileRun:
             on_trace_ready=self._on_trace_ready,
             record_shapes=o.shapes,
             profile_memory=o.memory,
-            # torch records nn.Module calls only through its Python tracer, which with_stack turns on.
-            with_stack=o.stack or o.modules,
+            # --modules records its own ranges (capture/module_ranges.py), without the costly Python tracer.
+            with_stack=o.stack,
             with_modules=o.modules,
         )
 

@@ -48,7 +48,7 @@ STYLE = """
 .nbp code{font-family:ui-monospace,Menlo,Consolas,monospace}.nbp td.src{white-space:pre}
 .nbp .mtree summary{cursor:pointer;list-style:none}.nbp .mtree summary::-webkit-details-marker{display:none}
 .nbp .mtree .tw{display:inline-block;width:14px;color:#666}.nbp .mtree summary .tw::before{content:"▸"}
-.nbp .mtree details[open]>summary .tw::before{content:"▾"}
+.nbp .mtree details[open]>summary .tw::before{content:"▾"}.nbp .mtree .mt{color:#666}
 .nbp .mrow{display:grid;width:100%}
 .nbp .mrow.m3{grid-template-columns:minmax(200px,1fr) repeat(3,100px)}.nbp .mrow.m5{grid-template-columns:minmax(200px,1fr) repeat(5,100px)}
 .nbp .mrow>span{text-align:right;padding:1px 4px;border-bottom:1px solid #eee;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
@@ -321,7 +321,10 @@ def modules_tree(report: "Report") -> str:
         if device:
             figures += [fmt_us(r.forward_device_us), fmt_us(r.backward_device_us)]
         leaf = str(r.module).rsplit(".", 1)[-1]
-        indent = f'<span style="padding-left:{16 * int(r.depth)}px"><span class="tw"></span>{esc(leaf)}</span>'
+        # A qualified name's last part is an attribute ("fc", "0"): the class says what it is.
+        # An instance path's ("Linear_1", traces from elsewhere) already starts with it.
+        kind = "" if leaf.startswith(str(r.type)) else f'<span class="mt"> {esc(r.type)}</span>'
+        indent = f'<span style="padding-left:{16 * int(r.depth)}px"><span class="tw"></span>{esc(leaf)}{kind}</span>'
         return (f'<span class="mrow {grid}" title="{esc(r.module)}">{indent}'
                 + "".join(f"<span>{esc(x)}</span>" for x in figures) + "</span>")
 

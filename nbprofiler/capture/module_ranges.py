@@ -1,0 +1,126 @@
+"""``--modules``: a ``record_function`` range around each ``nn.Module`` call, named
+by the module's qualified name.
+
+Why not torch's own module ranges: its Python tracer (``with_stack``) names a
+module by instance (``Linear_3``), which the user cannot map to an attribute of
+their model, and it traces every Python call, which costs far more than two
+global module hooks called once per module call. The hooks exist only while a
+run with ``--modules`` is active (``StepHooks`` installs and removes them).
+
+Names, as ``model.named_modules()`` spells them: an outermost module is its
+variable in the user's namespace when it has one, else its class name; a module
+called inside it is ``root + "." + name`` from the root's ``named_modules()``;
+a module called inside it that is not its submodule is its caller's name plus
+its own class name. A root's names are taken once, at its first call: modules
+added to it during the run count as not its submodules.
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from torch.profiler import record_function
+
+from .loaders import name_in
+
+RANGE_PREFIX = "nbprofiler.module: "
+_TYPE_OPEN = " ("
+# torch < 2.1 has no always_call: a forward that raises then leaves its range open
+# until an enclosing module's call returns, or the run ends.
+_ALWAYS_CALL = {"always_call": True} if "always_call" in inspect.signature(register_module_forward_hook).parameters else {}
+
+
+def range_name(path: str, type_name: str) -> str:
+    """``nbprofiler.module: model.enc.0 (Block)``. The class name comes last and is
+    read from the last ``" ("``, so an attribute name holding one still parses; a class
+    name holding one has it replaced by a space."""
+    return f"{RANGE_PREFIX}{path}{_TYPE_OPEN}{type_name.replace(_TYPE_OPEN, ' ')})"
+
+
+def parse_range_name(name: str) -> tuple[str, str]:
+    """``(path, class name)`` of a name made by ``range_name``; a name without the
+    class (not made here) is all path."""
+    path, sep, type_name = name[len(RANGE_PREFIX):-1].rpartition(_TYPE_OPEN)
+    return (path, type_name) if sep else (name[len(RANGE_PREFIX):], "")
+
+
+@dataclass
+class _Open:
+    """A module call in progress on one thread, and its range."""
+
+    module: nn.Module
+    name: str
+    range: record_function
+
+
+class ModuleRanges:
+    """The global module hooks of one run. ``is_mine`` is false in a DataLoader worker
+    forked during the run, which inherits the hooks but must record nothing."""
+
+    def __init__(self, namespace: dict[str, Any] | None, is_mine: Callable[[], bool]) -> None:
+        self.namespace = namespace
+        self._is_mine = is_mine
+        # id(root) -> {id(submodule): qualified name}; the roots are kept so no id is reused.
+        self._names: dict[int, dict[int, str]] = {}
+        self._roots: list[nn.Module] = []
+        self._stacks: dict[int, list[_Open]] = {}  # per thread ident: its module calls in progress
+
+    def install(self, on_undo: Callable[[Callable[[], None]], None]) -> None:
+        """Register the hooks, handing each undo to ``on_undo`` as soon as it exists."""
+        on_undo(self.close_all)
+        on_undo(register_module_forward_pre_hook(self._enter).remove)
+        on_undo(register_module_forward_hook(self._exit, **_ALWAYS_CALL).remove)
+
+    def open_calls(self) -> int:
+        """Module ranges open now, on every thread (0 between a run's module calls)."""
+        return sum(len(stack) for stack in self._stacks.values())
+
+    def close_all(self) -> None:
+        """Close what a ``BaseException`` (Ctrl-C) left open: torch runs no hook for it."""
+        for stack in list(self._stacks.values()):
+            _close(stack, 0)
+
+    def _enter(self, module: nn.Module, args: Any) -> None:
+        if not self._is_mine():
+            return
+        stack = self._stacks.setdefault(threading.get_ident(), [])
+        name = self._name(module, stack)
+        rf = record_function(range_name(name, type(module).__name__))
+        rf.__enter__()
+        stack.append(_Open(module, name, rf))
+
+    def _exit(self, module: nn.Module, args: Any, output: Any) -> None:
+        if not self._is_mine():
+            return
+        stack = self._stacks.get(threading.get_ident(), [])
+        # Its innermost open call; calls above it were left open by a BaseException
+        # raised inside them and caught in this module's forward: they end here too.
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i].module is module:
+                _close(stack, i)
+                return
+
+    def _name(self, module: nn.Module, stack: list[_Open]) -> str:
+        if not stack:
+            return self._root_names(module)[id(module)]
+        known = self._root_names(stack[0].module).get(id(module))
+        return known if known is not None else f"{stack[-1].name}.{type(module).__name__}"
+
+    def _root_names(self, root: nn.Module) -> dict[int, str]:
+        names = self._names.get(id(root))
+        if names is None:
+            base = name_in(self.namespace, root) or type(root).__name__
+            names = {id(m): f"{base}.{n}" if n else base for n, m in root.named_modules()}
+            self._names[id(root)] = names
+            self._roots.append(root)
+        return names
+
+
+def _close(stack: list[_Open], down_to: int) -> None:
+    while len(stack) > down_to:
+        stack.pop().range.__exit__(None, None, None)
