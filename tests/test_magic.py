@@ -263,10 +263,17 @@ def test_shapes_group_operators_by_input_shape(shell):
 
 def test_sort_and_top_shape_the_shown_table(shell):
     captured = run_magic(shell, "-o run --sort calls --top 3", TRAIN_CELL)
-    shown = captured.outputs[-1].data[MIME]["operators"]
-    calls = [row[shown["columns"].index("calls")] for row in shown["rows"]]
-    assert len(calls) == 3 and calls == sorted(calls, reverse=True)
-    assert calls[0] == shell.user_ns["run"].operators["calls"].max()
+    run = shell.user_ns["run"]
+    # What is shown: three rows, most calls first.
+    text = captured.outputs[-1].data["text/plain"]
+    assert f"Top operators (3 of {len(run.operators)})" in text
+    html_rows = captured.outputs[-1].data["text/html"].split("Top operators", 1)[1].split("</table>", 1)[0]
+    assert html_rows.count("<tr>") - 1 == 3
+    # What is saved for the extension: every operator, in the same order, so it can re-sort and filter.
+    saved = captured.outputs[-1].data[MIME]["operators"]
+    calls = [row[saved["columns"].index("calls")] for row in saved["rows"]]
+    assert len(calls) == len(run.operators) and calls == sorted(calls, reverse=True)
+    assert calls[0] == run.operators["calls"].max()
 
 
 def test_a_cell_that_profiled_no_step_claims_nothing_about_improvements(shell):

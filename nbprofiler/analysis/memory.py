@@ -243,7 +243,8 @@ def memory_growth(series: Iterable[GrowthSeries]) -> pd.DataFrame:
             and rise >= max(min_rise, GROWTH_MIN_RISE_FRACTION * float(np.median(y)))
         )
         rows.append((device, source, measure, n, float(y[0]), float(y[-1]), slope, rising, flagged))
-    return pd.DataFrame(rows, columns=GROWTH_COLUMNS)
+    # Typed even when empty, so ``growth[growth["flagged"]]`` is a row mask, never a column list.
+    return pd.DataFrame(rows, columns=GROWTH_COLUMNS).astype({"flagged": bool})
 
 
 def growth_series(step_table: pd.DataFrame, sampler_device: str | None) -> list[GrowthSeries]:

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from ..report import Report
 
 MAX_STEP_ROWS = 50
-TOP_OPERATORS = 25
 TOP_KERNELS = 15
 TOP_MEMORY_OPS = 15
 MAX_MODULE_ROWS = 200
@@ -215,7 +214,7 @@ def steps_section(report: "Report") -> str:
 
 
 def operators_section(report: "Report") -> str:
-    ops = operator_view(report, TOP_OPERATORS)
+    ops = operator_view(report)  # --top and --sort, as in the text report
     if ops.empty:
         return ""
     cols = [Col("name", "operator", name=True), Col("calls", "calls", count), Col("input_shapes", "input shapes", name=True),
