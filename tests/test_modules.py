@@ -12,7 +12,7 @@ from torch import nn
 import nbprofiler
 from conftest import assert_nothing_left
 from nbprofiler.analysis.modules import MODULE_COLUMNS
-from nbprofiler.capture.module_ranges import RANGE_PREFIX, range_name
+from nbprofiler.trace.module_names import RANGE_PREFIX, range_name
 from nbprofiler.report import Report
 from nbprofiler.trace.parser import parse_trace
 from nbprofiler.trace.table import Kind

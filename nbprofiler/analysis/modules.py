@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..capture.module_ranges import RANGE_PREFIX, parse_range_name
+from ..trace.module_names import RANGE_PREFIX, parse_range_name
 from ..trace.table import MISSING, EventTable, Kind
 from .intervals import _depth, accumulate_to_ancestors, parent_index
 from .operators import OperatorTree

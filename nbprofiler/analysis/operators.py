@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..capture.module_ranges import RANGE_PREFIX as MODULE_RANGE_PREFIX
+from ..trace.module_names import RANGE_PREFIX as MODULE_RANGE_PREFIX
 from ..trace.table import MISSING, EventTable, Kind
 from .intervals import accumulate_to_ancestors, children_sum, parent_index
 

@@ -26,27 +26,12 @@ from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.profiler import record_function
 
+from ..trace.module_names import range_name
 from .loaders import name_in
 
-RANGE_PREFIX = "nbprofiler.module: "
-_TYPE_OPEN = " ("
 # torch < 2.1 has no always_call: a forward that raises then leaves its range open
 # until an enclosing module's call returns, or the run ends.
 _ALWAYS_CALL = {"always_call": True} if "always_call" in inspect.signature(register_module_forward_hook).parameters else {}
-
-
-def range_name(path: str, type_name: str) -> str:
-    """``nbprofiler.module: model.enc.0 (Block)``. The class name comes last and is
-    read from the last ``" ("``, so an attribute name holding one still parses; a class
-    name holding one has it replaced by a space."""
-    return f"{RANGE_PREFIX}{path}{_TYPE_OPEN}{type_name.replace(_TYPE_OPEN, ' ')})"
-
-
-def parse_range_name(name: str) -> tuple[str, str]:
-    """``(path, class name)`` of a name made by ``range_name``; a name without the
-    class (not made here) is all path."""
-    path, sep, type_name = name[len(RANGE_PREFIX):-1].rpartition(_TYPE_OPEN)
-    return (path, type_name) if sep else (name[len(RANGE_PREFIX):], "")
 
 
 @dataclass
