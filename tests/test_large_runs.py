@@ -4,18 +4,27 @@ The per-step sampler runs on every step, so its memory must stay small (< 1 MB,
 measured three ways: what it reports, the allocated size of its containers, and
 what tracemalloc saw it allocate); the profiler records only the scheduled steps,
 so the trace holds exactly the three active ones whatever the cell's length.
-(bench/big_trace.py covers the other large case: a 5-million-event trace file.)
+
+A large trace file is analysed within 3x its JSON size (peak RSS rise over the
+RSS before the load), or refused up front with a message naming the limit. Here
+with a trace of 300,000 events, through bench/big_trace.py's fresh-interpreter
+probe; that benchmark runs the same at 5 million events.
 """
 from __future__ import annotations
 
 import json
 import sys
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from IPython.utils.capture import capture_output
 
 from conftest import assert_nothing_left
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from big_trace import TARGET_RATIO, probe  # noqa: E402 - the benchmark's own probe and generator
+from analysis_speed import synthetic_trace  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("private_tmp", "one_torch_thread")
 
@@ -64,3 +73,16 @@ def test_2000_steps_keep_the_sampler_small_and_trace_only_the_active_steps(shell
     assert ops.loc["aten::addmm", "calls"] == 6 and ops.loc["Optimizer.step#SGD.step", "calls"] == 3
     assert len(report.raw_trace) < 4 * ONE_MB
     assert_nothing_left([shell.user_ns["model"]])
+
+
+def test_a_large_trace_is_analysed_within_three_times_its_size_or_refused(tmp_path):
+    path = tmp_path / "big.pt.trace.json"
+    events = synthetic_trace(path, 300_000)
+    size = path.stat().st_size
+    loaded = probe(path, {"NBPROFILER_MAX_TRACE_BYTES": str(size + 1)})
+    assert loaded["events"] > 0.7 * events and "breakdown" in loaded["tables"] and "suggestions" in loaded["tables"]
+    assert loaded["peak"] - loaded["before"] <= TARGET_RATIO * size
+    refused = probe(path, {"NBPROFILER_MAX_TRACE_BYTES": str(size // 2)})
+    message = refused["refused"]
+    assert str(path) in message and "limit" in message and "profile fewer steps" in message and "\n" not in message
+    assert refused["peak"] - refused["before"] < size / 10  # refused from its size, not read
