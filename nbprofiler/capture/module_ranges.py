@@ -44,8 +44,9 @@ class _Open:
 
 
 class ModuleRanges:
-    """The global module hooks of one run. ``is_mine`` is false in a DataLoader worker
-    forked during the run, which inherits the hooks but must record nothing."""
+    """The global module hooks of one run. ``is_mine`` is false in a process forked
+    during the run: the fork removes the hooks there (``session``), and a fork that
+    ran no at-fork handlers still records nothing."""
 
     def __init__(self, namespace: dict[str, Any] | None, is_mine: Callable[[], bool]) -> None:
         self.namespace = namespace
@@ -66,7 +67,11 @@ class ModuleRanges:
         return sum(len(stack) for stack in self._stacks.values())
 
     def close_all(self) -> None:
-        """Close what a ``BaseException`` (Ctrl-C) left open: torch runs no hook for it."""
+        """Close what a ``BaseException`` (Ctrl-C) left open: torch runs no hook for it.
+        A forked worker's copies of the parent's open ranges are the parent's to close."""
+        if not self._is_mine():
+            self._stacks.clear()
+            return
         for stack in list(self._stacks.values()):
             _close(stack, 0)
 

@@ -372,9 +372,26 @@ def _live_device(cuda: bool) -> DeviceInfo:
                       total_memory_bytes=int(psutil.virtual_memory().total))
 
 
+def _undo_hooks_in_forked_child() -> None:
+    """A process forked while a run lasts (a DataLoader worker) is not that run: it gets
+    torch's own classes and hooks back, so nothing of nbprofiler runs in its batches."""
+    global _active
+    run, _active = _active, None  # no lock: another thread may have held it at the fork
+    if run is not None:
+        try:
+            run.hooks.remove()
+        except Exception:  # noqa: BLE001 - a worker must start even if an undo failed
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_undo_hooks_in_forked_child)
+
+
 def current_run() -> ProfileRun | None:
-    """The run in progress in this process. A DataLoader worker forked during a run
-    inherits ``_active`` but is not that run, so ``nbprofiler.step()`` there does nothing."""
+    """The run in progress in this process. A DataLoader worker forked during a run is
+    not that run (the fork clears ``_active``; the pid check covers a fork that ran no
+    at-fork handlers), so ``nbprofiler.step()`` there does nothing."""
     run = _active
     return run if run is not None and run.hooks.owner_pid == os.getpid() else None
 

@@ -29,8 +29,10 @@ _filtering: "StderrFilter | None" = None  # the filter between start and stop, f
 
 
 def _real_stderr_in_child() -> None:
+    global _filtering
     if _filtering is not None and _filtering._saved is not None:
         os.dup2(_filtering._saved, 2)
+    _filtering = None  # the child has no forwarding thread to stop
 
 
 if hasattr(os, "register_at_fork"):
