@@ -6,7 +6,7 @@ import pytest
 
 from conftest import shared_raw_events as raw_events, shared_report as report
 from nbprofiler.analysis.gpu import plugin_tensor_core_kernel, uses_tensor_cores
-from test_breakdown import hand_made_report
+from test_breakdown import hand_made_report, reference_breakdown
 
 GPU_TRACES = [
     "v100_resnet50_train_num_workers_0", "v100_resnet50_train_num_workers_4", "v100_resnet_ns_timestamps",
@@ -21,9 +21,15 @@ _HOST_OP_CATS = {"Operator", "cpu_op"}
 
 
 def reference_metrics(name: str) -> dict:
-    """Utilization, SM efficiency, occupancy and tensor-core share, in loops over raw kernels."""
-    spans = report(name).stretched_steps
-    lo, hi = float(spans["start_us"].iloc[0]), float(spans["end_us"].iloc[-1])
+    """Utilization, SM efficiency, occupancy and tensor-core share, in loops over raw kernels,
+    over the steps span of the reference breakdown (a trace without ProfilerSteps is one
+    step: there nbprofiler's span, which the breakdown tests check, is taken)."""
+    steps = reference_breakdown(name)
+    if steps:
+        lo, hi = steps[0]["start"], steps[-1]["end"]
+    else:
+        spans = report(name).stretched_steps
+        lo, hi = float(spans["start_us"].iloc[0]), float(spans["end_us"].iloc[-1])
     kernels = [e for e in raw_events(name) if e.get("cat") in _KERNEL_CATS]
     busy, cur = 0.0, None
     for s, e in sorted((max(k["ts"], lo), min(k["ts"] + k["dur"], hi)) for k in kernels):
