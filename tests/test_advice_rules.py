@@ -364,6 +364,29 @@ def test_fast_loader_and_big_batches_have_nothing_to_improve(one_torch_thread):
     assert "the DataLoader keeps up" in s.detail and "fixed per-step cost is" in s.detail
 
 
+class OneSlowBatch(Dataset):
+    """Fast samples, but the batch at ``slow_batch`` takes 60 ms once (a page fault storm, a GC pause)."""
+
+    def __init__(self, n: int, batch: int, slow_batch: int) -> None:
+        self.data, self.slow = torch.randn(n, 32), slow_batch * batch
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, i: int):
+        if i == self.slow:
+            time.sleep(0.06)
+        return self.data[i], i % 4
+
+
+def test_one_slow_fetch_is_no_dataloader_bottleneck(one_torch_thread):
+    """Waiting over 5% of the profiled time, all of it one fetch: nothing to change, no suggestion."""
+    ds = OneSlowBatch(16 * 12, 16, slow_batch=3)  # fetched in step 2, the first active one
+    report = _train({"train_ds": ds, "train_loader": DataLoader(ds, batch_size=16)}, _mlp(256))
+    assert measures.data_wait(report).share > T.DATALOADER_WAIT_SHARE
+    assert "dataloader" not in kinds(report.suggestions)
+
+
 def test_tensor_dataset_indexes_whole_batches(one_torch_thread):
     ds = TensorDataset(torch.randn(64 * 16, 32), torch.randint(0, 4, (64 * 16,)))
     ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=64, shuffle=True)}

@@ -272,6 +272,8 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
         evidence.update(h2d_copies=copies.count, h2d_bytes=copies.bytes, h2d_copies_pageable=copies.pageable)
         reasons.append("pinned batches copy to the GPU asynchronously with .to(device, non_blocking=True)")
 
+    if not changes and steady_share <= T.DATALOADER_WAIT_SHARE:
+        return None  # one slow fetch, not steady loading, and no setting to change: the loader keeps up
     evidence["changed"] = sorted(changes)
     estimate = step_ms / max(compute_ms + new_wait, 1e-9) if step_ms > 0 else 1.0
     gain = max(1.0, min(bound, estimate))
