@@ -2,8 +2,9 @@
 and with ``--modules`` the module ranges (``module_ranges``).
 
 Everything installed here is removed by ``StepHooks.remove`` (always called,
-from a ``finally``), and every hook checks the process id, so a DataLoader
-worker forked while a cell runs never acts on the parent's profiler.
+from a ``finally``, and in a process forked while a cell runs, right at the
+fork: see ``session``); every hook also checks the process id, so a worker
+forked without at-fork handlers never acts on the parent's profiler.
 
 Optimizer steps end a profiler step *after* ``optimizer.step()`` returns, not
 inside it: torch runs its post-step hooks inside the ``Optimizer.step#...``
