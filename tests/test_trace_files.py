@@ -28,6 +28,17 @@ def test_every_gpu_trace_loads_with_device_time_on_operators(name):
     assert report.device.kind in ("cuda", "rocm")
 
 
+def test_title_and_overview_agree_on_the_average_step():
+    """On a GPU trace the average step is over steps stretched to cover their device work
+    (longer than the host's ProfilerStep ranges); title, overview and text say the same."""
+    report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz"))
+    avg_ms = report.summary["avg_step_us"] / 1e3
+    assert avg_ms > report.steps["wall_ms"].mean()  # the GPU runs behind the host
+    text = report.to_text()
+    assert text.splitlines()[0].endswith(f"avg step {avg_ms:.1f} ms")
+    assert f"Overview: avg step {avg_ms:.1f} ms" in text
+
+
 def test_old_and_new_schemas_are_both_read():
     old = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz"))
     new = nbprofiler.load(shared_trace("v100_resnet_ns_timestamps.pt.trace.json.gz"))

@@ -33,6 +33,10 @@ def operator_view(report: "Report", top: int | None = None) -> pd.DataFrame:
 
 
 def render_summary_line(report: "Report") -> str:
+    """The report's one-line title. Its average step is the overview's (``headline``), so a
+    GPU trace's title and overview agree on steps stretched to cover their device work."""
+    from .views import headline
+
     steps = report.steps
     active = steps[steps["phase"] == "active"] if len(steps) else steps
     parts = [report.device.name]
@@ -40,8 +44,9 @@ def render_summary_line(report: "Report") -> str:
         parts.append(f"{len(steps)} steps run, {len(active)} profiled")
     else:
         parts.append(f"{len(steps)} profiled steps")
-    if len(active):
-        parts.append(f"avg step {fmt_us(float(active['wall_ms'].mean()) * 1e3)}")
+    avg = headline(report)["avg_step_us"] if len(active) else None
+    if avg is not None:
+        parts.append(f"avg step {fmt_us(avg)}")
     if report.partial:
         parts.append("PARTIAL")
     return " · ".join(parts)
