@@ -35,8 +35,8 @@ STYLE = """
 .nbp{font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.45;max-width:1100px;color:#222}
 .nbp h3{font-size:16px;margin:6px 0 4px}.nbp h4{font-size:14px;margin:16px 0 4px;border-bottom:1px solid #ddd;padding-bottom:2px}
 .nbp table{border-collapse:collapse;margin:4px 0}.nbp td,.nbp th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
-.nbp th{background:#f6f6f6;font-weight:600}
-.nbp td.n,.nbp th.n{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace;max-width:560px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.nbp th{background:#f6f6f6;font-weight:600}.nbp td{white-space:nowrap}
+.nbp td.n,.nbp th.n{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace;max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .nbp .how{color:#666;margin:2px 0 6px}.nbp .note{color:#8a5a00;margin:2px 0}.nbp .warn{color:#b00020;margin:4px 0;font-weight:600}
 .nbp .metrics{display:flex;flex-wrap:wrap;gap:8px;margin:6px 0}.nbp .metric{border:1px solid #ddd;border-radius:6px;padding:4px 10px;min-width:110px}
 .nbp .metric b{display:block;font-size:16px}.nbp .metric span{color:#666;font-size:11px}
