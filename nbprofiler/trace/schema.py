@@ -8,32 +8,40 @@ timestamps), and coercion to columns happens in one place, ``parser.py``.
 """
 from __future__ import annotations
 
+import math
+
 import msgspec
 
 Scalar = int | float | str | None
+
+# The default of every numeric arg: one shared NaN object, never a value msgspec decodes
+# (JSON has no NaN), so ``value is ABSENT`` still says the key was missing. numpy turns a
+# column of floats into an array several times faster than one holding None, and most
+# events lack most args, so a None default would make those columns the slow kind.
+ABSENT: float = math.nan
 
 
 class Args(msgspec.Struct, omit_defaults=True):
     """Event ``args``: only the keys some analysis needs."""
 
-    external_id: Scalar = msgspec.field(default=None, name="External id")
-    external_id_old: Scalar = msgspec.field(default=None, name="external id")
-    correlation: Scalar = None
-    device: Scalar = None
-    stream: Scalar = None
-    bytes: Scalar = None
-    blocks_per_sm: Scalar = msgspec.field(default=None, name="blocks per SM")
-    occupancy: Scalar = msgspec.field(default=None, name="est. achieved occupancy %")
-    seq: Scalar = msgspec.field(default=None, name="Sequence number")
-    fwd_thread: Scalar = msgspec.field(default=None, name="Fwd thread id")
-    python_id: Scalar = msgspec.field(default=None, name="Python id")
-    python_parent_id: Scalar = msgspec.field(default=None, name="Python parent id")
-    mem_device_type: Scalar = msgspec.field(default=None, name="Device Type")
-    mem_device_id: Scalar = msgspec.field(default=None, name="Device Id")
-    mem_bytes: Scalar = msgspec.field(default=None, name="Bytes")
-    total_allocated: Scalar = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Scalar = msgspec.field(default=None, name="Total Reserved")
-    addr: Scalar = msgspec.field(default=None, name="Addr")
+    external_id: Scalar = msgspec.field(default=ABSENT, name="External id")
+    external_id_old: Scalar = msgspec.field(default=ABSENT, name="external id")
+    correlation: Scalar = ABSENT
+    device: Scalar = ABSENT
+    stream: Scalar = ABSENT
+    bytes: Scalar = ABSENT
+    blocks_per_sm: Scalar = msgspec.field(default=ABSENT, name="blocks per SM")
+    occupancy: Scalar = msgspec.field(default=ABSENT, name="est. achieved occupancy %")
+    seq: Scalar = msgspec.field(default=ABSENT, name="Sequence number")
+    fwd_thread: Scalar = msgspec.field(default=ABSENT, name="Fwd thread id")
+    python_id: Scalar = msgspec.field(default=ABSENT, name="Python id")
+    python_parent_id: Scalar = msgspec.field(default=ABSENT, name="Python parent id")
+    mem_device_type: Scalar = msgspec.field(default=ABSENT, name="Device Type")
+    mem_device_id: Scalar = msgspec.field(default=ABSENT, name="Device Id")
+    mem_bytes: Scalar = msgspec.field(default=ABSENT, name="Bytes")
+    total_allocated: Scalar = msgspec.field(default=ABSENT, name="Total Allocated")
+    total_reserved: Scalar = msgspec.field(default=ABSENT, name="Total Reserved")
+    addr: Scalar = msgspec.field(default=ABSENT, name="Addr")
     # Kept raw: decoded only on demand (shapes, stacks), never for every event.
     input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
     call_stack: Scalar = msgspec.field(default=None, name="Call stack")
@@ -48,8 +56,8 @@ class Event(msgspec.Struct):
     cat: Scalar = None
     pid: Scalar = None
     tid: Scalar = None
-    ts: Scalar = None
-    dur: Scalar = None
+    ts: Scalar = ABSENT
+    dur: Scalar = ABSENT  # instants have none
     id: Scalar = None
     args: Args | None = None
 
