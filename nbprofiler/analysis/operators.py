@@ -84,23 +84,35 @@ class OperatorTree:
             found[lacking[has_rt]] = self.enclosing(thread, t["ts"][rt[has_rt]])
         return found
 
+    @cached_property
+    def _by_thread_and_start(self) -> np.ndarray:
+        return np.lexsort((self.start, self.thread))
+
     def enclosing(self, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
-        """The innermost operator (position in ``index``) around each (thread, ts), or -1."""
-        order = np.lexsort((self.start, self.thread))
+        """The innermost operator (position in ``index``) around each (thread, ts), or -1.
+
+        Vectorised: per thread (a trace has few), the last operator that started at or
+        before each time; then every query climbs to its parent while its candidate
+        ended before it, all queries at once, one tree level per round.
+        """
+        order = self._by_thread_and_start
         key_thread, key_start = self.thread[order], self.start[order]
-        # Last operator on the same thread that started at or before ts.
-        pos = np.searchsorted(key_thread, thread, side="right")
-        lo = np.searchsorted(key_thread, thread, side="left")
-        within = np.array([np.searchsorted(key_start[a:b], x, side="right") for a, b, x in zip(lo, pos, ts)], dtype=np.int64)
         out = np.full(len(ts), -1, dtype=np.int64)
-        end, parent = self.end, self.parent
-        for i, (a, k, x) in enumerate(zip(lo.tolist(), within.tolist(), ts.tolist())):
-            if k == 0:
+        by_thread = np.argsort(thread, kind="stable")
+        threads, first = np.unique(thread[by_thread], return_index=True)
+        for t, queries in zip(threads, np.split(by_thread, first[1:])):
+            lo, hi = np.searchsorted(key_thread, t, side="left"), np.searchsorted(key_thread, t, side="right")
+            if lo == hi:
                 continue
-            cand = int(order[a + k - 1])
-            while cand >= 0 and end[cand] < x:
-                cand = int(parent[cand])
-            out[i] = cand
+            k = np.searchsorted(key_start[lo:hi], ts[queries], side="right")
+            started = k > 0
+            out[queries[started]] = order[lo + k[started] - 1]
+        end, parent = self.end, self.parent
+        climbing = np.flatnonzero(out >= 0)
+        while len(climbing):
+            climbing = climbing[end[out[climbing]] < ts[climbing]]
+            out[climbing] = parent[out[climbing]]
+            climbing = climbing[out[climbing] >= 0]
         return out
 
     @cached_property
