@@ -252,18 +252,20 @@ def sync_points(report: "Report") -> pd.DataFrame:
     steps = report.trace_steps
     if steps.empty or bool(steps["synthetic"].iloc[0]):
         return empty
-    op_names = t.names[t.name_code[tree.index]].astype(str)
-    cause = np.full(len(tree.index), "", dtype=object)
+    # Names are judged once per distinct name, then looked up by each event's name code.
+    names = [str(n) for n in t.names]
     dev = tree.device_events
     memcpy = t.kind[dev] == Kind.MEMCPY
     launcher = tree.launcher
-    dev_names = t.names[t.name_code[dev]].astype(str)
-    dtoh = memcpy & (np.char.find(dev_names, "DtoH") >= 0)
-    pageable_htod = memcpy & (np.char.find(dev_names, "HtoD") >= 0) & (np.char.find(dev_names, "Pageable") >= 0)
+    dtoh_name = np.array(["DtoH" in n for n in names], dtype=bool)
+    pageable_htod_name = np.array(["HtoD" in n and "Pageable" in n for n in names], dtype=bool)
+    dtoh = memcpy & dtoh_name[t.name_code[dev]]
+    pageable_htod = memcpy & pageable_htod_name[t.name_code[dev]]
+    cause = np.full(len(tree.index), "", dtype=object)
     cause[launcher[dtoh & (launcher >= 0)]] = "cpu"
     cause[launcher[pageable_htod & (launcher >= 0)]] = "h2d"
-    for name, kind in SYNC_OPS.items():
-        cause[op_names == name] = kind
+    sync_cause = np.array([SYNC_OPS.get(n, "") for n in names], dtype=object)[t.name_code[tree.index]]
+    cause = np.where(sync_cause != "", sync_cause, cause)
     is_candidate = cause != ""
     covered = is_candidate | _ancestor_flag(tree.parent, is_candidate)
     outermost = np.flatnonzero(is_candidate & ~_ancestor_flag(tree.parent, is_candidate)).tolist()
