@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
 import textwrap
 
@@ -121,3 +122,29 @@ def test_terminal_ipython_gets_text_only(hostile, ip):
     finally:
         ip.display_formatter.active_types = before
     assert {"text/plain", "text/html", MIME_TYPE} <= set(hostile._repr_mimebundle_())
+
+
+def test_hundreds_of_steps_still_chart_every_step():
+    """300 profiled steps: the breakdown is drawn as stacked bands (not 300 slivers of bars), with
+    a readable number of step labels, and the static report carries it as an inline image."""
+    from matplotlib.figure import Figure
+
+    from nbprofiler.render import charts
+    from nbprofiler.report import Report
+    from nbprofiler.trace.parser import parse_trace
+
+    events = []
+    for step in range(300):
+        t = step * 100.0
+        events += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "ts": t, "dur": 90, "pid": 1, "tid": 1},
+                   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": t + 5, "dur": 40 + step % 7, "pid": 1, "tid": 1}]
+    report = Report.from_trace(parse_trace(json.dumps({"traceEvents": events}).encode(), "many"), "many")
+    assert len(report.phases) == 300
+    fig = charts.breakdown_figure(report)
+    assert isinstance(fig, Figure)
+    (ax,) = fig.axes
+    assert not ax.patches and ax.collections  # bands, not bars
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert 3 <= len(labels) <= charts.MAX_STEP_LABELS and labels[0] == "0"
+    assert re.search(r'<img src="data:image/png;base64,[^"]+" alt="step time breakdown">', report.to_html())

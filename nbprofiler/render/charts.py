@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 WIDTH_IN, HEIGHT_IN, DPI = 7.5, 3.0, 100
 MAX_TIMELINE_POINTS = 4000
+MAX_STEP_LABELS = 30
+MAX_BARS = 120
 _cache: "weakref.WeakKeyDictionary[Report, dict[str, str | None]]" = weakref.WeakKeyDictionary()
 _UNITS = (("GB", 1024 ** 3), ("MB", 1024 ** 2), ("KB", 1024), ("B", 1))
 
@@ -75,7 +77,9 @@ def byte_unit(max_bytes: float) -> tuple[str, float]:
 
 
 def breakdown_figure(report: "Report") -> "Figure | None":
-    """Stacked bars, one per profiled step, of the breakdown parts in ms."""
+    """Stacked bars, one per profiled step, of the breakdown parts in ms. Past
+    ``MAX_BARS`` steps, one stacked band per part (a step-wise area): thousands of
+    separate bars would be slivers, and each is an object matplotlib draws on its own."""
     kind, parts = breakdown_parts(report)
     if parts.empty:
         return None
@@ -83,12 +87,23 @@ def breakdown_figure(report: "Report") -> "Figure | None":
     x = np.arange(len(parts))
     bottom = np.zeros(len(parts))
     for col in parts.columns[1:]:
-        ms = parts[col].to_numpy(dtype=np.float64) / 1e3
-        if not np.nansum(ms):
+        ms = np.nan_to_num(parts[col].to_numpy(dtype=np.float64) / 1e3)
+        if not ms.sum():
             continue
-        ax.bar(x, ms, bottom=bottom, width=0.7, label=LABELS.get(col, col), color=COLORS.get(col))
-        bottom += np.nan_to_num(ms)
-    ax.set_xticks(x, [str(s) for s in parts["step"]])
+        style = {"label": LABELS.get(col, col), "color": COLORS.get(col)}
+        if len(x) <= MAX_BARS:
+            ax.bar(x, ms, bottom=bottom, width=0.7, **style)
+        else:
+            ax.fill_between(x, bottom, bottom + ms, step="mid", linewidth=0, **style)
+        bottom += ms
+    steps = parts["step"].to_numpy()
+    if len(steps) <= MAX_STEP_LABELS:
+        ax.set_xticks(x, [str(s) for s in steps])
+    else:  # hundreds of labels would be unreadable, and slow to draw: a few, at whole positions
+        from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=12, integer=True))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: str(steps[int(v)]) if 0 <= v < len(steps) else ""))
     ax.set_xlabel("profiled step", fontsize=10)
     ax.set_ylabel("time (ms)", fontsize=10)
     ax.set_title("Step time by device activity" if kind == "device" else "Step time by phase (host)", fontsize=11)
@@ -198,11 +213,12 @@ def memory_timeline_figure(report: "Report") -> "Figure | None":
     ax.step(ms, alloc / size, where="post", linewidth=1.2, label="allocated")
     if has_reserved:
         ax.step(ms, reserved / size, where="post", linewidth=1.2, linestyle="--", label="reserved")
-    for row in steps.itertuples(index=False):
-        x = (float(row.start_us) - t0) / 1e3
-        ax.axvline(x, color="#999999", linewidth=0.8, linestyle=":")
-        ax.annotate(f"step {row.step}", (x, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
-                    color="#666666", xytext=(2, -10), textcoords="offset points")
+    if len(steps) <= MAX_STEP_LABELS:  # beyond that, step lines and names would cover the curve
+        for row in steps.itertuples(index=False):
+            x = (float(row.start_us) - t0) / 1e3
+            ax.axvline(x, color="#999999", linewidth=0.8, linestyle=":")
+            ax.annotate(f"step {row.step}", (x, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
+                        color="#666666", xytext=(2, -10), textcoords="offset points")
     ax.set_xlabel("time since the first profiled step (ms)", fontsize=10)
     ax.set_ylabel(f"memory ({unit})", fontsize=10)
     ax.set_title(f"{device}: memory during the profiled steps", fontsize=10, loc="left")
