@@ -16,6 +16,7 @@ two side by side and ``memory_growth`` prefers the longer series.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -128,13 +129,13 @@ def memory_steps(timeline: pd.DataFrame, steps: pd.DataFrame, sampler: pd.DataFr
     return merged[cols].sort_values(["step", "device"], kind="stable").reset_index(drop=True)
 
 
-def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, owners: np.ndarray) -> pd.DataFrame:
+def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, allocations: "Allocations") -> pd.DataFrame:
     """Per operator name and device: ``allocations, allocated_bytes, held_bytes``.
 
     Each allocation inside a profiled step goes to the operator that made it
-    (``owners``, from ``allocation_owners``), or to ``(no operator)``. ``held_bytes`` is what of it was still allocated when its
-    step ended (summed over steps): activations kept for backward, gradients,
-    optimizer state, or a leak.
+    (``allocations``, from ``allocation_owners``), or to ``(no operator)``.
+    ``held_bytes`` is what of it was still allocated when its step ended (summed
+    over steps): activations kept for backward, gradients, optimizer state, or a leak.
 
     A free is paired with its allocation by device and block address. Traces
     without addresses (the 2021 schema) pair it with the most recent live
@@ -145,7 +146,7 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, owners: np.ndarr
     allocated per operator, and the levels in ``memory_steps``, are exact.
     """
     table = tree.table
-    idx = _memory_events(table)
+    idx = allocations.events
     if len(idx) == 0 or steps.empty:
         return pd.DataFrame(columns=OPERATOR_COLUMNS)
     ts = table["ts"][idx]
@@ -159,7 +160,7 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, owners: np.ndarr
     step_end = pd.Series(steps["end_us"].to_numpy(), index=steps["step"].to_numpy())
     ends = step_end.reindex(step[alloc]).to_numpy()
     held = ~(free_ts[alloc] < ends)  # never freed in the trace, or freed after its step ended
-    owner = owners[alloc]
+    owner = allocations.owner[alloc]
     op_names = np.asarray(table.names, dtype=object)[table.name_code[tree.index]]
     names = np.where(owner >= 0, op_names[np.maximum(owner, 0)], NO_OPERATOR)
     frame = pd.DataFrame({"name": names, "device": device[alloc], "allocated_bytes": delta[alloc],
@@ -172,10 +173,18 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, owners: np.ndarr
                                              kind="stable").reset_index(drop=True)
 
 
-def allocation_owners(tree: OperatorTree) -> np.ndarray:
-    """For each ``[memory]`` event in time order, the operator that made it (position in
-    ``tree.index``): the innermost one running on its thread then; -1 for frees and for
-    allocations outside any operator. Computed once: the operator and memory tables share it."""
+@dataclass(frozen=True)
+class Allocations:
+    """The trace's ``[memory]`` events in time order, and for each the operator that made it
+    (position in ``tree.index``; -1 for frees and for allocations outside any operator)."""
+
+    events: np.ndarray
+    owner: np.ndarray
+
+
+def allocation_owners(tree: OperatorTree) -> Allocations:
+    """Each allocation's operator: the innermost one running on its thread then. Computed
+    once: the operator table and the per-operator memory table share it."""
     table = tree.table
     idx = _memory_events(table)
     owners = np.full(len(idx), -1, dtype=np.int64)
@@ -183,14 +192,14 @@ def allocation_owners(tree: OperatorTree) -> np.ndarray:
     if len(alloc) and len(tree.index):
         events = idx[alloc]
         owners[alloc] = tree.enclosing(table["pid"][events] * (1 << 32) + table["tid"][events], table["ts"][events])
-    return owners
+    return Allocations(idx, owners)
 
 
-def self_allocated_bytes(tree: OperatorTree, owners: np.ndarray) -> dict[str, np.ndarray] | None:
+def self_allocated_bytes(tree: OperatorTree, allocations: Allocations) -> dict[str, np.ndarray] | None:
     """Bytes each operator call allocated itself (not in the operators it called), on the host
     and on devices: the operator table's memory columns. None when the trace recorded no memory."""
     table = tree.table
-    idx = _memory_events(table)
+    idx, owners = allocations.events, allocations.owner
     if len(idx) == 0:
         return None
     made = owners >= 0

@@ -23,6 +23,7 @@ from ..trace.table import DeviceInfo, EventTable, Kind
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
+    from ..analysis.memory import Allocations
     from ..capture.session import RunRecord
 
 
@@ -138,7 +139,7 @@ class Report:
                               memory=self_allocated_bytes(self.operator_tree, self._allocation_owners))
 
     @cached_property
-    def _allocation_owners(self) -> np.ndarray:
+    def _allocation_owners(self) -> "Allocations":
         from ..analysis.memory import allocation_owners
 
         return allocation_owners(self.operator_tree)
