@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import shared_report as report, shared_trace
@@ -28,8 +29,9 @@ ALL_TRACES = [
 
 
 # -- an independent reference ------------------------------------------------------------
-_DEVICE_CATS = {"Kernel": "kernel", "kernel": "kernel", "Memcpy": "memcpy", "gpu_memcpy": "memcpy",
-                "Memset": "memset", "gpu_memset": "memset"}
+PLUGIN_ROLES = ("Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CpuOp")
+_DEVICE_CATS = {"Kernel": "Kernel", "kernel": "Kernel", "Memcpy": "Memcpy", "gpu_memcpy": "Memcpy",
+                "Memset": "Memset", "gpu_memset": "Memset"}
 _RUNTIME_CATS = {"Runtime", "cuda_runtime", "cuda_driver"}
 _HOST_CATS = {"Operator", "cpu_op", "user_annotation", "python_function"}
 
@@ -49,9 +51,19 @@ def _covers(merged, starts, t):
     return i >= 0 and t < merged[i][1]
 
 
-def reference_breakdown(name: str) -> list[dict]:
-    """The plugin's procedure, step by step, in loops over the raw JSON events."""
-    raw = json.loads(gzip.decompress(shared_trace(name).read_bytes()))
+def reference_breakdown(name: str | Path) -> list[dict]:
+    """The plugin's procedure, step by step, in loops over the raw JSON events of a shared
+    trace (by name) or of a trace file (by path).
+
+    Each row holds the plugin's roles (``PLUGIN_ROLES`` and ``Other``), where every kernel,
+    NCCL ones included, is Kernel and Communication is the collectives' host ranges;
+    ``Kernel (NCCL only)``, the part of Kernel during which no compute kernel ran, and
+    ``Memcpy under NCCL only``, the part of that during which a copy ran too; and the
+    step's ``step``, ``start``, ``end`` and ``total``.
+    """
+    path = name if isinstance(name, Path) else shared_trace(name)
+    data = path.read_bytes()
+    raw = json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
     events = [e for e in raw["traceEvents"] if e.get("ph") == "X"]
     steps = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
                    if e.get("cat") in _HOST_CATS and e["name"].startswith("ProfilerStep#"))
@@ -84,35 +96,44 @@ def reference_breakdown(name: str) -> list[dict]:
     if len(spans) > 1 and count[len(spans) - 1] < 0.8 * count[len(spans) - 2]:
         spans.pop()
 
-    cats = {c: [] for c in CATEGORIES}
+    # The plugin's roles, in its priority order; every kernel is Kernel there.
+    roles = {r: [] for r in PLUGIN_ROLES}
+    nccl_kernels = []
     for e in events:
         cat, nm, iv = e.get("cat"), e["name"], (e["ts"], e["ts"] + e["dur"])
         if cat in _DEVICE_CATS:
-            kind = _DEVICE_CATS[cat]
-            cats["communication" if kind == "kernel" and "nccl" in nm.lower() else kind].append(iv)
+            roles[_DEVICE_CATS[cat]].append(iv)
+            if _DEVICE_CATS[cat] == "Kernel" and "nccl" in nm.lower():
+                nccl_kernels.append(iv)
         elif cat in _RUNTIME_CATS:
-            cats["runtime"].append(iv)
+            roles["Runtime"].append(iv)
         elif cat in _HOST_CATS and not nm.startswith("ProfilerStep#"):
             if nm.startswith(("nccl:", "gloo:")):
-                cats["communication"].append(iv)
+                roles["Communication"].append(iv)
             elif nm.startswith("enumerate(DataLoader)#") and nm.endswith(".__next__"):
-                cats["dataloader"].append(iv)
+                roles["DataLoader"].append(iv)
             else:
-                cats["cpu_exec"].append(iv)
-    merged = {c: _merge(v) for c, v in cats.items()}
-    starts = {c: [m[0] for m in v] for c, v in merged.items()}
+                roles["CpuOp"].append(iv)
+    merged = {r: _merge(v) for r, v in roles.items()}
+    starts = {r: [m[0] for m in v] for r, v in merged.items()}
+    compute = _merge(iv for iv in roles["Kernel"] if iv not in set(nccl_kernels))
+    compute_starts = [m[0] for m in compute]
     rows = []
     for lo, hi, step in spans:
         points = {lo, hi}
-        for v in merged.values():
+        for v in (*merged.values(), compute):
             for s, e in v:
                 if e > lo and s < hi:
                     points.update((max(s, lo), min(e, hi)))
         points = sorted(points)
-        row = dict.fromkeys([*CATEGORIES, "other"], 0.0)
+        row = dict.fromkeys([*PLUGIN_ROLES, "Other", "Kernel (NCCL only)", "Memcpy under NCCL only"], 0.0)
         for a, b in zip(points, points[1:]):
-            owner = next((c for c in CATEGORIES if _covers(merged[c], starts[c], a)), "other")
+            owner = next((r for r in PLUGIN_ROLES if _covers(merged[r], starts[r], a)), "Other")
             row[owner] += b - a
+            if owner == "Kernel" and not _covers(compute, compute_starts, a):
+                row["Kernel (NCCL only)"] += b - a
+                if _covers(merged["Memcpy"], starts["Memcpy"], a):
+                    row["Memcpy under NCCL only"] += b - a
         row.update(step=step, total=hi - lo, start=lo, end=hi)
         rows.append(row)
     return rows
@@ -122,14 +143,34 @@ def reference_breakdown(name: str) -> list[dict]:
 STEPPED_GPU_TRACES = [n for n in ALL_TRACES if n not in ("a100_alexnet_small", "cpu_only")]  # ProfilerSteps and a GPU
 
 
+def assert_matches_the_reference(ours: pd.DataFrame, expected: list[dict]) -> None:
+    """Our breakdown against the plugin's roles, step by step: the same memcpy, memset,
+    runtime, DataLoader, CPU Exec, other and total; kernel and communication together (less
+    the collectives' host ranges) equal to the plugin's Kernel, with kernel the part a compute
+    kernel covered and communication the rest plus the collectives' host ranges."""
+    assert ours["step"].tolist() == [r["step"] for r in expected]
+    same = {"memcpy": "Memcpy", "memset": "Memset", "runtime": "Runtime", "dataloader": "DataLoader",
+            "cpu_exec": "CpuOp", "other": "Other", "total": "total"}
+    for row, ref in zip(ours.to_dict("records"), expected):
+        for col, role in same.items():
+            assert row[col] == pytest.approx(ref[role], abs=0.01), (row["step"], col)
+        device_communication = row["communication"] - ref["Communication"]
+        assert row["kernel"] + device_communication == pytest.approx(ref["Kernel"], abs=0.01), row["step"]
+        assert device_communication == pytest.approx(ref["Kernel (NCCL only)"], abs=0.01), row["step"]
+
+
 @pytest.mark.parametrize("name", STEPPED_GPU_TRACES)
 def test_breakdown_matches_the_reference_on_every_step(name):
-    ours = report(name).breakdown
+    assert_matches_the_reference(report(name).breakdown, reference_breakdown(name))
+
+
+@pytest.mark.parametrize("name", ["a100_train", "a100_nccl_distributed"])
+def test_nccl_kernels_outrank_the_memcpy_they_overlap_on_real_traces(name):
+    """These traces have copies running under NCCL kernels (and no compute kernel): that
+    time is communication, so kernel and communication together are the plugin's Kernel."""
     expected = reference_breakdown(name)
-    assert ours["step"].tolist() == [r["step"] for r in expected]
-    for row, ref in zip(ours.to_dict("records"), expected):
-        for col in [*CATEGORIES, "other", "total"]:
-            assert row[col] == pytest.approx(ref[col], abs=0.01), (row["step"], col)
+    assert sum(r["Memcpy under NCCL only"] for r in expected) > 0
+    assert_matches_the_reference(report(name).breakdown, expected)
 
 
 @pytest.mark.parametrize("name", ALL_TRACES)
@@ -281,3 +322,35 @@ def test_a_last_step_with_under_80_percent_of_the_device_work_is_dropped(tmp_pat
     # 3 activities against the previous step's 4: 3 < 0.8 * 4, so step 2 goes too.
     r = hand_made_report(tmp_path, last_step_kernels=3)
     assert r.breakdown["step"].tolist() == [1]
+
+
+def test_a_memcpy_under_an_nccl_kernel_is_not_memcpy(tmp_path):
+    """One step, host [0, 100]: an NCCL kernel [20, 60], a compute kernel [50, 70] and a
+    copy [30, 80] (under the NCCL kernel, then the compute kernel, then alone), launched
+    inside the collective's host range nccl:all_reduce [4, 12]; an operator [85, 95].
+
+    The plugin's Kernel is [20, 70] = 50 µs. Here kernel is what the compute kernel covered
+    (20), communication the NCCL kernel's time no compute kernel covered ([20, 50] = 30)
+    plus the host range (8, over the runtime calls it holds), memcpy only [70, 80] = 10.
+    """
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 100),
+        _x("user_annotation", "nccl:all_reduce", 4, 8),
+        _x("cuda_runtime", "cudaLaunchKernel", 5, 1, correlation=1),
+        _device("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 20, 40, 1),
+        _x("cuda_runtime", "cudaLaunchKernel", 7, 1, correlation=2),
+        _device("kernel", "ampere_sgemm_128x64_nn", 50, 20, 2),
+        _x("cuda_runtime", "cudaMemcpyAsync", 9, 1, correlation=3),
+        _device("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 30, 50, 3, bytes=1 << 20),
+        _x("cpu_op", "aten::add", 85, 10),
+    ]
+    path = tmp_path / "nccl_memcpy.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    bd = nbprofiler.load(path).breakdown
+    row = bd.iloc[0]
+    expected = dict(kernel=20, communication=38, memcpy=10, memset=0, runtime=0, dataloader=0, cpu_exec=10, other=22,
+                    total=100)
+    assert {col: row[col] for col in expected} == pytest.approx(expected)
+    (ref,) = reference_breakdown(path)
+    assert ref["Kernel"] == pytest.approx(50) and ref["Memcpy"] == pytest.approx(10)
+    assert_matches_the_reference(bd, [ref])

@@ -14,23 +14,23 @@ user moving from it sees the same figures:
   remaining step when it launched fewer than 80% of the device activities of
   the step before it: the profiler most likely stopped before its kernels ran.
 * Each instant of a step goes to exactly one category, by priority
-  Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec,
-  and whatever no category covers is Other. A category gets the union of its
-  intervals minus what the higher ones already took.
-
-What falls in each category:
-
-* ``kernel``: GPU kernels, except NCCL ones.
-* ``memcpy`` / ``memset``: GPU copy and fill activities.
-* ``communication``: NCCL kernels (name contains ``nccl``, any case: RCCL keeps
-  that prefix too) and the collective's own host range, named ``nccl:<op>`` or
-  ``gloo:<op>``. The wrappers around it (``record_param_comms``,
-  ``c10d::allreduce_``) stay CPU Exec: they also hold bucketing and bookkeeping
-  that is host computation, and the plugin counted them so.
-* ``runtime``: CUDA / HIP runtime and driver calls on the host.
-* ``dataloader``: host ranges named ``enumerate(DataLoader)#...__next__``.
-* ``cpu_exec``: every other host operator, Python function or annotation
-  range, except the ``ProfilerStep#N`` ranges themselves.
+  Kernel > Communication (NCCL kernels) > Memcpy > Memset > Communication
+  (host ranges) > Runtime > DataLoader > CPU Exec, and whatever no category
+  covers is Other. A category gets the union of its intervals minus what the
+  higher ones already took.
+* Communication takes time at two ranks. Its kernels rank with the kernels, as
+  in the plugin, which ranks every kernel first (it moves a kernel to
+  Communication only when the kernel carries the External id of an ``nccl:``
+  range, and the NCCL kernels of real traces carry their launching op's id
+  instead). So an instant with any kernel running is ``kernel`` or
+  ``communication``, never memcpy, memset or runtime, and ``kernel`` plus the
+  device part of ``communication`` is the plugin's Kernel figure; the column
+  stays apart so that the collectives' time shows. An instant covered by a
+  compute kernel and an NCCL kernel at once is ``kernel``: ``kernel`` is then
+  the same figure with or without collectives, and device ``communication`` is
+  the collective time that no computation hid. The collectives' host ranges
+  keep the plugin's Communication rank, below Memset and above Runtime: they
+  are host time, waits for the other ranks included.
 
 On a trace without device work nothing is stretched or dropped, and the device
 categories are 0: the breakdown is then about host time only.
@@ -153,8 +153,23 @@ def _kept(count: np.ndarray) -> int:
     return last + 1
 
 
-def category_masks(table: EventTable) -> dict[str, np.ndarray]:
-    """For each category, which events fall in it (boolean masks over the table)."""
+# The order in which the parts of the categories take time: (part, the category it counts in).
+# Communication takes time at two ranks (see the module docstring): its kernels right after the
+# compute kernels, its host ranges at the plugin's Communication rank.
+PRIORITY: tuple[tuple[str, str], ...] = (
+    ("kernel", "kernel"),
+    ("communication_kernel", "communication"),
+    ("memcpy", "memcpy"),
+    ("memset", "memset"),
+    ("communication_host", "communication"),
+    ("runtime", "runtime"),
+    ("dataloader", "dataloader"),
+    ("cpu_exec", "cpu_exec"),
+)
+
+
+def part_masks(table: EventTable) -> dict[str, np.ndarray]:
+    """For each part of ``PRIORITY``, which events fall in it (boolean masks over the table)."""
     names = pd.Series(table.names, dtype=object).astype(str)
     code = table.name_code
     nccl = names.str.lower().str.contains("nccl", regex=False).to_numpy()[code]
@@ -166,13 +181,24 @@ def category_masks(table: EventTable) -> dict[str, np.ndarray]:
     host = np.isin(kind, HOST_RANGES)
     return {
         "kernel": kernel & ~nccl,
+        "communication_kernel": kernel & nccl,
         "memcpy": kind == Kind.MEMCPY,
         "memset": kind == Kind.MEMSET,
-        "communication": (kernel & nccl) | (host & comm_op),
+        "communication_host": host & comm_op,
         "runtime": kind == Kind.RUNTIME,
         "dataloader": host & dataloader & ~comm_op,
         "cpu_exec": host & ~dataloader & ~comm_op & ~step,
     }
+
+
+def category_masks(table: EventTable) -> dict[str, np.ndarray]:
+    """For each category, which events fall in it (boolean masks over the table): the
+    union of its parts."""
+    parts = part_masks(table)
+    masks = {c: np.zeros(len(table.kind), dtype=bool) for c in CATEGORIES}
+    for part, category in PRIORITY:
+        masks[category] |= parts[part]
+    return masks
 
 
 def covered_length(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -202,10 +228,10 @@ def step_breakdown(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
     """One row per step of ``spans`` (``stretched_steps``), in µs: ``step``, the
     categories, ``other`` and ``total`` (the step's wall time).
 
-    Priority attribution by prefix unions: the time category *c* takes in a step
-    is the length of (categories 1..c together) in the step minus that of
-    (categories 1..c-1), so the columns add up to ``total`` exactly and no
-    instant is counted twice.
+    Priority attribution by prefix unions: the time part *p* of ``PRIORITY``
+    takes in a step is the length of (parts 1..p together) in the step minus
+    that of (parts 1..p-1), added to its category; so the columns add up to
+    ``total`` exactly and no instant is counted twice.
     """
     if spans.empty:
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
@@ -213,14 +239,17 @@ def step_breakdown(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
     hi = spans["end_us"].to_numpy(dtype=np.float64)
     ts, dur = table["ts"], table["dur"]
     out: dict[str, object] = {"step": spans["step"].to_numpy()}
+    out.update({c: np.zeros(len(lo)) for c in CATEGORIES})
     acc_start, acc_end = np.empty(0), np.empty(0)
     covered_so_far = np.zeros(len(lo))
-    for name, mask in category_masks(table).items():
+    masks = part_masks(table)
+    for part, category in PRIORITY:
+        mask = masks[part]
         s = ts[mask]
-        cat_start, cat_end = union(s, s + dur[mask])
-        acc_start, acc_end = union(np.concatenate((acc_start, cat_start)), np.concatenate((acc_end, cat_end)))
+        part_start, part_end = union(s, s + dur[mask])
+        acc_start, acc_end = union(np.concatenate((acc_start, part_start)), np.concatenate((acc_end, part_end)))
         covered = covered_length(acc_start, acc_end, lo, hi)
-        out[name] = covered - covered_so_far
+        out[category] += covered - covered_so_far
         covered_so_far = covered
     total = hi - lo
     out["other"] = np.maximum(total - covered_so_far, 0.0)
