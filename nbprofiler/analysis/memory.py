@@ -3,11 +3,23 @@
 Everything here reads the profiler's ``[memory]`` instant events: one per
 allocator allocation (``Bytes`` > 0) or free (``Bytes`` < 0), with the
 allocator's running ``Total Allocated`` / ``Total Reserved`` in current
-traces. 2021 traces have no totals, so the running total is rebuilt from the
-cumulative ``Bytes`` per device. The trace cannot say what was allocated
-before it started, so a rebuilt total is counted from the lowest level the
-events allow (the level before the first event is chosen so that the running
-total never drops below 0): a lower bound, marked ``reconstructed``.
+traces. Two kinds of level are not absolute, and are rebuilt from the
+cumulative ``Bytes`` per device instead:
+
+* 2021 traces have no totals at all;
+* on the CPU, torch's counter adds what it sees allocated while profiling and
+  subtracts only the frees of those same blocks: tensors from before
+  profiling never come off it, and blocks allocated while profiling but freed
+  after it never do either, so its level creeps up with every profiled run of
+  the same cell (38, 42, 45, 48 MB for one identical cell run four times).
+
+The trace cannot say what was allocated before it started, so a rebuilt total
+is counted from the lowest level the events allow (the level before the first
+event is chosen so that the running total never drops below 0), and marked
+``reconstructed``: a level relative to the start of recording. What it says
+exactly is how memory moves within the profiled steps: the rise of a step's
+peak over the step's starting level (``peak_rise_bytes``), and the change of
+the level from step to step, which identical runs of a cell repeat.
 
 A live run's per-step sampler (``report.run.steps``) covers every step the cell
 ran, while the trace covers only the active ones; ``memory_steps`` puts the
@@ -27,10 +39,10 @@ from .steps import step_of
 
 TIMELINE_COLUMNS = ["ts", "device", "allocated_bytes", "reserved_bytes", "delta_bytes", "reconstructed"]
 STEP_COLUMNS = ["step", "device", "start_allocated_bytes", "end_allocated_bytes", "peak_allocated_bytes",
-                "peak_reserved_bytes"]
+                "peak_rise_bytes", "end_reserved_bytes", "peak_reserved_bytes", "reconstructed"]
 OPERATOR_COLUMNS = ["name", "device", "allocations", "allocated_bytes", "held_bytes"]
 GROWTH_COLUMNS = ["device", "source", "measure", "steps", "first_bytes", "last_bytes", "slope_bytes_per_step",
-                  "rising_share", "flagged"]
+                  "rising_share", "judged", "flagged"]
 SAMPLER_MEMORY_COLUMNS = ("mem_allocated_bytes", "mem_peak_bytes", "mem_reserved_bytes", "rss_bytes")
 NO_OPERATOR = "(no operator)"
 
@@ -40,6 +52,11 @@ _DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 9: "xla", 12: "xpu", 13: "mps", 
 
 # Growth detection (see ``memory_growth``).
 GROWTH_MIN_STEPS = 4
+# The trace's allocated bytes are exact (no allocator caching, no page reuse): three profiled steps
+# whose level rises by about the same amount each time are a leak already (the default --active 3).
+GROWTH_MIN_STEADY_STEPS = 3
+# "About the same": the smallest step-to-step rise is at least this share of the largest.
+GROWTH_STEADY_RATIO = 0.5
 GROWTH_MIN_RISING_SHARE = 2 / 3
 GROWTH_MIN_RISE_BYTES = 1 << 20
 # RSS moves in the C allocator's chunks (heap extensions, mmap thresholds that adapt up to
@@ -69,7 +86,8 @@ def sampler_device(device: DeviceInfo) -> str:
 
 def memory_timeline(table: EventTable) -> pd.DataFrame:
     """``ts, device, allocated_bytes, reserved_bytes, delta_bytes, reconstructed``: one row per
-    ``[memory]`` event, sorted by time, allocated being the device's running total after it."""
+    ``[memory]`` event, sorted by time, allocated being the device's running total after it
+    (rebuilt from the events where the trace's own is no absolute level: see the module docstring)."""
     idx = _memory_events(table)
     if len(idx) == 0:
         return pd.DataFrame(columns=TIMELINE_COLUMNS)
@@ -80,7 +98,7 @@ def memory_timeline(table: EventTable) -> pd.DataFrame:
     reconstructed = np.zeros(len(idx), dtype=bool)
     for label in np.unique(device):
         on = device == label
-        if np.isnan(allocated[on]).all():
+        if label == "cpu" or np.isnan(allocated[on]).all():
             running = np.cumsum(np.nan_to_num(delta[on]))
             allocated[on] = running - min(0.0, float(running.min()))
             reconstructed[on] = True
@@ -90,7 +108,9 @@ def memory_timeline(table: EventTable) -> pd.DataFrame:
 
 def memory_steps(timeline: pd.DataFrame, steps: pd.DataFrame, sampler: pd.DataFrame | None = None,
                  sampler_device: str | None = None) -> pd.DataFrame:
-    """Per step and device: allocated at the step's start and end, its peaks (bytes).
+    """Per step and device: allocated at the step's start and end, its peak and the peak's
+    rise over the start, reserved at the end and at its peak (bytes), and ``reconstructed``
+    when the levels count from the start of recording (``memory_timeline``).
 
     ``timeline`` is ``memory_timeline``; ``steps`` the trace's host steps. With a
     live run's ``sampler`` (``run.steps``), its memory columns join on ``step``
@@ -105,6 +125,7 @@ def memory_steps(timeline: pd.DataFrame, steps: pd.DataFrame, sampler: pd.DataFr
             ts = g["ts"].to_numpy()
             alloc = g["allocated_bytes"].to_numpy(dtype=np.float64)
             reserved = g["reserved_bytes"].to_numpy(dtype=np.float64)
+            relative = bool(g["reconstructed"].any())
             # The level before each step: after the last event before it (or before the first event).
             level_before_first = alloc[0] - float(np.nan_to_num(g["delta_bytes"].to_numpy()[0]))
             first = np.searchsorted(ts, a, side="left")
@@ -116,15 +137,18 @@ def memory_steps(timeline: pd.DataFrame, steps: pd.DataFrame, sampler: pd.DataFr
                 peak = max(start_level, float(alloc[inside].max())) if last[k] > first[k] else start_level
                 r = reserved[max(first[k] - 1, 0):last[k]]
                 peak_reserved = float(np.nanmax(r)) if len(r) and not np.isnan(r).all() else np.nan
-                rows.append((step, label, start_level, end_level, peak, peak_reserved))
+                end_reserved = reserved[last[k] - 1] if last[k] > 0 else np.nan
+                rows.append((step, label, start_level, end_level, peak, peak - start_level, end_reserved,
+                             peak_reserved, relative))
     frame = pd.DataFrame(rows, columns=STEP_COLUMNS)
-    frame["step"] = frame["step"].astype(np.int64)
+    frame = frame.astype({"step": np.int64, "reconstructed": bool})
     if sampler is None or sampler_device is None or sampler.empty:
         return frame
     sampled = sampler[["step", *[c for c in SAMPLER_MEMORY_COLUMNS if c in sampler]]].copy()
     sampled["device"] = sampler_device
     merged = frame.merge(sampled, on=["step", "device"], how="outer")
     merged["phase"] = merged["step"].map(sampler.set_index("step")["phase"])
+    merged["reconstructed"] = merged["reconstructed"].eq(True)  # sampler-only rows have no trace level
     cols = ["step", "phase", "device", *STEP_COLUMNS[2:], *[c for c in SAMPLER_MEMORY_COLUMNS if c in merged]]
     return merged[cols].sort_values(["step", "device"], kind="stable").reset_index(drop=True)
 
@@ -214,53 +238,76 @@ def memory_growth(series: Iterable[GrowthSeries]) -> pd.DataFrame:
     """Flag memory that rises step after step, as a leak does.
 
     ``series`` holds ``(device, source, measure, steps, bytes)``: a level per
-    step taken at the step's end (``measure`` ``"allocated"`` bytes, or
-    ``"rss"`` on a live CPU run). One row per series: the robust slope in bytes per step, the share of step-to-step
-    changes that were rises, and ``flagged``.
+    step taken at the step's end (see ``growth_series`` for the measures). One
+    row per series: the robust slope in bytes per step, the share of
+    step-to-step changes that were rises, ``judged`` (the series had the steps
+    its test needs: a series that was not judged says nothing either way) and
+    ``flagged``.
 
     The slope is Theil-Sen's (the median of the slopes between all pairs of
     steps), so a one-off jump, such as optimizer state created on the first
     step or the allocator growing its cache once, does not make a loop look
-    leaky. A series is flagged when all of these hold:
+    leaky. A series is flagged when either test holds:
 
-    - at least ``GROWTH_MIN_STEPS`` (4) steps, so there is a trend to see;
-    - the slope is positive and at least ``GROWTH_MIN_RISING_SHARE`` (2/3) of
-      the step-to-step changes are rises: a consistent climb, not noise that
-      goes both ways;
-    - the rise the slope predicts over the observed steps is at least 1 MiB
-      (8 MiB for ``"rss"``) and at least 1% of the median level, so allocator
-      and RSS jitter on a large process is not reported as a leak.
+    - a trend, over at least ``GROWTH_MIN_STEPS`` (4) steps: the slope is
+      positive, at least ``GROWTH_MIN_RISING_SHARE`` (2/3) of the step-to-step
+      changes are rises (a consistent climb, not noise that goes both ways),
+      and the rise the slope predicts over the observed steps is at least
+      1 MiB (8 MiB for ``"rss"``) and at least 1% of the median level, so
+      allocator and RSS jitter on a large process is not reported as a leak;
+    - for the trace's ``"allocated"`` bytes, which are exact (no caching, no
+      page reuse), a steady rise over at least ``GROWTH_MIN_STEADY_STEPS`` (3)
+      steps: every change is a rise, the smallest at least
+      ``GROWTH_STEADY_RATIO`` of the largest, and together at least 1 MiB.
     """
     rows = []
     for device, source, measure, steps, values in series:
         ok = np.isfinite(values)
         x, y = np.asarray(steps, dtype=np.float64)[ok], np.asarray(values, dtype=np.float64)[ok]
         n = len(y)
+        exact = source == "trace" and measure == "allocated"
+        judged = n >= (GROWTH_MIN_STEADY_STEPS if exact else GROWTH_MIN_STEPS)
         if n < 2:
             level = float(y[0]) if n else np.nan
-            rows.append((device, source, measure, n, level, level, np.nan, np.nan, False))
+            rows.append((device, source, measure, n, level, level, np.nan, np.nan, judged, False))
             continue
         slope = _theil_sen(x, y)
         diffs = np.diff(y)
         rising = float((diffs > 0).mean())
         rise = slope * (x[-1] - x[0])
         min_rise = GROWTH_MIN_RSS_RISE_BYTES if measure == "rss" else GROWTH_MIN_RISE_BYTES
-        flagged = bool(
-            n >= GROWTH_MIN_STEPS
-            and slope > 0
-            and rising >= GROWTH_MIN_RISING_SHARE
-            and rise >= max(min_rise, GROWTH_MIN_RISE_FRACTION * float(np.median(y)))
-        )
-        rows.append((device, source, measure, n, float(y[0]), float(y[-1]), slope, rising, flagged))
+        trend = (n >= GROWTH_MIN_STEPS and slope > 0 and rising >= GROWTH_MIN_RISING_SHARE
+                 and rise >= max(min_rise, GROWTH_MIN_RISE_FRACTION * float(np.median(y))))
+        steady = (exact and judged and bool((diffs > 0).all())
+                  and diffs.min() >= GROWTH_STEADY_RATIO * diffs.max() and diffs.sum() >= GROWTH_MIN_RISE_BYTES)
+        rows.append((device, source, measure, n, float(y[0]), float(y[-1]), slope, rising, judged,
+                     bool(trend or steady)))
     # Typed even when empty, so ``growth[growth["flagged"]]`` is a row mask, never a column list.
-    return pd.DataFrame(rows, columns=GROWTH_COLUMNS).astype({"flagged": bool})
+    return pd.DataFrame(rows, columns=GROWTH_COLUMNS).astype({"judged": bool, "flagged": bool})
+
+
+def series_label(source: str, measure: str) -> str:
+    """What a growth series measures, in words: "process RSS", "allocated bytes (trace)"."""
+    what = {"allocated": "allocated bytes", "reserved": "reserved bytes", "peak": "peak allocated bytes",
+            "rss": "process RSS"}.get(measure, measure)
+    return what if measure == "rss" else f"{what} ({'every step' if source == 'sampler' else source})"
+
+
+def relative_devices(step_table: pd.DataFrame) -> set[str]:
+    """Devices whose traced levels count from the start of recording (``reconstructed``)."""
+    if "reconstructed" not in step_table or step_table.empty:
+        return set()
+    return set(step_table.loc[step_table["reconstructed"], "device"].astype(str))
 
 
 def growth_series(step_table: pd.DataFrame, sampler_device: str | None) -> list[GrowthSeries]:
-    """The per-step levels ``memory_growth`` judges, from ``memory_steps``' table.
+    """The per-step levels ``memory_growth`` judges, from ``memory_steps``' table: every
+    series the run has.
 
-    The live sampler's series (every step the cell ran) for its device, and the
-    trace's end-of-step allocated bytes (profiled steps only) for every device.
+    The live sampler's (every step the cell ran) for its device: on CUDA the
+    allocator's allocated, reserved and per-step peak bytes, on the CPU the
+    process RSS; and the trace's end-of-step allocated and reserved bytes
+    (profiled steps only) for every device.
     RSS also moves with the profiler's own event buffers while it records
     (``warmup`` and ``active`` steps) and with the trace export that follows
     the last active step, which would look like a leak on a steady loop; so an
@@ -272,15 +319,21 @@ def growth_series(step_table: pd.DataFrame, sampler_device: str | None) -> list[
     """
     out: list[GrowthSeries] = []
     if sampler_device is not None:
-        for column, measure in (("mem_allocated_bytes", "allocated"), ("rss_bytes", "rss")):
+        for column, measure in (("mem_allocated_bytes", "allocated"), ("mem_reserved_bytes", "reserved"),
+                                ("mem_peak_bytes", "peak"), ("rss_bytes", "rss")):
             if column in step_table:
                 rows = step_table[(step_table["device"] == sampler_device) & step_table[column].notna()]
                 if measure == "rss":
                     rows = rows[_longest_stretch(_unprofiled(rows["phase"].to_numpy()))]
                 out.append((sampler_device, "sampler", measure, rows["step"].to_numpy(), rows[column].to_numpy()))
-    traced = step_table[step_table["end_allocated_bytes"].notna()]
-    for device, rows in traced.groupby("device", sort=True):
-        out.append((str(device), "trace", "allocated", rows["step"].to_numpy(), rows["end_allocated_bytes"].to_numpy()))
+    for column, measure in (("end_allocated_bytes", "allocated"), ("end_reserved_bytes", "reserved")):
+        if column not in step_table:
+            continue
+        traced = step_table[step_table[column].notna()]
+        for device, rows in traced.groupby("device", sort=True):
+            if measure == "reserved" and not rows[column].any():
+                continue  # no caching allocator behind it (the CPU's): nothing is ever reserved
+            out.append((str(device), "trace", measure, rows["step"].to_numpy(), rows[column].to_numpy()))
     return out
 
 
