@@ -216,7 +216,8 @@ def test_truncated_gzip_at_every_tenth(scratch):
 
 
 def test_gzip_bomb_is_refused_at_the_limit(scratch, monkeypatch):
-    """64 MB of zeros in 64 KB of gzip, under a 16 MB limit: refused while decompressing."""
+    """64 MiB of zeros in about 64 KiB of gzip, under a 16 MiB limit: refused while decompressing.
+    (The message gives sizes in decimal units, as the limit's variable is in bytes: 16.8 MB.)"""
     monkeypatch.setenv("NBPROFILER_MAX_TRACE_BYTES", str(16 << 20))
     path = scratch / "bomb.pt.trace.json.gz"
     deflate = zlib.compressobj(9, zlib.DEFLATED, 31)

@@ -1,6 +1,6 @@
 """A long cell: 2,000 training steps under the default schedule.
 
-The per-step sampler runs on every step, so its memory must stay small (< 1 MB,
+The per-step sampler runs on every step, so its memory must stay small (< 1 MiB,
 measured three ways: what it reports, the allocated size of its containers, and
 what tracemalloc saw it allocate); the profiler records only the scheduled steps,
 so the trace holds exactly the three active ones whatever the cell's length.
@@ -37,7 +37,7 @@ for i in range({STEPS}):
     loss = F.cross_entropy(model(xs[i % 16]), ys[i % 16])
     opt.zero_grad(); loss.backward(); opt.step()
 """
-ONE_MB = 1 << 20
+ONE_MIB = 1 << 20
 
 
 def _allocated_size(sampler) -> int:
@@ -59,10 +59,10 @@ def test_2000_steps_keep_the_sampler_small_and_trace_only_the_active_steps(shell
     report = shell.user_ns["long"]
     sampler = shell.user_ns["sampler"]
     assert len(report.steps) == STEPS and report.run.step_source == "optimizer"
-    assert 0 < report.run.sampler_bytes < ONE_MB
-    assert _allocated_size(sampler) < ONE_MB
+    assert 0 < report.run.sampler_bytes < ONE_MIB
+    assert _allocated_size(sampler) < ONE_MIB
     traced = sum(stat.size for stat in snapshot.statistics("filename"))
-    assert 0 < traced < ONE_MB, f"tracemalloc: the sampler allocated {traced} bytes"
+    assert 0 < traced < ONE_MIB, f"tracemalloc: the sampler allocated {traced} bytes"
     # Only the scheduled steps were recorded: the trace holds steps 2-4 and nothing of
     # the other 1,997 (two Linear layers: two addmm calls a step).
     assert list(report.trace_steps["step"]) == [2, 3, 4]
@@ -71,7 +71,7 @@ def test_2000_steps_keep_the_sampler_small_and_trace_only_the_active_steps(shell
         "ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
     ops = report.operators.set_index("name")
     assert ops.loc["aten::addmm", "calls"] == 6 and ops.loc["Optimizer.step#SGD.step", "calls"] == 3
-    assert len(report.raw_trace) < 4 * ONE_MB
+    assert len(report.raw_trace) < 4 * ONE_MIB
     assert_nothing_left([shell.user_ns["model"]])
 
 

@@ -41,7 +41,7 @@ def test_the_leak_is_flagged_and_the_fix_is_not(executed):
     # Headless, there is no widget front end: the output is the static report, with no widget to lose.
     assert WIDGET not in leaky and WIDGET not in fixed
     side_by_side = cell_outputs(nb, "import pandas as pd")[0]["data"]["text/plain"]
-    held = re.search(r"MB held per step\s+([\d.]+)\s+([\d.]+)", side_by_side)
+    held = re.search(r"MiB held per step\s+([\d.]+)\s+([\d.]+)", side_by_side)
     assert held and float(held.group(1)) > 2.0 and float(held.group(2)) < 0.1
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .format import shorten
+from .format import byte_axis_unit, shorten
 from .views import COLORS, LABELS, PHASE_SHADES, breakdown_parts, memory_device
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ MAX_TIMELINE_POINTS = 4000
 MAX_STEP_LABELS = 30
 MAX_BARS = 120
 _cache: "weakref.WeakKeyDictionary[Report, dict[str, str | None]]" = weakref.WeakKeyDictionary()
-_UNITS = (("GB", 1024 ** 3), ("MB", 1024 ** 2), ("KB", 1024), ("B", 1))
 
 
 def chart(report: "Report", name: str) -> str | None:
@@ -66,14 +65,6 @@ def _figure(rows: int = 1, height: float = HEIGHT_IN) -> tuple["Figure", list["A
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
     return fig, axes
-
-
-def byte_unit(max_bytes: float) -> tuple[str, float]:
-    """The largest unit in which ``max_bytes`` is at least 1 (readable axis numbers)."""
-    for unit, size in _UNITS:
-        if max_bytes >= size:
-            return unit, float(size)
-    return "B", 1.0
 
 
 def breakdown_figure(report: "Report") -> "Figure | None":
@@ -146,7 +137,7 @@ def memory_figure(report: "Report") -> "Figure | None":
     steps = table["step"].to_numpy()
     for ax, (title, series) in zip(axes, panels):
         cols = [c for _, c, _ in series if _drawn(table, c)]
-        unit, size = byte_unit(float(np.nanmax(table[cols].to_numpy(dtype=np.float64))) if cols else 1.0)
+        unit, size = byte_axis_unit(float(np.nanmax(table[cols].to_numpy(dtype=np.float64))) if cols else 1.0)
         for label, col, style in series:
             if col not in cols:
                 continue
@@ -209,7 +200,7 @@ def memory_timeline_figure(report: "Report") -> "Figure | None":
     alloc = rows["allocated_bytes"].to_numpy(dtype=np.float64)
     reserved = rows["reserved_bytes"].to_numpy(dtype=np.float64)
     has_reserved = bool(np.nansum(reserved) > 0)
-    unit, size = byte_unit(float(np.nanmax(np.concatenate([alloc, reserved]) if has_reserved else alloc)))
+    unit, size = byte_axis_unit(float(np.nanmax(np.concatenate([alloc, reserved]) if has_reserved else alloc)))
     ax.step(ms, alloc / size, where="post", linewidth=1.2, label="allocated")
     if has_reserved:
         ax.step(ms, reserved / size, where="post", linewidth=1.2, linestyle="--", label="reserved")

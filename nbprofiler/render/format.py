@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 
 def fmt_us(us: float | None) -> str:
@@ -16,15 +17,55 @@ def fmt_us(us: float | None) -> str:
     return f"{us / 1e6:.2f} s"
 
 
+# Binary IEC units, each 1024 times the one before, as torch's own memory messages print them.
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+# Decimal arithmetic wide enough to hold any finite float exactly.
+_EXACT = Context(prec=400)
+
+
+def _fixed(x: float, decimals: int) -> str:
+    """``x`` with ``decimals`` decimals, a tie rounded away from zero on the float's exact value.
+
+    This is JavaScript's ``Number.prototype.toFixed``, so that the JupyterLab extension
+    (``labextension/src/report/format.ts``) prints the same digits; Python's own
+    ``f"{x:.1f}"`` rounds a tie to even instead (1.25 -> "1.2", where toFixed gives "1.3").
+    """
+    step = Decimal(1).scaleb(-decimals)
+    return f"{Decimal(x).quantize(step, rounding=ROUND_HALF_UP, context=_EXACT):f}"
+
+
 def fmt_bytes(n: float | None) -> str:
-    if n is None or (isinstance(n, float) and math.isnan(n)):
+    """Bytes in binary units: 512 B, 1.5 KiB, 38.0 MiB, 802 MiB, 31.7 GiB.
+
+    Whole bytes; in the larger units one decimal below 100 and none from 100 on (a decimal
+    there would be noise). The unit is the largest in which the *rounded* figure is at
+    least 1, so 1048575 B reads 1.0 MiB, not 1024 KiB.
+    ``formatBytes`` in ``labextension/src/report/format.ts`` is the same rule, and both
+    are checked against one table of values (``labextension/test/fixtures/bytes.json``).
+    """
+    if n is None or not math.isfinite(float(n)):
         return "–"
-    n = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
+    value, i = float(n) + 0.0, 0  # + 0.0: -0.0 reads "0 B", as in JavaScript
+    text = _fixed(value, 0)
+    while abs(float(text)) >= 1024 and i < len(BYTE_UNITS) - 1:
+        value /= 1024
+        i += 1
+        text = _fixed(value, 1)
+        if abs(float(text)) >= 100:
+            text = _fixed(value, 0)
+    return f"{text} {BYTE_UNITS[i]}"
+
+
+def byte_axis_unit(max_bytes: float) -> tuple[str, float]:
+    """The unit of a chart's byte axis whose largest value is ``max_bytes``: (label, bytes
+    per unit). The largest unit in which that value is still at least 2, so the axis spans
+    more than one unit and its ticks are not all fractions (1536 MiB, not 1.5 GiB).
+    ``byteAxisUnit`` in ``labextension/src/report/format.ts`` is the same rule."""
+    i, scale = 0, 1.0
+    while max_bytes / scale >= 2048 and i < len(BYTE_UNITS) - 1:
+        scale *= 1024
+        i += 1
+    return BYTE_UNITS[i], scale
 
 
 def fmt_pct(x: float | None) -> str:

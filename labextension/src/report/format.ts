@@ -23,19 +23,33 @@ export function formatMs(ms: number | null | undefined): string {
   return ms === null || ms === undefined ? '–' : formatUs(ms * 1e3);
 }
 
+/** Binary IEC units, each 1024 times the one before, as torch's own memory messages print them. */
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
+/**
+ * Bytes in binary units: 512 B, 1.5 KiB, 38.0 MiB, 802 MiB, 31.7 GiB. Whole
+ * bytes; in the larger units one decimal below 100 and none from 100 on. The
+ * unit is the largest in which the rounded figure is at least 1 (1048575 B is
+ * 1.0 MiB). The same rule as Python's `fmt_bytes` (nbprofiler/render/format.py),
+ * which rounds ties as `toFixed` does, so the saved report shows the figures
+ * the text, HTML and widget show; test/fixtures/bytes.json holds both to it.
+ */
 export function formatBytes(bytes: number | null | undefined): string {
   if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) {
     return '–';
   }
-  let v = bytes;
+  let v = bytes + 0; // -0 reads "0 B"
   let i = 0;
-  while (Math.abs(v) >= 1024 && i < BYTE_UNITS.length - 1) {
+  let text = v.toFixed(0);
+  while (Math.abs(Number(text)) >= 1024 && i < BYTE_UNITS.length - 1) {
     v /= 1024;
     i++;
+    text = v.toFixed(1);
+    if (Math.abs(Number(text)) >= 100) {
+      text = v.toFixed(0);
+    }
   }
-  return `${i === 0 ? v.toFixed(0) : v.toFixed(Math.abs(v) >= 100 ? 0 : 1)} ${BYTE_UNITS[i]}`;
+  return `${text} ${BYTE_UNITS[i]}`;
 }
 
 /** A fraction in [0, 1] as a percentage. */
@@ -99,7 +113,10 @@ export function timeAxisUnit(maxUs: number): { label: string; scale: number } {
   return { label: 'µs', scale: 1 };
 }
 
-/** A unit to show a byte axis in, from its largest value. */
+/**
+ * A unit to show a byte axis in, from its largest value: the largest unit in
+ * which that value is at least 2. The same rule as Python's `byte_axis_unit`.
+ */
 export function byteAxisUnit(maxBytes: number): { label: string; scale: number } {
   let i = 0;
   let scale = 1;
