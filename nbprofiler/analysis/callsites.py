@@ -30,10 +30,11 @@ _TORCH_DIRS = ("torch/", "torch\\", "torchvision/", "torchaudio/")
 
 
 def operator_mask(tree: OperatorTree, name: str, input_shapes: str | None = None) -> np.ndarray:
-    """Which positions of ``tree.index`` are calls of ``name`` (with these input shapes)."""
+    """Which positions of ``tree.index`` are calls of ``name`` (with these input shapes),
+    counted as the operator table counts them: one nested in a same-name call is part of it."""
     t = tree.table
     codes = np.flatnonzero(t.names == name)
-    mask = np.isin(t.name_code[tree.index], codes)
+    mask = np.isin(t.name_code[tree.index], codes) & tree.is_call
     if input_shapes is not None and t.input_dims is not None:
         dims = t.input_dims[tree.index]
         mask &= np.array([(d.decode("utf-8", "replace") if d is not None else "") == input_shapes for d in dims])

@@ -87,7 +87,8 @@ def cell_lines(tree: OperatorTree, marks: LineMarks, source: str, base_ns: int) 
     has_parent = tree.parent >= 0
     inside_whole[has_parent] = whole[tree.parent[has_parent]]
     billed_whole = whole & ~inside_whole
-    host = np.where(billed_whole, tree.dur, np.where(whole, 0.0, tree.host_self_us))
+    # A range spanning lines is billed its own time with the runtime calls it made (table self time leaves them out).
+    host = np.where(billed_whole, tree.dur, np.where(whole, 0.0, tree.host_self_us + tree.runtime_us))
     device = np.where(billed_whole, tree.device_total_us, np.where(whole, 0.0, tree.device_self_us))
     keep = (line != NOT_IN_CELL) & ((host > 0) | (device > 0))
     frame = pd.DataFrame({"line": line[keep], "host_us": host[keep], "device_us": device[keep]})

@@ -1,5 +1,16 @@
 """The operator table: host and device time per operator name (and input shape).
 
+The figures mean what torch's ``key_averages()`` and the TensorBoard profiler
+plugin mean by them, so a user can check one against the other:
+
+- host self time is an operator's duration minus its child operators' and
+  minus the CUDA runtime calls it made itself (``cudaLaunchKernel``,
+  ``cudaMemcpyAsync``...): since PyTorch 1.8 those are rows of their own;
+- a call nested as the only child of a call of the same name (``aten::div``
+  calling ``aten::div``) is one call, as torch's ``EventList._remove_dup_nodes``
+  makes it: it adds no call and no total time, and its self times go to the
+  outer call.
+
 Device time reaches an operator through the launch link the profiler records:
 a kernel's ``External id`` is that of the innermost operator that launched it
 (2021 traces spell it ``external id``); where a kernel lacks it, its runtime
@@ -62,8 +73,49 @@ class OperatorTree:
         return self.table["dur"][self.index]
 
     @cached_property
+    def runtime_us(self) -> np.ndarray:
+        """Time in the runtime calls each operator made itself: those on its thread whose
+        innermost enclosing operator it is (found by time, as torch nests them, since the
+        runtime calls of some traces carry no usable ``External id``)."""
+        t = self.table
+        runtime = np.flatnonzero(t.kind == Kind.RUNTIME)
+        thread = t["pid"][runtime] * (1 << 32) + t["tid"][runtime]
+        caller = self.enclosing(thread, t["ts"][runtime])
+        made = caller >= 0
+        return np.bincount(caller[made], weights=t["dur"][runtime][made], minlength=len(self.index))
+
+    @cached_property
     def host_self_us(self) -> np.ndarray:
-        return np.maximum(self.dur - children_sum(self.dur, self.parent), 0.0)
+        """Duration minus child operators and the operator's own runtime calls, which torch
+        and the plugin report as rows of their own (clipped at 0 for overlapping quirks)."""
+        return np.maximum(self.dur - children_sum(self.dur, self.parent) - self.runtime_us, 0.0)
+
+    @cached_property
+    def call(self) -> np.ndarray:
+        """For each operator, the position of the call it counts in: itself, or the
+        outermost of a chain of same-name operators each the only child of the one above.
+
+        torch's ``key_averages`` merges such a chain (``aten::mul`` whose one child is
+        ``aten::mul``) into one call, and the plugin follows it; counting each link
+        would count the same work's calls and total time twice.
+        """
+        parent = self.parent
+        nested = np.flatnonzero(parent >= 0)
+        codes = self.table.name_code[self.index]
+        only_child = np.bincount(parent[nested], minlength=len(parent)) == 1
+        repeat = np.zeros(len(parent), dtype=bool)
+        repeat[nested] = (codes[nested] == codes[parent[nested]]) & only_child[parent[nested]]
+        call = np.arange(len(parent))
+        climbing = np.flatnonzero(repeat)
+        while len(climbing):
+            call[climbing] = parent[call[climbing]]
+            climbing = climbing[repeat[call[climbing]]]
+        return call
+
+    @cached_property
+    def is_call(self) -> np.ndarray:
+        """Whether each operator counts as a call of its own (see ``call``)."""
+        return self.call == np.arange(len(self.index))
 
     @cached_property
     def launcher(self) -> np.ndarray:
@@ -153,29 +205,30 @@ def operator_table(tree: OperatorTree, by_shape: bool = False,
     """Per operator name (and input shape when ``by_shape``): calls and times in µs.
 
     ``memory`` adds per-call columns (bytes allocated, aligned with ``tree.index``),
-    summed like the times. Sorted by device self time when any device time exists,
-    else by host self time.
+    summed like the self times. An operator merged into a same-name call
+    (``tree.call``) adds its self times to that call's row and nothing else.
+    Sorted by device self time when any device time exists, else by host self time.
     """
     t = tree.table
+    own = tree.is_call
+    callers = tree.index[tree.call]
     frame = pd.DataFrame(
         {
-            "name": pd.Categorical.from_codes(t.name_code[tree.index], categories=pd.Index(t.names, dtype=object)),
+            "name": pd.Categorical.from_codes(t.name_code[callers], categories=pd.Index(t.names, dtype=object)),
+            "calls": own.astype(np.int64),
             "host_self_us": tree.host_self_us,
-            "host_total_us": tree.dur,
+            "host_total_us": np.where(own, tree.dur, 0.0),
             "device_self_us": tree.device_self_us,
-            "device_total_us": tree.device_total_us,
+            "device_total_us": np.where(own, tree.device_total_us, 0.0),
             **(memory or {}),
         }
     )
     keys = ["name"]
     if by_shape and t.input_dims is not None:
-        dims = t.input_dims[tree.index]
+        dims = t.input_dims[callers]
         frame["input_shapes"] = [d.decode("utf-8", "replace") if d is not None else "" for d in dims]
         keys.append("input_shapes")
-    grouped = frame.groupby(keys, observed=True, sort=False)
-    out = grouped.sum()
-    out.insert(0, "calls", grouped.size())
-    out = out.reset_index()
+    out = frame.groupby(keys, observed=True, sort=False).sum().reset_index()
     out["name"] = out["name"].astype(object)
     sort_key = "device_self_us" if out["device_self_us"].sum() > 0 else "host_self_us"
     cols = ["name", "calls", *(["input_shapes"] if "input_shapes" in out else []), *OPERATOR_COLUMNS[2:], *(memory or {})]
