@@ -114,8 +114,10 @@ class TorchProfileMagics(Magics):
         try:
             run = ProfileRun(options, namespace=namespace, cell_source=source, cell_filename=filename,
                              on_step=status.update)
+            status.start(run)
             run.__enter__()
         except NbprofilerError as exc:
+            status.close()
             raise UsageError(f"%%torchprofile: {exc}") from None
         failure: BaseException | None = None
         try:

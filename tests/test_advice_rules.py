@@ -283,7 +283,7 @@ def test_prefetch_factor_only_for_bursty_waiting_below_the_suggested_depth(waits
     assert s.evidence["wait_share"] > T.DATALOADER_WAIT_SHARE  # the loader is slow either way
     assert ("prefetch_factor" in s.evidence["changed"]) is fires
     assert (f"prefetch_factor={T.PREFETCH_SUGGESTED},  # changed: was {prefetch_factor}" in s.code) is fires
-    assert ("waiting is bursty (median 2.0 ms" in s.detail) is fires
+    assert ("waiting is bursty (median 2.00 ms" in s.detail) is fires
 
 
 # -- live CPU runs ----------------------------------------------------------------------------------------

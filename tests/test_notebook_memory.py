@@ -36,8 +36,8 @@ def test_the_leak_is_flagged_and_the_fix_is_not(executed):
     nb, _ = executed
     leaky = report_bundle(nb, "%%torchprofile --wait 1 --warmup 1 --active 6 -o leaky")
     fixed = report_bundle(nb, "%%torchprofile --wait 1 --warmup 1 --active 6 -o fixed")
-    assert "Allocated memory on cpu grows by about" in leaky["text/html"]
-    assert "grows by about" not in fixed["text/html"]
+    assert "Memory grows: allocated bytes (trace) on cpu" in leaky["text/html"]
+    assert "Memory grows" not in fixed["text/html"]
     # Headless, there is no widget front end: the output is the static report, with no widget to lose.
     assert WIDGET not in leaky and WIDGET not in fixed
     side_by_side = cell_outputs(nb, "import pandas as pd")[0]["data"]["text/plain"]
@@ -56,4 +56,4 @@ def test_the_memory_tab_cell_shows_the_memory_section(executed):
 def test_nbconvert_html_shows_the_reports(executed):
     nb, _ = executed
     html, _ = HTMLExporter().from_notebook_node(nb)
-    assert html.count("nbprofiler report —") >= 4 and "grows by about" in html
+    assert html.count("nbprofiler report —") >= 4 and "Memory grows: " in html

@@ -51,11 +51,13 @@ _FRAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
 # -- steps and data waiting -------------------------------------------------------------------
 @dataclass(frozen=True)
 class DataWait:
-    """Mean time per step, and the part of it spent waiting for the next batch."""
+    """Mean time per step (``report.step_window``'s), and the part of it spent waiting
+    for batches; ``batches`` per step where a live run counted them."""
 
     steps: int
     step_ms: float
     wait_ms: float
+    batches: float | None = None
 
     @property
     def share(self) -> float:
@@ -67,44 +69,44 @@ class DataWait:
 
 
 def data_wait(report: "Report") -> DataWait | None:
-    """Data waiting over all steps: the live sampler's, else the trace breakdown's.
+    """Data waiting over the report's steps (``step_window``): the live sampler's, else
+    the trace breakdown's, as a share of the step time the overview shows.
 
     The breakdown counts only DataLoader time when no device work ran, so on a
     trace the share is time really lost to loading, not time the GPU overlapped.
     """
-    if report.run is not None:
-        steps = report.run.steps
-        if steps.empty:
-            return None
-        return DataWait(len(steps), float(steps["wall_ms"].mean()), float(steps["dataloader_ms"].mean()))
-    bd = report.breakdown
-    if not bd.empty:
-        return DataWait(len(bd), float(bd["total"].mean()) / 1e3, float(bd["dataloader"].mean()) / 1e3)
-    steps = report.steps
-    if steps.empty:
+    window = report.step_window
+    if window.avg_step_us is None:
         return None
-    return DataWait(len(steps), float(steps["wall_ms"].mean()), float(steps["dataloader_ms"].mean()))
+    if report.run is not None:
+        rows = window.of(report.run.steps)
+        if rows.empty:
+            return None
+        batches = float(rows["batches"].mean()) if "batches" in rows else None
+        return DataWait(len(rows), window.avg_step_us / 1e3, float(rows["dataloader_ms"].mean()), batches)
+    bd = window.of(report.breakdown)
+    return DataWait(len(bd), window.avg_step_us / 1e3, float(bd["dataloader"].mean()) / 1e3) if len(bd) else None
 
 
 def loader_wait(report: "Report", record: LoaderRecord) -> DataWait | None:
     """One loader's share of the run's data waiting (live runs with several loaders)."""
-    if report.run is None or report.run.steps.empty:
+    total = data_wait(report)
+    if report.run is None or total is None:
         return None
-    steps = report.run.steps
-    n = len(steps)
-    waited = sum(ms for step, ms in record.wait_ms_by_step.items() if step < n)
-    return DataWait(n, float(steps["wall_ms"].mean()), waited / n)
+    steps = report.step_window.steps
+    waited = sum(record.wait_ms_by_step.get(step, 0.0) for step in steps)
+    return DataWait(total.steps, total.step_ms, waited / total.steps, total.batches)
 
 
 def wait_per_step(report: "Report", record: LoaderRecord | None) -> np.ndarray:
-    """Milliseconds waited in each completed step (for start-up spikes and burstiness)."""
+    """Milliseconds waited in each of the report's steps (for start-up spikes and burstiness)."""
+    window = report.step_window
     if report.run is not None:
-        n = len(report.run.steps)
         if record is None:
-            return report.run.steps["dataloader_ms"].to_numpy(dtype=np.float64)
-        return np.array([record.wait_ms_by_step.get(i, 0.0) for i in range(n)], dtype=np.float64)
-    bd = report.breakdown
-    return bd["dataloader"].to_numpy(dtype=np.float64) / 1e3 if not bd.empty else np.zeros(0)
+            return window.of(report.run.steps)["dataloader_ms"].to_numpy(dtype=np.float64)
+        return np.array([record.wait_ms_by_step.get(i, 0.0) for i in window.steps], dtype=np.float64)
+    bd = window.of(report.breakdown)
+    return bd["dataloader"].to_numpy(dtype=np.float64) / 1e3
 
 
 def trace_loader_workers(report: "Report") -> str | None:

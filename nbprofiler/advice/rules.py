@@ -16,14 +16,14 @@ from __future__ import annotations
 import math
 import os
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from ..analysis.memory import GROWTH_MIN_STEPS
+from ..analysis.memory import GROWTH_MIN_STEADY_STEPS, GROWTH_MIN_STEPS, relative_devices, series_label
 from ..capture.loaders import LoaderRecord
-from ..render.format import fmt_bytes
+from ..render.format import fmt_bytes, fmt_us
 from . import measures as M
 from . import thresholds as T
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
@@ -116,6 +116,12 @@ class Facts:
     def on_gpu(self) -> bool:
         return self.report.device.kind in ("cuda", "rocm")
 
+    @property
+    def step(self) -> str:
+        """The step time every suggestion quotes, named: "avg step 205 ms over the 3 profiled steps"."""
+        window = self.report.step_window
+        return f"avg step {_ms(window.avg_step_us / 1e3)} over {window.label}" if window.avg_step_us else window.label
+
 
 def local_world_size() -> int:
     """Ranks on this machine (torchrun sets LOCAL_WORLD_SIZE); 1 when unset or unreadable."""
@@ -132,7 +138,8 @@ def _severity(gain: float) -> Severity:
 
 
 def _ms(value: float) -> str:
-    return f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
+    """Milliseconds as the report's header prints them, so a quoted step time reads the same."""
+    return fmt_us(value * 1e3)
 
 
 def _amdahl(share: float, speedup: float = math.inf) -> float:
@@ -182,24 +189,36 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
         name = "of this trace"
 
     cap = None
+    batches = wait.batches if wait.batches else 1.0
     evidence: dict[str, object] = {
         "wait_share": round(share, 4),
         "wait_ms_per_step": round(wait.wait_ms, 3),
         "step_ms": round(step_ms, 3),
         "compute_ms_per_step": round(compute_ms, 3),
         "steps": wait.steps,
+        "batches_per_step": wait.batches,
     }
+    facts = [f"data wait: {share:.0%} of the step, {_ms(wait.wait_ms)} of {_ms(step_ms)} ({f.step})",
+             f"compute: {_ms(compute_ms)} per step"]
+    if batches != 1:
+        facts.append(f"each step consumed {batches:g} batches: {_ms(wait.wait_ms / batches)} of waiting per batch")
     if record is not None:
         evidence.update(loader=record.name, dataset=record.dataset_name or record.dataset_type,
                         batch_size=record.batch_size, num_workers=record.num_workers)
+        facts.append(f"{args.loader_name} = DataLoader({record.dataset_name or record.dataset_type}, "
+                     f"batch_size={record.batch_size}, num_workers={record.num_workers}, "
+                     f"persistent_workers={record.persistent_workers}, pin_memory={record.pin_memory})")
     elif workers == 0:
         evidence["num_workers"] = "0 (the trace shows _SingleProcessDataLoaderIter)"
+        facts.append("num_workers=0: the trace shows _SingleProcessDataLoaderIter")
     if f.cores is not None:
         cpus, ranks = f.cores
         cap = max(1, cpus // ranks - T.CORES_KEPT_FOR_MAIN)
         evidence.update(usable_cpus=cpus, local_ranks=ranks)
+        facts.append(f"{cpus} CPU core(s) this process may use, shared by {ranks} local rank(s)")
     if startup_ms > 0:
         evidence["startup_ms_per_step"] = round(startup_ms, 3)
+        facts.append(f"worker start-up: {_ms(startup_ms)} per step on average, counted apart from steady loading")
 
     changes: dict[str, object] = {}
     reasons: list[str] = []
@@ -232,9 +251,10 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
             else:
                 changes["num_workers"] = target
             new_wait = max(load_ms / target - compute_ms, 0.0) if load_ms is not None else 0.0
-            per_batch = f" ({_ms(load_ms)} to load a batch)" if workers == 0 else ""
+            per_batch = f" ({_ms(load_ms / batches)} to load a batch)" if workers == 0 else ""
             who = f"{target} worker processes deliver" if target != 1 else "1 worker process delivers"
-            reasons.append(f"{who} a batch every {_ms(load_ms / target)} or faster{per_batch}, "
+            what = "a batch" if batches == 1 else f"a step's {batches:g} batches"
+            reasons.append(f"{who} {what} every {_ms(load_ms / target)} or faster{per_batch}, "
                            f"against {_ms(compute_ms)} of compute per step")
         elif workers is None:
             preamble = _CORES_PREAMBLE
@@ -270,6 +290,8 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
     if pin:
         changes["pin_memory"] = True
         evidence.update(h2d_copies=copies.count, h2d_bytes=copies.bytes, h2d_copies_pageable=copies.pageable)
+        facts.append(f"{copies.count} host-to-device copies ({fmt_bytes(copies.bytes)}) in the profiled steps, "
+                     f"{copies.pageable} of them from pageable memory")
         reasons.append("pinned batches copy to the GPU asynchronously with .to(device, non_blocking=True)")
 
     if not changes and steady_share <= T.DATALOADER_WAIT_SHARE:
@@ -297,6 +319,7 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
         title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {verb}",
         severity=_severity(bound),  # what is at stake; ``gain`` is what these settings can win
         evidence=evidence,
+        facts=tuple(facts),
         expected_gain=f"{text}. Measure it: nbprofiler.tune_dataloader({args.loader_name})",
         gain=gain,
         code=code,
@@ -361,8 +384,12 @@ def batch_size_up_rule(f: Facts) -> list[Suggestion]:
         "device_memory_bytes": mem.total,
         "batch_size": batch,
     }
+    facts = [f"GPU busy {util:.0%} of the step once data waiting is taken out ({f.step})",
+             f"peak memory {fmt_bytes(mem.peak)} of {fmt_bytes(mem.total)}: {fmt_bytes(mem.static)} held between steps "
+             f"(parameters, gradients, optimizer state) and {fmt_bytes(mem.activations)} more within a step"]
     if per_sample is not None:
         evidence["activation_bytes_per_sample"] = per_sample
+        facts.append(f"{fmt_bytes(per_sample)} of activations per sample at batch size {batch}")
     if record is not None and new_batch is not None:
         code = dataloader_call(args_from_record(record), {"batch_size": new_batch})
     else:
@@ -374,6 +401,7 @@ def batch_size_up_rule(f: Facts) -> list[Suggestion]:
         title=f"The GPU is busy only {util:.0%} of the step and memory allows {size}",
         severity=_severity(gain),
         evidence=evidence,
+        facts=tuple(facts),
         expected_gain=(f"at most {gain:.2f}× samples/s: min(1/{util:.2f} GPU utilization, {factor:g}× batch); "
                        f"estimated peak {fmt_bytes(peak)} of {fmt_bytes(mem.total)} "
                        f"({T.MEMORY_TARGET_SHARE:.0%} target). Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
@@ -414,6 +442,10 @@ def memory_near_limit_rule(f: Facts) -> list[Suggestion]:
         evidence={"peak_bytes": mem.peak, "device_memory_bytes": mem.total, "peak_share": round(mem.peak_share, 4),
                   "activation_bytes_per_step": mem.activations, "reserved_peak_bytes": mem.reserved_peak,
                   "batch_size": batch},
+        facts=(f"peak memory {fmt_bytes(mem.peak)}: {mem.peak_share:.0%} of the device's {fmt_bytes(mem.total)}",
+               f"{fmt_bytes(mem.activations)} of activations and temporaries within a step, on top of "
+               f"{fmt_bytes(mem.static)} held between steps",
+               *([f"the allocator reserved up to {fmt_bytes(mem.reserved_peak)}"] if mem.reserved_peak else [])),
         expected_gain=(f"no speed-up: half the micro-batch with 2 accumulation steps frees about {fmt_bytes(saved)} "
                        f"of the {fmt_bytes(mem.activations)} of activations, for the same effective batch"),
         gain=1.0,
@@ -461,6 +493,11 @@ def cpu_batch_rule(f: Facts) -> list[Suggestion]:
         title=f"Fixed per-step cost is {o:.0%} of each step on CPU: use {size}",
         severity=_severity(gain),
         evidence=evidence,
+        facts=(f"fixed cost: {o:.0%} of a quiet profiled step (the first quartile of {co.steps} by time: "
+               f"{_ms(co.step_us / 1e3)} without data waiting; {f.step})",
+               f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, "
+               f"{_ms(co.python_us / 1e3)} of Python and {_ms(co.optimizer_us / 1e3)} of optimizer per step",
+               f"batch size {batch}" if batch else "batch size unknown (no DataLoader was seen)"),
         expected_gain=(f"at most {gain:.2f}× samples/s with a {k}× batch ({k}/({o:.2f} + {k}×{1 - o:.2f})); never more "
                        f"than 1/(1-{o:.2f}) = {_amdahl(o):.2f}×. Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
         gain=gain,
@@ -517,6 +554,10 @@ def amp_rule(f: Facts) -> list[Suggestion]:
         evidence={"compute_capability": f"{cc[0]}.{cc[1]}", "tensor_core_share": round(mix.tensor_core_share, 4),
                   "eligible_kernel_share": round(mix.eligible_share, 4), "eligible_step_share": round(eligible, 4),
                   "gpu_utilization": round(dt.utilization, 4)},
+        facts=(f"compute capability {cc[0]}.{cc[1]}: tensor cores" + (" and bf16" if bf16 else ""),
+               f"tensor-core kernels: {mix.tensor_core_share:.1%} of kernel time",
+               f"matmul/conv kernels: {mix.eligible_share:.0%} of kernel time, {eligible:.0%} of the step ({f.step})",
+               f"GPU busy {dt.utilization:.0%} of the step"),
         expected_gain=(f"at most 1/(1-{eligible:.2f}×(1-1/{T.TENSOR_CORE_SPEEDUP_MAX:g})) = {gain:.2f}× step time, if "
                        f"the matmul/conv kernels ({eligible:.0%} of the step) ran at the full tensor-core peak; "
                        "typically they get 2-3× faster"),
@@ -597,6 +638,8 @@ def sync_rule(f: Facts, skip_h2d: bool = False) -> list[Suggestion]:
         severity=_severity(gain),
         evidence={"syncs_per_step": round(per_step, 2), "idle_ms_per_step": round(idle / dt.steps / 1e3, 3),
                   "idle_share": round(share, 4), "top_cause": cause, "top_where": where, "places": listing},
+        facts=(f"{per_step:.0f} syncs per step leave the GPU idle {_ms(idle / dt.steps / 1e3)} per step: "
+               f"{share:.1%} of the step ({f.step})", *listing),
         expected_gain=(f"at most 1/(1-{share:.3f}) = {gain:.2f}× step time: the GPU sits idle {share:.1%} of the step "
                        "after these syncs, until the host queues work again"),
         gain=gain,
@@ -632,6 +675,11 @@ def launch_bound_rule(f: Facts) -> list[Suggestion]:
         evidence={"host_wait_share": round(share, 4), "gpu_utilization": round(dt.utilization, 4),
                   "tiny_kernel_share": round(tiny, 4),
                   "kernels_per_step": round(mix.kernels / dt.steps, 1) if mix is not None else None},
+        facts=(f"the GPU waits on the host {_ms(idle / dt.steps / 1e3)} per step: {share:.0%} of the step ({f.step}), "
+               "not counting data waiting and syncs",
+               f"GPU busy {dt.utilization:.0%} of the step",
+               *([f"{mix.kernels / dt.steps:,.0f} kernels per step, {tiny:.0%} of them under {T.TINY_KERNEL_US:g} µs"]
+                 if mix is not None else [])),
         expected_gain=(f"at most 1/(1-{share:.2f}) = {gain:.2f}× step time, if the GPU never waited on the host"),
         gain=gain,
         code=code,
@@ -661,6 +709,9 @@ def conv_rule(f: Facts) -> list[Suggestion]:
         evidence={"conv_step_share": round(conv, 4), "conv_kernel_share": round(mix.conv_share, 4),
                   "layout_transpose_share": round(mix.layout_transpose_share, 4),
                   "tensor_core_share": round(mix.tensor_core_share, 4)},
+        facts=(f"convolution kernels: {conv:.0%} of the step ({f.step}), {mix.conv_share:.0%} of kernel time",
+               f"NCHW↔NHWC conversion kernels: {transpose:.1%} of the step",
+               f"tensor-core kernels: {mix.tensor_core_share:.0%} of kernel time"),
         expected_gain=(f"at most {gain:.2f}× step time: conv kernels ({conv:.0%} of the step) at most "
                        f"{T.CONV_TUNING_SPEEDUP_MAX:g}× faster with the best algorithm, and NCHW↔NHWC conversions "
                        f"({transpose:.1%} of the step) gone"),
@@ -680,16 +731,22 @@ def memory_growth_rule(f: Facts) -> list[Suggestion]:
     row = flagged.iloc[0]
     slope = float(row["slope_bytes_per_step"])
     limit = f.report.device.total_memory_bytes
-    evidence = {"device": str(row["device"]), "measure": str(row["measure"]), "steps": int(row["steps"]),
-                "first_bytes": float(row["first_bytes"]), "last_bytes": float(row["last_bytes"]),
-                "slope_bytes_per_step": slope, "rising_share": round(float(row["rising_share"]), 3)}
+    relative = relative_devices(f.report.memory_steps)
+    evidence = {"device": str(row["device"]), "source": str(row["source"]), "measure": str(row["measure"]),
+                "steps": int(row["steps"]), "first_bytes": float(row["first_bytes"]),
+                "last_bytes": float(row["last_bytes"]), "slope_bytes_per_step": slope,
+                "rising_share": round(float(row["rising_share"]), 3)}
+    facts = [growth_fact(r, relative) for r in flagged.itertuples(index=False)]
     text = "no speed-up: memory stops growing, and the run cannot fail with out-of-memory later"
     severity: Severity = "medium"
-    if limit and slope > 0:
-        left = (T.MEMORY_NEAR_LIMIT_SHARE * limit - float(row["last_bytes"])) / slope
-        evidence["steps_to_near_limit"] = max(int(left), 0)
+    absolute = flagged[(flagged["source"] == "sampler") | ~flagged["device"].isin(relative)]
+    if limit and len(absolute):
+        level = absolute.iloc[0]
+        left = max(int((T.MEMORY_NEAR_LIMIT_SHARE * limit - float(level["last_bytes"]))
+                       / float(level["slope_bytes_per_step"])), 0)
+        evidence["steps_to_near_limit"] = left
         text += (f" (at this rate {T.MEMORY_NEAR_LIMIT_SHARE:.0%} of {fmt_bytes(limit)} is reached in about "
-                 f"{max(int(left), 0):,} steps)")
+                 f"{left:,} steps)")
         if left < 10_000:
             severity = "high"
     code = ("total_loss += loss.item()        # not `total_loss += loss`: that keeps every step's graph alive\n"
@@ -702,12 +759,25 @@ def memory_growth_rule(f: Facts) -> list[Suggestion]:
         title=f"Memory grows {fmt_bytes(slope)} per step on {row['device']}: tensors from earlier steps are kept alive",
         severity=severity,
         evidence=evidence,
+        facts=tuple(facts),
         expected_gain=text,
         gain=1.0,
         code=code,
         detail=("the usual cause is a tensor that carries its autograd graph, kept across steps (a running loss, "
                 "a list of outputs)"),
     )]
+
+
+def growth_fact(row: Any, relative: set[str]) -> str:
+    """One flagged (or judged) growth series in words, with its levels and how it was judged."""
+    since = " since recording began" if row.source == "trace" and row.device in relative else ""
+    where = "profiled steps" if row.source == "trace" else "steps the cell ran"
+    if row.measure == "rss":
+        where = "steps the profiler left alone"
+    rises = round(row.rising_share * (row.steps - 1)) if row.steps > 1 else 0
+    return (f"{series_label(row.source, row.measure)} on {row.device}: {fmt_bytes(row.first_bytes)} → "
+            f"{fmt_bytes(row.last_bytes)}{since} over {row.steps} {where}, about "
+            f"{fmt_bytes(row.slope_bytes_per_step)} per step ({rises} rises in {max(row.steps - 1, 0)} changes)")
 
 
 def _loader_suggestions(f: Facts) -> list[Suggestion]:
@@ -800,10 +870,18 @@ def _checks_that_ran(f: Facts) -> tuple[list[str], list[str], dict[str, object]]
         passed.append(f"fixed per-step cost is {f.cpu.share:.0%} of the step (under {T.CPU_OVERHEAD_SHARE:.0%})")
     else:
         not_run.append(f"the CPU batch size ({no_steps or 'no operator call on the step thread to measure'})")
-    if (f.report.memory_growth["steps"] >= GROWTH_MIN_STEPS).any():
-        passed.append("memory does not grow from step to step")
-    else:
-        not_run.append(f"memory growth (it needs memory figures from at least {GROWTH_MIN_STEPS} steps)")
+    growth = f.report.memory_growth
+    judged, unjudged = growth[growth["judged"]], growth[~growth["judged"]]
+    if len(judged):
+        what = "; ".join(f"{series_label(r.source, r.measure)} on {r.device} over {r.steps} steps"
+                         for r in judged.itertuples(index=False))
+        passed.append(f"memory does not grow from step to step ({what})")
+    for r in unjudged.itertuples(index=False):
+        needed = GROWTH_MIN_STEADY_STEPS if (r.source, r.measure) == ("trace", "allocated") else GROWTH_MIN_STEPS
+        not_run.append(f"memory growth of {series_label(r.source, r.measure)} on {r.device} "
+                       f"({r.steps} step(s) to judge, it needs {needed})")
+    if growth.empty:
+        not_run.append("memory growth (no memory figures were recorded)")
     return passed, not_run, evidence
 
 

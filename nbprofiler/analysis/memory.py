@@ -11,7 +11,7 @@ cumulative ``Bytes`` per device instead:
   subtracts only the frees of those same blocks: tensors from before
   profiling never come off it, and blocks allocated while profiling but freed
   after it never do either, so its level creeps up with every profiled run of
-  the same cell (38, 42, 45, 48 MB for one identical cell run four times).
+  the same cell (by a few MiB a run for a small Transformer with AdamW).
 
 The trace cannot say what was allocated before it started, so a rebuilt total
 is counted from the lowest level the events allow (the level before the first

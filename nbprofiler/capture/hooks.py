@@ -28,15 +28,16 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from .loaders import LoaderRecord
+from .loaders import LoaderRecord, samples_in
 from .module_ranges import ModuleRanges
 
 
 class StepHooks:
     """Installs the hooks for one profiled cell and reports events to ``listener``.
 
-    ``listener`` gets ``on_boundary(source)`` when a step ends, and
-    ``on_data_wait(seconds, record)`` for each batch fetched; its ``options.modules``
+    ``listener`` gets ``on_boundary(source)`` when a step ends,
+    ``on_data_wait(seconds, record)`` for each fetch, and ``on_batch(samples)`` for
+    each batch delivered; its ``options.modules``
     and ``namespace`` say whether to record module ranges and how to name the roots.
     """
 
@@ -152,6 +153,7 @@ class StepHooks:
             hooks._fetches_since_boundary += 1
             if record is not None:
                 record.batches += 1
+            hooks.listener.on_batch(samples_in(batch, record.batch_size if record is not None else None))
             return batch
 
         return __next__

@@ -76,6 +76,39 @@ class LoaderRecord:
         }
 
 
+def samples_in(batch: Any, batch_size: int | None) -> int | None:
+    """How many samples a batch holds: the loader's ``batch_size``, or fewer when the
+    batch's first tensor is shorter (the last batch of an epoch without ``drop_last``).
+
+    Without a ``batch_size`` (a ``batch_sampler``, or a dataset that yields whole
+    batches) the first tensor's leading dimension is all there is to go by; a
+    batch with no tensor is of unknown size (None). The loader's own figure comes
+    first because a collate may put the batch elsewhere than in the first dimension
+    (sequence-first RNN inputs), where a leading dimension would count time steps.
+    """
+    tensor = _first_tensor(batch)
+    leading = int(tensor.shape[0]) if tensor is not None and tensor.dim() > 0 else None
+    if batch_size:
+        return leading if leading is not None and leading < batch_size else batch_size
+    return leading
+
+
+def _first_tensor(batch: Any, depth: int = 0) -> Any:
+    """The first tensor in a batch of nested tuples, lists and dicts (a few levels deep)."""
+    import torch
+
+    if isinstance(batch, torch.Tensor):
+        return batch
+    if depth >= 3:
+        return None
+    items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (tuple, list)) else ()
+    for item in items:
+        found = _first_tensor(item, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
 def name_in(namespace: dict[str, Any] | None, obj: object) -> str | None:
     """The user's variable name for ``obj``, if a public one refers to it."""
     if not namespace:

@@ -1,4 +1,4 @@
-"""The per-step sampler: wall time, DataLoader wait and memory for every step.
+"""The per-step sampler: wall time, DataLoader wait, batches and memory for every step.
 
 It runs on all steps, not only the profiled ones, so the report can show how a
 long cell behaved from its first step to its last. Each step costs a few
@@ -36,6 +36,8 @@ class StepSampler:
         self.cuda = cuda
         self.host_ms = array("d")
         self.dataloader_ms = array("d")
+        self.batches = array("q")  # DataLoader batches the step consumed
+        self.samples = array("d")  # samples in them; NaN when a batch's size could not be told
         self.mem_a = array("d")  # CUDA allocated, or RSS on CPU
         self.mem_peak = array("d")
         self.mem_reserved = array("d")
@@ -44,6 +46,8 @@ class StepSampler:
         self._pending: deque[tuple[int, torch.cuda.Event, torch.cuda.Event]] = deque()
         self._rss = _rss_reader()
         self._wait_s = 0.0
+        self._batches = 0
+        self._samples = 0.0
         self._t0 = 0.0
 
     def start(self) -> None:
@@ -54,11 +58,19 @@ class StepSampler:
     def add_wait(self, seconds: float) -> None:
         self._wait_s += seconds
 
+    def add_batch(self, samples: int | None) -> None:
+        """A DataLoader batch the current step consumed, with its samples (None: unknown).
+        A step may consume several (gradient accumulation): each counts."""
+        self._batches += 1
+        self._samples += math.nan if samples is None else samples
+
     def end_step(self) -> None:
         now = time.perf_counter()
         self.host_ms.append((now - self._t0) * 1e3)
         self.dataloader_ms.append(self._wait_s * 1e3)
-        self._wait_s = 0.0
+        self.batches.append(self._batches)
+        self.samples.append(self._samples)
+        self._wait_s, self._batches, self._samples = 0.0, 0, 0.0
         if self.cuda:
             self.device_ms.append(math.nan)
             if self._start_event is not None:
@@ -70,11 +82,10 @@ class StepSampler:
             torch.cuda.reset_peak_memory_stats()
         else:
             self.mem_a.append(float(self._rss()))
-        self.restart_clock()
 
     def restart_clock(self) -> None:
-        """Start timing the next step; called again after the profiler's own work at a
-        boundary (trace export), so that work is not billed to the user's step."""
+        """Start timing the next step. The run calls it once its own work at a boundary
+        (trace export, the status line) is done, so that work is not billed to the user's step."""
         self._t0 = time.perf_counter()
         if self.cuda:
             self._start_event = self._record_event()
@@ -93,7 +104,8 @@ class StepSampler:
 
     def nbytes(self) -> int:
         """Memory the per-step columns hold (for the large-run guarantee)."""
-        cols = (self.host_ms, self.dataloader_ms, self.mem_a, self.mem_peak, self.mem_reserved, self.device_ms)
+        cols = (self.host_ms, self.dataloader_ms, self.batches, self.samples, self.mem_a, self.mem_peak,
+                self.mem_reserved, self.device_ms)
         return sum(c.buffer_info()[1] * c.itemsize for c in cols) + 128 * len(self._pending)
 
     def _record_event(self) -> torch.cuda.Event:
@@ -114,6 +126,8 @@ class StepSampler:
                 "phase": [self.options.phase_of(i) for i in range(n)],
                 "wall_ms": wall,
                 "dataloader_ms": list(self.dataloader_ms),
+                "batches": list(self.batches),
+                "samples": list(self.samples),
             }
         )
         if self.cuda:

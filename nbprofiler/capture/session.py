@@ -100,11 +100,16 @@ class ProfileRun:
         self._boundaries[source] = self._boundaries.get(source, 0) + 1
         self.sampler.end_step()
         self.hooks.boundary_passed()
-        if self._prof is not None:
-            self._prof.step()
+        try:
+            if self._prof is not None:
+                self._prof.step()
+            if self.on_step is not None:
+                self.on_step(self)
+        finally:
+            # The profiler's trace export and the live status line (whose first display
+            # imports ipywidgets: up to half a second) are the package's own work, not
+            # the user's: the next step's clock starts after them.
             self.sampler.restart_clock()
-        if self.on_step is not None:
-            self.on_step(self)
 
     def on_data_wait(self, seconds: float, record: LoaderRecord | None) -> None:
         if threading.get_ident() != self._cell_thread:
@@ -113,6 +118,10 @@ class ProfileRun:
         if record is not None:
             step = self.sampler.count
             record.wait_ms_by_step[step] = record.wait_ms_by_step.get(step, 0.0) + seconds * 1e3
+
+    def on_batch(self, samples: int | None) -> None:
+        if threading.get_ident() == self._cell_thread:  # a producer thread's batches are not the loop's
+            self.sampler.add_batch(samples)
 
     def on_loader(self, loader: Any, record: LoaderRecord) -> None:
         record.name = name_in(self.namespace, loader)

@@ -115,7 +115,8 @@ def _memory_series(table: pd.DataFrame) -> list[tuple[str, list[tuple[str, str, 
             ("peak in step", "mem_peak_bytes", ":"),
         ]))
     elif table["end_allocated_bytes"].notna().any():
-        panels.append(("tensor memory, profiled steps", [
+        since = ", counted from the start of recording" if table["reconstructed"].any() else ""
+        panels.append((f"tensor memory, profiled steps{since}", [
             ("allocated at step end", "end_allocated_bytes", "-"),
             ("reserved (peak)", "peak_reserved_bytes", "--"),
             ("peak in step", "peak_allocated_bytes", ":"),
@@ -201,7 +202,8 @@ def memory_timeline_figure(report: "Report") -> "Figure | None":
     reserved = rows["reserved_bytes"].to_numpy(dtype=np.float64)
     has_reserved = bool(np.nansum(reserved) > 0)
     unit, size = byte_axis_unit(float(np.nanmax(np.concatenate([alloc, reserved]) if has_reserved else alloc)))
-    ax.step(ms, alloc / size, where="post", linewidth=1.2, label="allocated")
+    since = " since recording began" if bool(rows["reconstructed"].any()) else ""
+    ax.step(ms, alloc / size, where="post", linewidth=1.2, label=f"allocated{since}")
     if has_reserved:
         ax.step(ms, reserved / size, where="post", linewidth=1.2, linestyle="--", label="reserved")
     if len(steps) <= MAX_STEP_LABELS:  # beyond that, step lines and names would cover the curve

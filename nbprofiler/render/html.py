@@ -20,7 +20,8 @@ import pandas as pd
 from .charts import chart
 from .format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import operator_view, render_summary_line
-from .views import LABELS, breakdown_parts, growth_warnings, headline, memory_device, phase_summary, ranked_suggestions
+from .views import (LABELS, breakdown_parts, growth_warnings, headline, memory_device, memory_figures, phase_summary,
+                    ranked_suggestions, throughput_detail)
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
@@ -41,7 +42,7 @@ STYLE = """
 .nbp .metrics{display:flex;flex-wrap:wrap;gap:8px;margin:6px 0}.nbp .metric{border:1px solid #ddd;border-radius:6px;padding:4px 10px;min-width:110px}
 .nbp .metric b{display:block;font-size:16px}.nbp .metric span{color:#666;font-size:11px}
 .nbp .card{border:1px solid #ddd;border-left:4px solid #999;border-radius:4px;padding:6px 10px;margin:6px 0}
-.nbp .card.high{border-left-color:#c0392b}.nbp .card.medium{border-left-color:#e67e22}.nbp .card.low{border-left-color:#7f8c8d}
+.nbp .card ul.evidence{margin:2px 0 4px;padding-left:20px}.nbp .card.high{border-left-color:#c0392b}.nbp .card.medium{border-left-color:#e67e22}.nbp .card.low{border-left-color:#7f8c8d}
 .nbp pre{background:#f6f8fa;padding:6px 8px;border-radius:4px;overflow-x:auto;margin:4px 0;font-size:12px}
 .nbp .bar{display:inline-block;height:10px;vertical-align:middle}.nbp img{max-width:100%}
 .nbp code{font-family:ui-monospace,Menlo,Consolas,monospace}.nbp td.src{white-space:pre}
@@ -123,9 +124,10 @@ def _ms(v: Any) -> str:
 # -- sections ---------------------------------------------------------------------------------
 def metrics_html(report: "Report") -> str:
     h = headline(report)
-    boxes = [("average step", fmt_us(h["avg_step_us"]), f"{h['steps_profiled']} profiled steps")]
-    if h["samples_per_s"] is not None:
-        boxes.append(("samples / s", f"{h['samples_per_s']:,.0f}", f"batch size {h['batch_size']}"))
+    boxes = [("average step", fmt_us(h["avg_step_us"]), h["step_label"])]
+    detail = throughput_detail(h)
+    if detail is not None:
+        boxes.append(("samples / s", f"{h['samples_per_s']:,.0f}", detail))
     if h["gpu_utilization"] is not None:
         boxes.append(("GPU utilization", fmt_pct(h["gpu_utilization"]), "kernel time / step time"))
         boxes.append(("SM efficiency", fmt_pct(h["sm_efficiency"]), "estimated"))
@@ -164,9 +166,9 @@ def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
     parts = [f'<div class="card {esc(s.severity)}"><b>{esc(s.title)}</b> <span class="how">[{esc(s.severity)}]</span>']
     if s.detail:
         parts.append(f"<div>{esc(s.detail)}</div>")
-    if s.evidence:
-        items = ", ".join(f"{esc(k)} = <code>{esc(_evidence(v))}</code>" for k, v in s.evidence.items())
-        parts.append(f"<div>Evidence: {items}</div>")
+    if s.facts:
+        items = "".join(f"<li>{esc(fact)}</li>" for fact in s.facts)
+        parts.append(f'<div>Evidence:<ul class="evidence">{items}</ul></div>')
     if s.expected_gain:
         parts.append(f"<div>Expected gain: {esc(s.expected_gain)}</div>")
     if s.code:
@@ -174,10 +176,6 @@ def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
         parts.append(f"<div>{button}<pre>{esc(s.code)}</pre></div>")
     parts.append("</div>")
     return "".join(parts)
-
-
-def _evidence(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def overview_section(report: "Report") -> str:
@@ -246,6 +244,9 @@ def memory_section(report: "Report") -> str:
         return ""
     out = ["<h4>Memory</h4>", how("Memory at the end of every step (wait, warmup and active shaded), then through the "
                                   "profiled steps, then which operators allocated it.")]
+    figures = memory_figures(report, device)
+    if figures:
+        out.append(f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>")
     out += [f'<div class="warn">{esc(w)}</div>' for w in growth_warnings(report)]
     out.append(img(chart(report, "memory"), "memory over steps"))
     out.append(img(chart(report, "memory_timeline"), "memory during the profiled steps"))

@@ -43,6 +43,13 @@ class LiveStatus:
         rate = f" · {per_step:.2f} s/step" if per_step is not None else ""
         return f"nbprofiler: step {run.steps_done} · {run.current_phase}{rate}"
 
+    def start(self, run: Any) -> None:
+        """Show the line before the profiler starts: its first display (importing ipywidgets,
+        opening a comm) takes up to half a second, which must not land in a profiled step."""
+        if self.enabled and self.mode is None:
+            self._start(self.text(run))
+            self._last = time.monotonic()
+
     def update(self, run: Any) -> None:
         if not self.enabled:
             return

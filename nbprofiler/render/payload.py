@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .text import operator_view, render_summary_line
-from .views import breakdown_parts, headline, ranked_suggestions
+from .views import breakdown_parts, headline, ranked_suggestions, throughput_detail
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -93,7 +93,7 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "partial": report.partial,
         "notes": list(report.notes),
         "device": report.device.as_dict(),
-        "summary": {k: _clean(v) for k, v in h.items()},
+        "summary": {**{k: _clean(v) for k, v in h.items()}, "throughput_detail": throughput_detail(h)},
         "breakdown": {"kind": kind, **table_payload(parts)},
         # In the --sort order of a live run, cut at the cap rather than at --top.
         "operators": {**table_payload(operator_view(report, MAX_OPERATOR_ROWS)), "total": len(report.operators)},

@@ -44,7 +44,7 @@ def render_summary_line(report: "Report") -> str:
         parts.append(f"{len(steps)} steps run, {len(active)} profiled")
     else:
         parts.append(f"{len(steps)} profiled steps")
-    avg = headline(report)["avg_step_us"] if len(active) else None
+    avg = headline(report)["avg_step_us"]
     if avg is not None:
         parts.append(f"avg step {fmt_us(avg)}")
     if report.partial:
@@ -65,7 +65,7 @@ def _ms(v: float) -> str:
 
 
 def _breakdown_lines(report: "Report") -> list[str]:
-    from .views import LABELS, breakdown_parts, headline
+    from .views import LABELS, breakdown_parts, headline, throughput_detail
 
     h = headline(report)
     kind, parts = breakdown_parts(report)
@@ -73,9 +73,10 @@ def _breakdown_lines(report: "Report") -> list[str]:
         return []
     means = parts.drop(columns="step").mean()
     total = float(means.sum())
-    figures = [f"avg step {fmt_us(h['avg_step_us'])} over {h['steps_profiled']} profiled steps"]
-    if h["samples_per_s"] is not None:
-        figures.append(f"{h['samples_per_s']:,.0f} samples/s at batch size {h['batch_size']}")
+    figures = [f"avg step {fmt_us(h['avg_step_us'])} over {h['step_label']}"]
+    detail = throughput_detail(h)
+    if detail is not None:
+        figures.append(f"{h['samples_per_s']:,.0f} samples/s ({detail})")
     if h["gpu_utilization"] is not None:
         figures.append(f"GPU utilization {fmt_pct(h['gpu_utilization'])}")
     title = "Step time by device activity" if kind == "device" else "Step time by phase (host)"
@@ -121,20 +122,12 @@ def _kernel_lines(report: "Report") -> list[str]:
 
 
 def _memory_lines(report: "Report") -> list[str]:
-    from .views import growth_warnings, memory_device
+    from .views import growth_warnings, memory_device, memory_figures
 
     device = memory_device(report)
     if device is None:
         return []
-    steps = report.memory_steps
-    steps = steps[steps["device"] == device]
-    figures = []
-    for col, label in (("mem_peak_bytes", "peak allocated"), ("peak_allocated_bytes", "peak allocated (traced)"),
-                       ("mem_reserved_bytes", "reserved"), ("rss_bytes", "process RSS")):
-        if col in steps and steps[col].notna().any():
-            figures.append(f"{label} {fmt_bytes(float(steps[col].max()))}")
-            if col == "mem_peak_bytes":
-                break
+    figures = memory_figures(report, device)
     out = ["", f"Memory on {device}: " + (", ".join(figures) if figures else "no samples")]
     out += [f"  WARNING: {w}" for w in growth_warnings(report)]
     return out

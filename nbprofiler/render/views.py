@@ -52,25 +52,36 @@ def batch_size(report: "Report") -> int | None:
 
 
 def headline(report: "Report") -> dict[str, Any]:
-    """The overview's numbers: ``avg_step_us, steps_profiled, batch_size, samples_per_s``
-    and the GPU metrics (None without device activity)."""
+    """The overview's numbers: ``avg_step_us, steps_profiled, batch_size, batches_per_step,
+    samples_per_step, samples_per_s`` and the GPU metrics (None without device activity).
+    The step time is ``report.step_window``'s, the one every suggestion quotes too."""
     summary = report.summary
-    avg = summary.get("avg_step_us")
-    if avg is None:
-        steps = report.steps
-        active = steps[steps["phase"] == "active"] if len(steps) else steps
-        avg = float(active["wall_ms"].mean()) * 1e3 if len(active) else None
-    batch = batch_size(report)
     return {
-        "avg_step_us": avg,
+        "avg_step_us": summary.get("avg_step_us"),
         "steps_profiled": int(summary.get("steps") or 0),
-        "batch_size": batch,
-        "samples_per_s": batch / (avg / 1e6) if batch and avg else None,
+        "step_label": report.step_window.label,
+        "batch_size": batch_size(report),
+        "batches_per_step": summary.get("batches_per_step"),
+        "samples_per_step": summary.get("samples_per_step"),
+        "samples_per_s": summary.get("samples_per_s"),
         "gpu_utilization": summary.get("gpu_utilization"),
         "sm_efficiency": summary.get("sm_efficiency"),
         "achieved_occupancy": summary.get("achieved_occupancy"),
         "tensor_core_share": summary.get("tensor_core_share"),
     }
+
+
+def throughput_detail(h: dict[str, Any]) -> str | None:
+    """What the samples/s of ``headline`` counts: "batch size 16", or "64 samples per step:
+    4 batches of 16" when steps took several batches; None when samples/s is unknown."""
+    per_step = h["samples_per_step"]
+    if h["samples_per_s"] is None or per_step is None:
+        return None
+    batches, size = h["batches_per_step"], h["batch_size"]
+    if batches is not None and abs(batches - 1) < 1e-9 and size:
+        return f"batch size {size}"
+    of = f" of {size}" if size else ""
+    return f"{per_step:,.4g} samples per step: {batches:,.3g} batch{'es' if batches != 1 else ''}{of}"
 
 
 def ranked_suggestions(report: "Report") -> list["Suggestion"]:
@@ -97,21 +108,40 @@ def memory_device(report: "Report") -> str | None:
     return devices[0] if devices else None
 
 
-def growth_warnings(report: "Report") -> list[str]:
-    """One sentence per memory series that rises step after step."""
+def memory_figures(report: "Report", device: str) -> list[str]:
+    """The headline memory figures of ``device``, each named for what it is: "peak allocated
+    1.2 GiB", or on the CPU, whose traced levels count only from the start of recording,
+    "largest rise within a step (traced) 12.0 MiB", which identical runs repeat."""
+    steps = report.memory_steps
+    steps = steps[steps["device"] == device]
+    if "mem_peak_bytes" in steps and steps["mem_peak_bytes"].notna().any():
+        return [f"peak allocated {fmt_bytes(float(steps['mem_peak_bytes'].max()))}"]
     out = []
-    growth = report.memory_growth
-    for row in growth[growth["flagged"]].itertuples(index=False):
-        what = "Process RSS" if row.measure == "rss" else "Allocated memory"
-        where = "every step the cell ran" if row.source == "sampler" else "the profiled steps"
-        out.append(
-            f"{what} on {row.device} grows by about {fmt_bytes(row.slope_bytes_per_step)} per step "
-            f"({fmt_bytes(row.first_bytes)} → {fmt_bytes(row.last_bytes)} over {row.steps} steps, {where}). "
-            "Something keeps tensors alive from one step to the next. The usual cause is a loss or an output "
-            "kept with its graph (computed with autograd on and never backpropagated, such as a validation "
-            "loss outside torch.no_grad()): keep loss.item() or loss.detach() instead."
-        )
+    traced = steps[steps["peak_allocated_bytes"].notna()]
+    if len(traced) and traced["reconstructed"].any():
+        out.append(f"largest rise within a step (traced, over the step's starting level) "
+                   f"{fmt_bytes(float(traced['peak_rise_bytes'].max()))}")
+    elif len(traced):
+        out.append(f"peak allocated (traced) {fmt_bytes(float(traced['peak_allocated_bytes'].max()))}")
+    for col, label in (("mem_reserved_bytes", "reserved"), ("rss_bytes", "process RSS")):
+        if col in steps and steps[col].notna().any():
+            out.append(f"{label} {fmt_bytes(float(steps[col].max()))}")
     return out
+
+
+def growth_warnings(report: "Report") -> list[str]:
+    """One sentence per memory series that rises step after step (worded as the suggestion's evidence)."""
+    from ..advice.rules import growth_fact
+    from ..analysis.memory import relative_devices
+
+    growth = report.memory_growth
+    relative = relative_devices(report.memory_steps)
+    return [
+        f"Memory grows: {growth_fact(row, relative)}. Something keeps tensors alive from one step to the next. "
+        "The usual cause is a loss or an output kept with its graph (computed with autograd on and never "
+        "backpropagated, such as a validation loss outside torch.no_grad()): keep loss.item() or loss.detach() instead."
+        for row in growth[growth["flagged"]].itertuples(index=False)
+    ]
 
 
 def phase_summary(steps: pd.DataFrame) -> pd.DataFrame:

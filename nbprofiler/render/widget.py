@@ -32,7 +32,7 @@ from .format import fmt_bytes, fmt_pct, shorten
 from .html import (LINES_HOW, MODULES_HOW, STYLE, Col, breakdown_table, count, device_html, esc, html_table, img,
                    lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
-from .views import growth_warnings, memory_device, ranked_suggestions
+from .views import growth_warnings, memory_device, memory_figures, ranked_suggestions
 
 if TYPE_CHECKING:
     from ..analysis.callsites import CallSites
@@ -389,7 +389,9 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
         return widgets.VBox([how_html("Memory"), widgets.HTML(
             '<div class="nbp how">No memory was recorded (the run used --no-memory, or no step was profiled).</div>')]), None
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in growth_warnings(report))
-    charts = (f'<div class="nbp">{warnings}{img(chart(report, "memory"), "memory over steps")}'
+    figures = memory_figures(report, device)
+    headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
+    charts = (f'<div class="nbp">{headline}{warnings}{img(chart(report, "memory"), "memory over steps")}'
               f'{img(chart(report, "memory_timeline"), "memory during the profiled steps")}'
               f"<div>Allocations on {esc(device)} by operator during the profiled steps "
               "(held = still allocated when its step ended):</div></div>")

@@ -24,6 +24,7 @@ from ..trace.table import DeviceInfo, EventTable, Kind
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
     from ..analysis.memory import Allocations
+    from ..analysis.step_window import StepWindow
     from ..capture.session import RunRecord
 
 
@@ -296,12 +297,31 @@ class Report:
         return breakdown_shares(self.breakdown, per_step=per_step)
 
     @cached_property
+    def step_window(self) -> "StepWindow":
+        """The steps every mean of the report is over, and their average time: the one
+        definition of "the step" that the title, overview and suggestions share."""
+        from ..analysis.step_window import step_window
+
+        return step_window(self.stretched_steps, None if self.run is None else self.run.steps,
+                           self.has_device_activity)
+
+    @cached_property
     def summary(self) -> dict[str, Any]:
         """``avg_step_us, steps, gpu_utilization, sm_efficiency, achieved_occupancy,
-        tensor_core_share``; device metrics are None without device activity."""
+        tensor_core_share, batches_per_step, samples_per_step, samples_per_s``; device
+        metrics are None without device activity, throughput None where no DataLoader
+        batch was seen (trace files). ``avg_step_us`` is ``step_window``'s."""
         from ..analysis.gpu import gpu_summary
+        from ..analysis.step_window import throughput
 
-        return gpu_summary(self.table, self.stretched_steps, self.device.index)
+        summary = gpu_summary(self.table, self.stretched_steps, self.device.index)
+        window = self.step_window
+        summary["avg_step_us"] = window.avg_step_us
+        summary["steps"] = len(window.steps)
+        rate = throughput(window, None if self.run is None else self.run.steps)
+        summary.update(batches_per_step=rate.batches_per_step, samples_per_step=rate.samples_per_step,
+                       samples_per_s=rate.samples_per_s)
+        return summary
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
