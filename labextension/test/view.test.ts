@@ -73,7 +73,7 @@ describe('parseReport', () => {
     const view = new ReportView(r);
     expect(view.tabNames).toEqual([...TAB_NAMES]);
     expect(view.node.textContent).toContain('No operators were recorded.');
-    expect(r.memory).toEqual({ steps: { columns: [], rows: [] }, growth: [] });
+    expect(r.memory).toEqual({ steps: { columns: [], rows: [] }, growth: [], warnings: [], device: null, figures: [] });
     expect(panel(view, 'Memory').textContent).toContain('This report has no memory data');
   });
 
@@ -299,15 +299,32 @@ describe('recorded payload', () => {
     expect(sampled.querySelectorAll('.nbp-line circle').length).toBe(raw.steps.rows.length);
     expect(sampled.querySelectorAll('.nbp-phase-active').length).toBe(1);
     // The trace's tensor memory in the profiled steps: the 1 MiB kept at every step.
-    expect(traced.querySelector('title')!.textContent).toBe('Tensor memory on cpu in the profiled steps');
+    // CPU levels count from the start of recording (torch's CPU counter is no absolute level): the title says so.
+    expect(traced.querySelector('title')!.textContent).toBe(
+      'Tensor memory on cpu in the profiled steps, counted from the start of recording'
+    );
+    expect(mem.querySelector('.nbp-memory-figures')!.textContent).toBe(`Memory on cpu: ${raw.memory.figures.join(', ')}`);
+    expect(raw.memory.figures[0]).toMatch(/^largest rise within a step \(traced, over the step's starting level\) /);
     expect(traced.querySelectorAll('.nbp-line[data-series="Allocated at step end"] circle').length).toBe(raw.memory.steps.rows.length);
-    // Python flagged it; the warning shows its slope.
+    // Python flagged it, and the warning is Python's own sentence, with the slope.
     const warnings = Array.from(mem.querySelectorAll('.nbp-growth')).map(w => w.textContent);
-    expect(warnings).toEqual([growthWarning(parseReport(raw).memory.growth[0])]);
-    expect(warnings[0]).toMatch(/^Allocated memory on cpu grows by about 1(\.0)? MiB per step \(1(\.0)? MiB → 5\.0 MiB over 5 steps, the profiled steps\)/);
+    expect(warnings).toEqual(raw.memory.warnings);
+    expect(warnings[0]).toMatch(/^Memory grows: allocated bytes \(trace\) on cpu: 1\.0 MiB → 5\.0 MiB since recording began over 5 profiled steps, about 1\.0 MiB per step/);
+    // A report saved before Python sent its sentences still warns, from the flagged series.
+    const older = parseReport({ ...raw, memory: { ...raw.memory, warnings: undefined } });
+    expect(older.memory.warnings).toEqual([]);
+    const olderView = new ReportView(older);
+    expect(Array.from(olderView.node.querySelectorAll('.nbp-growth')).map(w => w.textContent)).toEqual([
+      growthWarning(older.memory.growth[0])
+    ]);
     const cards = Array.from(panel(view, 'Suggestions').querySelectorAll('.nbp-card'));
     expect(cards.map(c => c.getAttribute('data-kind'))).toEqual(raw.suggestions.map((x: any) => x.kind));
     expect(cards[0].querySelector('.nbp-detail')!.textContent).toBe(raw.suggestions[0].detail);
+    // The evidence is Python's facts, in words with units, one item each: no raw keys.
+    const facts = Array.from(cards[0].querySelectorAll('.nbp-facts li')).map(li => li.textContent);
+    expect(facts).toEqual(raw.suggestions[0].facts);
+    expect(facts.length).toBeGreaterThan(0);
+    expect(cards[0].querySelector('.nbp-evidence')).toBeNull();
     // A Copy button exactly where the suggestion has code.
     expect(cards.map(c => c.querySelector('.nbp-copy') !== null)).toEqual(raw.suggestions.map((x: any) => !!x.code));
   });

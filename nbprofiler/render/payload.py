@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from .text import operator_view, render_summary_line
-from .views import breakdown_parts, headline, ranked_suggestions, throughput_detail
+from .views import (breakdown_parts, growth_warnings, headline, memory_device, memory_figures, ranked_suggestions,
+                    throughput_detail)
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -33,7 +34,8 @@ SCHEMA = "nbprofiler.report/1"
 MAX_OPERATOR_ROWS = 1000
 MAX_STEP_ROWS = 5000
 # The trace's per-step memory columns (nbprofiler.analysis.memory.STEP_COLUMNS) the extension draws.
-TRACE_MEMORY_COLUMNS = ("step", "device", "end_allocated_bytes", "peak_allocated_bytes", "peak_reserved_bytes")
+TRACE_MEMORY_COLUMNS = ("step", "device", "end_allocated_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
+                        "reconstructed")
 
 
 def _clean(value: Any) -> Any:
@@ -72,14 +74,21 @@ def memory_payload(report: "Report") -> dict[str, Any]:
     figures the HTML's memory chart draws for a trace file, which has no
     per-step sampler). ``growth`` holds the series ``report.memory_growth``
     flagged, with their slope, so the extension shows the same leak warning as
-    the text and HTML reports instead of judging growth with a rule of its own.
+    the text and HTML reports instead of judging growth with a rule of its own;
+    ``warnings`` those warnings as Python words them, and ``figures`` the memory
+    headline (``memory_figures``) of ``device``, which the memory views describe.
+    ``reconstructed`` marks levels counted from the start of recording (CPU).
     """
     steps = report.memory_steps
     traced = steps[steps["end_allocated_bytes"].notna()].head(MAX_STEP_ROWS)
     growth = report.memory_growth
     flagged = growth[growth["flagged"]].drop(columns=["flagged", "rising_share"])
+    device = memory_device(report)
     return {"steps": table_payload(traced[list(TRACE_MEMORY_COLUMNS)]),
-            "growth": [{k: _clean(v) for k, v in row.items()} for row in flagged.to_dict("records")]}
+            "growth": [{k: _clean(v) for k, v in row.items()} for row in flagged.to_dict("records")],
+            "warnings": growth_warnings(report),
+            "device": device,
+            "figures": memory_figures(report, device) if device is not None else []}
 
 
 def report_payload(report: "Report") -> dict[str, Any]:

@@ -33,8 +33,14 @@ export interface ISummary {
   achieved_occupancy: number | null;
   tensor_core_share: number | null;
   steps_profiled: number;
+  /** What the average step is over, in words ("the 3 profiled steps"). */
+  step_label: string | null;
   samples_per_s: number | null;
+  samples_per_step: number | null;
+  batches_per_step: number | null;
   batch_size: number | null;
+  /** What samples/s counts, as Python words it ("64 samples per step: 4 batches of 16"). */
+  throughput_detail: string | null;
 }
 
 export interface IBreakdown extends ITable {
@@ -46,6 +52,8 @@ export interface ISuggestion {
   title: string;
   severity: 'high' | 'medium' | 'low' | string;
   evidence: { [key: string]: unknown };
+  /** The evidence in words with units, as Python wrote it; empty in reports saved before it existed. */
+  facts: string[];
   expected_gain: string;
   code: string | null;
   detail: string | null;
@@ -65,9 +73,17 @@ export interface IGrowth {
 }
 
 export interface IMemory {
-  /** Per profiled step and device, from the trace: `step, device, end_allocated_bytes, peak_allocated_bytes, peak_reserved_bytes`. */
+  /**
+   * Per profiled step and device, from the trace: `step, device, end_allocated_bytes, peak_allocated_bytes,
+   * peak_reserved_bytes, reconstructed` (levels counted from the start of recording, as on the CPU).
+   */
   steps: ITable;
   growth: IGrowth[];
+  /** The growth warnings as Python words them; empty in reports saved before it sent them. */
+  warnings: string[];
+  /** The memory headline of `device` ("largest rise within a step (traced, …) 8.0 MiB"), as Python words it. */
+  device: string | null;
+  figures: string[];
 }
 
 export interface IReport {
@@ -102,6 +118,16 @@ function str(value: unknown, fallback = ''): string {
     return fallback;
   }
   return String(value);
+}
+
+/** A list of strings, empty where the payload has none (reports saved before the field existed). */
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.map(v => str(v)) : [];
+}
+
+/** A string, or null where the payload has none (reports saved before the field existed). */
+function optStr(value: unknown): string | null {
+  return value === null || value === undefined ? null : str(value);
 }
 
 function num(value: unknown): number | null {
@@ -191,8 +217,12 @@ export function parseReport(data: unknown): IReport {
       achieved_occupancy: num(summary.achieved_occupancy),
       tensor_core_share: num(summary.tensor_core_share),
       steps_profiled: num(summary.steps_profiled) ?? 0,
+      step_label: optStr(summary.step_label),
       samples_per_s: num(summary.samples_per_s),
-      batch_size: num(summary.batch_size)
+      samples_per_step: num(summary.samples_per_step),
+      batches_per_step: num(summary.batches_per_step),
+      batch_size: num(summary.batch_size),
+      throughput_detail: optStr(summary.throughput_detail)
     },
     breakdown: {
       kind: isObject(data.breakdown) ? str(data.breakdown.kind, 'phases') : 'phases',
@@ -211,13 +241,17 @@ export function parseReport(data: unknown): IReport {
         first_bytes: num(g.first_bytes),
         last_bytes: num(g.last_bytes),
         slope_bytes_per_step: num(g.slope_bytes_per_step)
-      }))
+      })),
+      warnings: strings(memory.warnings),
+      device: optStr(memory.device),
+      figures: strings(memory.figures)
     },
     suggestions: suggestions.filter(isObject).map(s => ({
       kind: str(s.kind),
       title: str(s.title, 'Suggestion'),
       severity: str(s.severity, 'low'),
       evidence: isObject(s.evidence) ? s.evidence : {},
+      facts: strings(s.facts),
       expected_gain: str(s.expected_gain),
       code: s.code === null || s.code === undefined ? null : str(s.code),
       detail: s.detail === null || s.detail === undefined ? null : str(s.detail)

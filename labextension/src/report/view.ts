@@ -330,7 +330,8 @@ export class ReportView {
     const sm = r.summary;
     const onDevice = r.device.kind !== 'cpu';
     const metrics: HTMLElement[] = [
-      metric('average step', formatUs(sm.avg_step_us), 'Mean wall time of the profiled steps'),
+      metric('average step', formatUs(sm.avg_step_us), 'Mean wall time of the profiled steps: the step every suggestion quotes',
+        sm.step_label ?? undefined),
       metric('steps profiled', formatCount(sm.steps_profiled))
     ];
     if (sm.samples_per_s !== null) {
@@ -338,8 +339,8 @@ export class ReportView {
         metric(
           'samples / s',
           formatRate(sm.samples_per_s),
-          'Batch size divided by the average step time',
-          sm.batch_size !== null ? `batch size ${formatCount(sm.batch_size)}` : undefined
+          'Samples of every batch a step consumed, divided by the average step time',
+          sm.throughput_detail ?? (sm.batch_size !== null ? `batch size ${formatCount(sm.batch_size)}` : undefined)
         )
       );
     }
@@ -580,8 +581,14 @@ export class ReportView {
         'Memory sampled at the end of each step of the cell, with the schedule’s wait, warmup and active steps shaded, then the tensor memory the trace recorded in the profiled steps. A line that keeps rising means something keeps tensors alive from step to step.'
       )
     );
-    for (const g of this.report.memory.growth) {
-      out.appendChild(h('div', { class: 'nbp-banner nbp-banner-warn nbp-growth', role: 'note' }, growthWarning(g)));
+    const memory = this.report.memory;
+    if (memory.device && memory.figures.length) {
+      out.appendChild(h('p', { class: 'nbp-memory-figures' }, `Memory on ${memory.device}: ${memory.figures.join(', ')}`));
+    }
+    // Python's own words for its verdict; a report saved before it sent them has only the figures.
+    const warnings = memory.warnings.length ? memory.warnings : memory.growth.map(growthWarning);
+    for (const warning of warnings) {
+      out.appendChild(h('div', { class: 'nbp-banner nbp-banner-warn nbp-growth', role: 'note' }, warning));
     }
     const sampled = this.sampledMemory();
     const traced = this.tracedMemory();
@@ -656,13 +663,15 @@ export class ReportView {
     const devices = [...new Set(m.rows.map(row => String(row[deviceIdx] ?? '')))];
     return devices.map(device => {
       const rows = m.rows.filter(row => String(row[deviceIdx] ?? '') === device);
+      const relativeIdx = m.columns.indexOf('reconstructed');
+      const since = relativeIdx >= 0 && rows.some(row => row[relativeIdx] === true) ? ', counted from the start of recording' : '';
       // As Python's chart: no line without data, and none for reserved memory that stays 0 (the CPU caches nothing).
       const series = TRACE_MEMORY_SERIES.map(([key, name]) => {
         const i = m.columns.indexOf(key);
         return { key, name, values: rows.map(row => (i >= 0 && typeof row[i] === 'number' ? (row[i] as number) : null)) };
       }).filter(ser => ser.values.some(v => v !== null && (v > 0 || ser.key !== 'peak_reserved_bytes')));
       return this.memoryPlot(
-        `Tensor memory on ${device} in the profiled steps`,
+        `Tensor memory on ${device} in the profiled steps${since}`,
         rows.map((row, k) => (typeof row[stepIdx] === 'number' ? (row[stepIdx] as number) : k)),
         rows.map(() => null),
         series,
@@ -711,11 +720,13 @@ export class ReportView {
   }
 
   private buildCard(sug: ISuggestion): HTMLElement {
-    const evidence = Object.entries(sug.evidence);
+    // Python words the evidence with units (`facts`); a report saved before it did has only the figures.
+    const evidence = sug.facts.length ? [] : Object.entries(sug.evidence);
     const children: Child[] = [
       h('div', { class: 'nbp-card-head' }, severityBadge(sug.severity), h('span', { class: 'nbp-card-title' }, sug.title)),
       sug.detail ? h('p', { class: 'nbp-detail' }, sug.detail) : null,
       sug.expected_gain ? h('p', { class: 'nbp-gain' }, h('strong', null, 'Expected gain: '), sug.expected_gain) : null,
+      sug.facts.length ? h('ul', { class: 'nbp-facts' }, ...sug.facts.map(fact => h('li', null, fact))) : null,
       evidence.length
         ? h(
             'dl',
