@@ -304,7 +304,7 @@ describe('recorded payload', () => {
       'Tensor memory on cpu in the profiled steps, counted from the start of recording'
     );
     expect(mem.querySelector('.nbp-memory-figures')!.textContent).toBe(`Memory on cpu: ${raw.memory.figures.join(', ')}`);
-    expect(raw.memory.figures[0]).toMatch(/^largest rise within a step \(traced, over the step's starting level\) /);
+    expect(raw.memory.figures[0]).toMatch(/^largest rise within a step after the first profiled one, over its starting level \(traced\) /);
     expect(traced.querySelectorAll('.nbp-line[data-series="Allocated at step end"] circle').length).toBe(raw.memory.steps.rows.length);
     // Python flagged it, and the warning is Python's own sentence, with the slope.
     const warnings = Array.from(mem.querySelectorAll('.nbp-growth')).map(w => w.textContent);

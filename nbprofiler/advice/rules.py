@@ -871,7 +871,7 @@ def _checks_that_ran(f: Facts) -> tuple[list[str], list[str], dict[str, object]]
     else:
         not_run.append(f"the CPU batch size ({no_steps or 'no operator call on the step thread to measure'})")
     growth = f.report.memory_growth
-    judged, unjudged = growth[growth["judged"]], growth[~growth["judged"]]
+    judged, unjudged = growth[growth["judged"] & ~growth["flagged"]], growth[~growth["judged"]]
     if len(judged):
         what = "; ".join(f"{series_label(r.source, r.measure)} on {r.device} over {r.steps} steps"
                          for r in judged.itertuples(index=False))

@@ -110,8 +110,10 @@ def memory_device(report: "Report") -> str | None:
 
 def memory_figures(report: "Report", device: str) -> list[str]:
     """The headline memory figures of ``device``, each named for what it is: "peak allocated
-    1.2 GiB", or on the CPU, whose traced levels count only from the start of recording,
-    "largest rise within a step (traced) 12.0 MiB", which identical runs repeat."""
+    1.2 GiB", or on the CPU, whose traced levels count only from the start of recording, the
+    largest rise of a step's peak over the step's start, which identical runs repeat. The first
+    profiled step is left out of it when there are others: torch's counter misses the frees of
+    tensors made before recording (last step's gradients, say) but not their replacements."""
     steps = report.memory_steps
     steps = steps[steps["device"] == device]
     if "mem_peak_bytes" in steps and steps["mem_peak_bytes"].notna().any():
@@ -119,8 +121,10 @@ def memory_figures(report: "Report", device: str) -> list[str]:
     out = []
     traced = steps[steps["peak_allocated_bytes"].notna()]
     if len(traced) and traced["reconstructed"].any():
-        out.append(f"largest rise within a step (traced, over the step's starting level) "
-                   f"{fmt_bytes(float(traced['peak_rise_bytes'].max()))}")
+        rises = traced.sort_values("step")["peak_rise_bytes"].to_numpy()
+        which = "a step after the first profiled one" if len(rises) > 1 else "the profiled step"
+        out.append(f"largest rise within {which}, over its starting level (traced) "
+                   f"{fmt_bytes(float(rises[1:].max() if len(rises) > 1 else rises[0]))}")
     elif len(traced):
         out.append(f"peak allocated (traced) {fmt_bytes(float(traced['peak_allocated_bytes'].max()))}")
     for col, label in (("mem_reserved_bytes", "reserved"), ("rss_bytes", "process RSS")):
