@@ -162,3 +162,35 @@ def test_the_status_lines_start_up_is_in_no_step(ip, monkeypatch):
     report = ip.user_ns["run"]
     assert (report.steps["wall_ms"] < 0.5 * pause_s * 1e3).all(), report.steps
     assert report.summary["avg_step_us"] < 0.5 * pause_s * 1e6 / 4
+
+
+def test_with_n_every_run_of_the_cell_is_a_step_and_counts_its_batches(ip):
+    """``-n 4``: each run of the cell is one step; the two batches it takes are its samples."""
+    ip.run_cell("""
+import torch, nbprofiler
+from torch.utils.data import DataLoader, TensorDataset
+batches = iter(DataLoader(TensorDataset(torch.randn(8 * 12, 4)), batch_size=8))
+""").raise_error()
+    ip.run_cell_magic("torchprofile", "-q -o run -n 4 --wait 0 --warmup 1 --active 3",
+                      "a, = next(batches)\nb, = next(batches)\n(a @ b.T).sum()")
+    report = ip.user_ns["run"]
+    assert report.run.step_source == "iterations" and len(report.steps) == 4
+    assert list(report.steps["batches"]) == [2] * 4 and list(report.steps["samples"]) == [16] * 4
+    summary = report.summary
+    assert summary["batches_per_step"] == 2 and summary["samples_per_step"] == 16
+    assert summary["samples_per_s"] == pytest.approx(16 / (summary["avg_step_us"] / 1e6))
+
+
+def test_samples_count_a_short_last_batch_and_loaders_without_a_batch_size():
+    from torch.utils.data import BatchSampler, SequentialSampler, TensorDataset
+
+    data = TensorDataset(torch.randn(20, 3), torch.randn(20))
+    plain = DataLoader(data, batch_size=8)  # 8, 8 and a last batch of 4
+    by_sampler = DataLoader(data, sampler=BatchSampler(SequentialSampler(data), batch_size=5, drop_last=False),
+                            batch_size=None)  # whole batches from the dataset: no batch_size to read
+    for loader, expected in ((plain, [8, 8, 4]), (by_sampler, [5, 5, 5, 5])):
+        with nbprofiler.profile(step_on="dataloader", wait=0, warmup=0, active=1) as run:
+            for x, y in loader:
+                (x.sum() + y.sum()).item()
+        steps = run.report.steps
+        assert list(steps["samples"]) == expected and list(steps["batches"]) == [1] * len(expected)
