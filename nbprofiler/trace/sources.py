@@ -10,6 +10,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import TraceError
 
@@ -35,6 +36,8 @@ def max_trace_bytes() -> int:
 
 def find_trace_files(path: str | os.PathLike[str]) -> list[Path]:
     """The trace files ``path`` names: itself, or those a directory holds (recursively)."""
+    if os.fspath(path) == "":  # Path("") is the current folder, which would be searched recursively
+        raise TraceError(None, "the path is empty (''); give a trace file or a directory of trace files")
     p = Path(path).expanduser()
     if not p.exists():
         raise TraceError(p, f"no such file or directory (a relative path starts in {Path.cwd()})")
@@ -70,17 +73,30 @@ def read_trace_file(path: Path, limit: int | None = None) -> TraceFile:
     return TraceFile(path, data)
 
 
-def _gunzip(fh, limit: int, path: Path) -> bytes:
+def _gunzip(fh: BinaryIO, limit: int, path: Path) -> bytes:
+    """Decompress every gzip member in turn, as ``gzip`` and torch read them.
+
+    A file of several members (``.gz`` files concatenated, or a writer that
+    flushed a member at a time) is one stream: stopping after the first member
+    would cut the JSON in two and call a whole file truncated. Zero bytes after
+    the last member (padding some copy tools add) are ignored, as gzip does.
+    """
     inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header, auto-detected
     chunks: list[bytes] = []
     total = 0
     try:
         while block := fh.read(1 << 20):
-            out = inflater.decompress(block, limit + 1 - total)
-            total += len(out)
-            chunks.append(out)
-            if total > limit or inflater.unconsumed_tail:
-                raise TraceError(path, _too_big(total, limit, compressed=True))
+            while block:
+                if inflater.eof:  # the bytes past a member's end start the next one
+                    if not block.strip(b"\0"):
+                        break
+                    inflater = zlib.decompressobj(wbits=47)
+                out = inflater.decompress(block, limit + 1 - total)
+                total += len(out)
+                chunks.append(out)
+                if total > limit or inflater.unconsumed_tail:
+                    raise TraceError(path, _too_big(total, limit, compressed=True))
+                block = inflater.unused_data
         chunks.append(inflater.flush())
     except zlib.error as exc:
         raise TraceError(path, f"corrupt gzip data ({exc}); copy or download the file again") from None
