@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import keyword
 import re
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.utils.process import arg_split
 
 from .capture.session import ProfileRun
 from .errors import NbprofilerError, OptionError
@@ -74,10 +76,19 @@ class TorchProfileMagics(Magics):
         ``run.suggestions`` ... hold the tables; ``nbprofiler.last()`` returns the
         latest Report; ``run.export_chrome_trace("t.json.gz")`` saves the trace.
         """
+        __tracebackhide__ = True  # IPython and pytest show the user's frames, not the magic's
         name = "%%torchprofile" if cell is not None else "%torchprofile"
-        options_text, statement = (line, "") if cell is not None else _split_statement(line, self.torchprofile.parser)
+        parser = self.torchprofile.parser
+        options_text, statement = (line, "") if cell is not None else _split_statement(line, parser)
         try:
-            args = parse_argstring(self.torchprofile, options_text)
+            argv = arg_split(options_text, posix=True)
+        except ValueError as exc:  # shlex: "No closing quotation"
+            raise UsageError(f"{name}: {exc} in {options_text.strip()!r}") from None
+        if any(word in _HELP_FLAGS for word in argv):
+            print(self.torchprofile.__doc__)  # what `%%torchprofile?` shows, in the cell's output
+            return None
+        try:
+            args = parser.parse_args(argv)
         except UsageError as exc:
             raise UsageError(f"{name}: {exc}") from None
         source = cell if cell is not None else statement
@@ -95,11 +106,12 @@ class TorchProfileMagics(Magics):
             )
         except OptionError as exc:
             raise UsageError(f"{name} {exc}") from None
-        if args.output is not None and not args.output.isidentifier():
+        if args.output is not None and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
             raise UsageError(f"{name} -o: {args.output!r} is not a valid variable name")
         return self._run(source, options, args.output)
 
     def _run(self, source: str, options: ProfileOptions, output: str | None) -> None:
+        __tracebackhide__ = True
         shell = self.shell
         filename = shell.compile.cache(source)
         try:
@@ -139,18 +151,29 @@ class TorchProfileMagics(Magics):
         if not options.quiet and report is not None:
             status.show(report)  # the status line turns into the report
         if failure is not None:
-            raise failure.with_traceback(failure.__traceback__)
+            # The traceback from the cell's first frame on: the exec above is the magic's.
+            tb = failure.__traceback__
+            raise failure.with_traceback(tb.tb_next if tb is not None and tb.tb_next is not None else tb)
         return None
+
+
+_HELP_FLAGS = ("-h", "--help")  # IPython's magic parsers have no help action: the magic answers these itself
+# A word as a shell splits it: unquoted runs and quoted strings, glued together; a lone
+# quote that never closes is kept in the word, so that arg_split reports it.
+_SHELL_WORD = re.compile(r"""(?:[^\s'"]+|'[^']*'|"(?:\\.|[^"\\])*"|['"])+""")
 
 
 def _split_statement(line: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
     """The line magic's options, and its statement verbatim from the first word that is
-    neither an option nor an option's value (so ``y = -x`` is code, not a flag)."""
+    neither an option nor an option's value (so ``y = -x`` is code, not a flag). A quoted
+    value is one word, as the shell would split it (``--trace "a b.json"``)."""
     expects_value = False
-    for word in re.finditer(r"\S+", line):
+    for word in _SHELL_WORD.finditer(line):
         token = word.group()
         if expects_value:
             expects_value = False
+        elif token in _HELP_FLAGS:
+            continue
         elif token.startswith("-") and token.split("=", 1)[0] in parser._option_string_actions:
             action = parser._option_string_actions[token.split("=", 1)[0]]
             expects_value = action.nargs != 0 and "=" not in token

@@ -7,6 +7,7 @@ one-line message naming the option.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,12 +44,14 @@ class ProfileOptions:
     quiet: bool = False
 
     def __post_init__(self) -> None:
-        for name, low in (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 0), ("skip_first", 0), ("top", 1)):
+        counts = (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 0), ("skip_first", 0), ("top", 1))
+        for name, low in counts + ((("iterations", 1),) if self.iterations is not None else ()):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
                 raise OptionError(_flag(name), f"must be a whole number >= {low}, got {value!r}")
-        if self.iterations is not None and (not isinstance(self.iterations, int) or self.iterations < 1):
-            raise OptionError("--iterations", f"must be a whole number >= 1, got {self.iterations!r}")
+            # np.int64(3) from a config or a sweep is a whole number too; torch's schedule
+            # and the report want plain ints.
+            object.__setattr__(self, name, int(value))
         if self.step_on not in STEP_ON_CHOICES:
             raise OptionError("--step-on", f"must be one of {', '.join(STEP_ON_CHOICES)}, got {self.step_on!r}")
         if self.device not in DEVICE_CHOICES:

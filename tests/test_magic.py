@@ -289,3 +289,82 @@ def test_repeated_cycles_keep_the_last_trace_and_say_so(shell):
     assert list(run.steps["phase"][:9]) == ["warmup", "active", "active"] * 3
     assert list(run.trace_steps["step"]) == [7, 8]  # the third cycle's active steps
     assert any("3 cycles were recorded" in n for n in run.notes)
+
+
+def test_paths_with_spaces_are_given_in_quotes(shell, tmp_path):
+    trace, tb = tmp_path / "my runs" / "a b.json", tmp_path / "tb dir"
+    run_magic(shell, f'-q -o run --trace "{trace}" --tensorboard \'{tb}\'', TRAIN_CELL)
+    assert nbprofiler.load(trace).operators["calls"].sum() > 0
+    assert len(list(tb.glob("*.pt.trace.json"))) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my runs", "tb dir"]  # no folder named '"' or "'"
+    # The line magic splits its options the same way, and its statement starts after the quoted value.
+    shell.run_cell("x0 = torch.randn(16, 20)").raise_error()
+    line_trace = tmp_path / "line trace.json.gz"
+    with capture_output():
+        shell.run_line_magic("torchprofile", f'-q -n 2 --wait 0 --warmup 0 --active 2 --trace "{line_trace}" y = model(x0)')
+    assert line_trace.stat().st_size > 0 and shell.user_ns["y"].shape == (16, 4)
+    with pytest.raises(UsageError, match="^%%torchprofile: No closing quotation"):
+        shell.run_cell_magic("torchprofile", f'-q --trace "{trace}', TRAIN_CELL)
+    assert_nothing_left()
+
+
+@pytest.mark.parametrize("magic, line", [("cell", "-h"), ("cell", "--active 2 --help"), ("line", "-h calls += 1")])
+def test_help_flag_shows_the_help_and_runs_nothing(shell, magic, line):
+    shell.run_cell("calls = 0").raise_error()
+    with capture_output() as captured:
+        if magic == "cell":
+            shell.run_cell_magic("torchprofile", line, "calls += 1")
+        else:
+            shell.run_line_magic("torchprofile", line)
+    assert "Profile a notebook cell under torch.profiler" in captured.stdout
+    assert "--active ACTIVE" in captured.stdout and "-o VAR, --output VAR" in captured.stdout
+    assert shell.user_ns["calls"] == 0 and not captured.outputs
+
+
+@pytest.mark.parametrize("name", ["class", "None", "lambda", "x y", "1x"])
+def test_output_must_be_a_variable_name(shell, name):
+    with pytest.raises(UsageError, match=f"^%%torchprofile -o: {name!r} is not a valid variable name$"):
+        shell.run_cell_magic("torchprofile", f"-q -o '{name}'", TRAIN_CELL)
+
+
+def test_numpy_integers_are_whole_numbers(shell):
+    import numpy as np
+
+    shell.user_ns["np"] = np
+    shell.run_cell("import nbprofiler\n"
+                   "with nbprofiler.profile(wait=np.int64(0), warmup=np.int32(0), active=np.int64(2)) as run:\n"
+                   "    for x, y in train_loader:\n"
+                   "        F.cross_entropy(model(x), y).backward(); opt.step()\n").raise_error()
+    run = shell.user_ns["run"].report
+    assert run.run.options.active == 2 and type(run.run.options.active) is int
+    assert list(run.trace_steps["step"]) == [0, 1]
+    for bad in (True, np.float64(2.0)):
+        with pytest.raises(nbprofiler.OptionError, match="--active: must be a whole number >= 1"):
+            nbprofiler.ProfileOptions(active=bad)
+
+
+def test_repeat_0_shows_no_torch_warning(shell, monkeypatch):
+    import warnings
+
+    import torch.profiler.profiler as torch_profiler
+
+    monkeypatch.setattr(torch_profiler, "_WARNINGS_SHOWN", set())  # torch warns once per process
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # pyproject's filter for the test suite is not the user's
+        run_magic(shell, "-q -o run --wait 0 --warmup 0 --active 2 --repeat 0", TRAIN_CELL)
+    assert any("cycles were recorded" in n for n in shell.user_ns["run"].notes)
+    assert [str(w.message) for w in caught if "clears events" in str(w.message)] == []
+
+
+def test_a_failing_cell_shows_its_own_frames(shell):
+    """The traceback IPython displays goes from the cell's line to the raise, with no
+    frame of nbprofiler in between."""
+    shell.run_cell("def check(x):\n    raise ValueError(f'bad value {x}')\n").raise_error()
+    with capture_output() as captured:
+        result = shell.run_cell("%%torchprofile -q -n 2\nx = 1\ncheck(x)\n")
+    assert isinstance(result.error_in_exec, ValueError)
+    shown = captured.stdout
+    assert "ValueError: bad value 1" in shown
+    assert "----> 2 check(x)" in shown and "----> 2     raise ValueError" in shown
+    assert "nbprofiler" not in shown and "magic.py" not in shown and "exec(" not in shown
+    assert_nothing_left()

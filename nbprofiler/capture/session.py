@@ -168,7 +168,7 @@ class ProfileRun:
             warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
             schedule = torch.profiler.schedule(wait=o.wait, warmup=o.warmup, active=o.active, repeat=o.repeat,
                                                skip_first=o.skip_first)
-        return torch.profiler.profile(
+        return _Profiler(
             activities=activities,
             schedule=schedule,
             on_trace_ready=self._on_trace_ready,
@@ -330,6 +330,16 @@ class ProfileRun:
 
     def step(self) -> None:
         self.on_boundary("manual")
+
+
+class _Profiler(torch.profiler.profile):
+    """torch's profiler, without its "Profiler clears events at the end of each cycle"
+    warning: with --repeat the report keeps the last cycle and its note says so."""
+
+    def prepare_trace(self) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
+            super().prepare_trace()
 
 
 def write_trace(raw: bytes, path: str | os.PathLike[str]) -> Path:
