@@ -118,7 +118,8 @@ def test_evidence_is_words_with_units_in_every_renderer(accumulated):
         for key in s.evidence:
             if re.search(r"_(share|ms|us|bytes|per_step)$", key):
                 assert key not in text and key not in html, key
-    data_wait = next(f for f in report.suggestions[0].facts if f.startswith("data wait:"))
+    (loader,) = [s for s in report.suggestions if s.kind == "dataloader"]
+    data_wait = next(f for f in loader.facts if f.startswith("data wait:"))
     assert re.fullmatch(r"data wait: \d+% of the step, [\d.]+ ms of [\d.]+ ms \(avg step [\d.]+ ms over the "
                         r"3 profiled steps\)", data_wait), data_wait
 
