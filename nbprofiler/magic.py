@@ -2,11 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import asyncio
+import inspect
 import keyword
 import re
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from types import CodeType, TracebackType
 from typing import Any
 
+from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
+from IPython.core.getipython import get_ipython
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
@@ -50,6 +58,14 @@ class TorchProfileMagics(Magics):
         record. CUDA activity is recorded when a GPU is available. Below the cell
         you get the report: step-time breakdown, top operators and kernels,
         memory per step, and suggestions with code to paste.
+
+        The body runs as IPython runs a cell: %magics, !commands, the shell's AST
+        transformers and top-level ``await`` work, and the value of its last
+        expression (with -n, of the last run) is the cell's ``Out``, shown after
+        the report. The report takes the place of the status line shown when the
+        cell started, above what the cell prints; if the cell clears its output
+        (``clear_output``), the report comes after what the cell left instead.
+        -h shows this help.
 
         Usage::
 
@@ -110,21 +126,37 @@ class TorchProfileMagics(Magics):
             raise UsageError(f"{name} -o: {args.output!r} is not a valid variable name")
         return self._run(source, options, args.output)
 
-    def _run(self, source: str, options: ProfileOptions, output: str | None) -> None:
+    def _run(self, source: str, options: ProfileOptions, output: str | None) -> Any:
+        """Profile ``source``, run as IPython runs a cell, and return the value of its last
+        expression (IPython shows it as the cell's ``Out``, under the report).
+
+        A cell that awaits runs on IPython's event loop: when that loop already runs in
+        this thread (a kernel), the awaitable is returned, for the cell that called the
+        magic to await (``_await_profiled_cell`` writes that call).
+        """
         __tracebackhide__ = True
-        shell = self.shell
-        filename = shell.compile.cache(source)
         try:
-            code = shell.compile(source, filename, "exec")
-        except SyntaxError:
-            shell.showsyntaxerror(filename)
-            return None
-        namespace = shell.user_ns
+            cell = _compile_cell(self.shell, source)
+        except SyntaxError as exc:
+            self.shell.showsyntaxerror(exc.filename)  # as IPython shows a cell's: the line and a caret
+            raise UsageError("%%torchprofile: the cell has a syntax error (shown above), so it did not run") from None
+        profiled = self._profile(cell, options, output)
+        if not cell.awaits:
+            return _run_to_end(profiled)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs in this thread: run it as IPython runs an awaiting cell
+            return self.shell.loop_runner(profiled)
+        return profiled
+
+    async def _profile(self, cell: "_Cell", options: ProfileOptions, output: str | None) -> Any:
+        __tracebackhide__ = True
+        namespace = self.shell.user_ns
         from .render.live import LiveStatus
 
         status = LiveStatus(enabled=not options.quiet)
         try:
-            run = ProfileRun(options, namespace=namespace, cell_source=source, cell_filename=filename,
+            run = ProfileRun(options, namespace=namespace, cell_source=cell.source, cell_filename=cell.filename,
                              on_step=status.update)
             status.start(run)
             run.__enter__()
@@ -132,9 +164,10 @@ class TorchProfileMagics(Magics):
             status.close()
             raise UsageError(f"%%torchprofile: {exc}") from None
         failure: BaseException | None = None
+        value: Any = None
         try:
             for _ in range(options.iterations or 1):
-                exec(code, namespace)
+                value = await cell.run(namespace)
                 if options.iterations:
                     run.on_boundary("iterations")
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after the report is shown
@@ -151,10 +184,111 @@ class TorchProfileMagics(Magics):
         if not options.quiet and report is not None:
             status.show(report)  # the status line turns into the report
         if failure is not None:
-            # The traceback from the cell's first frame on: the exec above is the magic's.
-            tb = failure.__traceback__
-            raise failure.with_traceback(tb.tb_next if tb is not None and tb.tb_next is not None else tb)
-        return None
+            raise failure.with_traceback(_from_cell(failure.__traceback__, cell.filename))
+        return value
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """A cell compiled as IPython compiles one: its %magics and !commands turned into
+    calls, the shell's AST transformers applied, top-level ``await`` allowed (with
+    autoawait on), and its last expression kept apart so that its value is the output.
+
+    Every line keeps the number it has in ``source``, what --stack attributes time to.
+    """
+
+    source: str  # as the user wrote it
+    filename: str
+    statements: CodeType | None
+    last_expression: CodeType | None  # None when the cell ends in a statement, or in ';'
+
+    @property
+    def awaits(self) -> bool:
+        return any(code is not None and code.co_flags & inspect.CO_COROUTINE
+                   for code in (self.statements, self.last_expression))
+
+    async def run(self, namespace: dict[str, Any]) -> Any:
+        """Run the cell once; the value of its last expression, or None."""
+        __tracebackhide__ = True
+        if self.statements is not None:
+            await _evaluate(self.statements, namespace)
+        return None if self.last_expression is None else await _evaluate(self.last_expression, namespace)
+
+
+def _compile_cell(shell: Any, source: str) -> _Cell:
+    """``source`` compiled as ``InteractiveShell.run_cell`` compiles a cell (a SyntaxError
+    propagates, and IPython shows it as it shows a cell's)."""
+    transformed = shell.transform_cell(source)
+    filename = shell.compile.cache(transformed, raw_code=source)
+    tree = shell.transform_ast(shell.compile.ast_parse(transformed, filename=filename))
+    body = list(tree.body)
+    last = None
+    if body and isinstance(body[-1], ast.Expr) and not DisplayHook.semicolon_at_end_of_expression(transformed):
+        last = ast.Expression(body.pop().value)
+    with shell.compile.extra_flags(ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if shell.autoawait else 0):
+        statements = shell.compile(ast.Module(body, []), filename, "exec") if body else None
+        last_expression = shell.compile(last, filename, "eval") if last is not None else None
+    return _Cell(source, filename, statements, last_expression)
+
+
+async def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
+    __tracebackhide__ = True
+    result = eval(code, namespace)  # noqa: S307 - the user's own cell
+    return await result if code.co_flags & inspect.CO_COROUTINE else result
+
+
+def _run_to_end(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that awaits nothing that suspends (a cell without ``await``) in this
+    frame, without an event loop, as IPython's pseudo-sync runner does."""
+    __tracebackhide__ = True
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise AssertionError("a profiled cell without await was suspended")
+
+
+def _from_cell(tb: TracebackType | None, filename: str) -> TracebackType | None:
+    """The traceback from the cell's outermost frame on: the frames before it are the
+    magic's, and tracebacks should show the user's code."""
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != filename:
+        start = start.tb_next
+    return start if start is not None else tb
+
+
+def _await_profiled_cell(lines: list[str]) -> list[str]:
+    """An input transformer: a ``%%torchprofile`` cell whose body awaits becomes
+    ``await get_ipython().run_cell_magic(...)`` (a ``%torchprofile`` line whose statement
+    awaits, ``await get_ipython().run_line_magic(...)``), so IPython and ipykernel run the
+    cell on their event loop and await what the magic returns: the magic itself is called
+    from synchronous code, and cannot run an awaiting body on a loop that already runs.
+    Everything else passes unchanged, to IPython's own transforms."""
+    shell = get_ipython()
+    if shell is None or not lines:
+        return lines
+    cell = re.match(r"%%torchprofile(?:[ \t](.*))?$", lines[0].rstrip("\n"))
+    if cell is not None:
+        body = "".join(lines[1:])
+        if _awaits(shell, body):
+            return [f"await get_ipython().run_cell_magic('torchprofile', {(cell.group(1) or '').strip()!r}, {body!r})\n"]
+        return lines
+    out = []
+    for text in lines:
+        line = re.match(r"%torchprofile[ \t](.*[^\\\s])\s*$", text)
+        statement = _split_statement(line.group(1), TorchProfileMagics.torchprofile.parser)[1] if line else ""
+        out.append(f"await get_ipython().run_line_magic('torchprofile', {line.group(1)!r})\n"
+                   if line and _awaits(shell, statement) else text)
+    return out
+
+
+def _awaits(shell: Any, code: str) -> bool:
+    """Whether IPython would run ``code`` as an awaiting cell."""
+    try:
+        return bool(code.strip()) and shell.should_run_async(code, transformed_cell=shell.transform_cell(code))
+    except Exception:  # noqa: BLE001 - code IPython cannot transform: the magic reports it when it runs
+        return False
 
 
 _HELP_FLAGS = ("-h", "--help")  # IPython's magic parsers have no help action: the magic answers these itself
@@ -184,9 +318,19 @@ def _split_statement(line: str, parser: argparse.ArgumentParser) -> tuple[str, s
 
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(TorchProfileMagics)
+    _remove_transformer(ipython)  # a reloaded extension replaces its transformer, never adds a second
+    ipython.input_transformers_cleanup.append(_await_profiled_cell)
+
+
+def _remove_transformer(ipython: Any) -> None:
+    ipython.input_transformers_cleanup[:] = [
+        t for t in ipython.input_transformers_cleanup
+        if (getattr(t, "__module__", None), getattr(t, "__name__", None)) != (__name__, _await_profiled_cell.__name__)
+    ]
 
 
 def unload_ipython_extension(ipython: Any) -> None:
+    _remove_transformer(ipython)
     magics = ipython.magics_manager.registry.pop("TorchProfileMagics", None)
     if magics is not None:
         for kind in ("line", "cell"):
