@@ -6,15 +6,19 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import TraceError
 from ..trace.parser import parse_trace
 from ..trace.sources import find_trace_files, read_trace_file
+from ..trace.table import EventTable, Kind
 from .report import Report
 
 # ``tensorboard_trace_handler`` names each file ``<worker>.<time>.pt.trace.json[.gz]``: the
 # worker (``<host>_<pid>`` unless given) is one process, the time tells its profiling cycles apart.
 _HANDLER_NAME = re.compile(r"^(?P<worker>.+)\.(?P<time>\d+)\.pt\.trace\.json(\.gz)?$")
 _NAMES_SHOWN = 3
+_LOST_NAME = "unknown"  # what torch's JSON export writes for a name it cannot write (see _lost_names_note)
 
 
 @dataclass
@@ -39,11 +43,20 @@ def load(path: str | os.PathLike[str]) -> Report:
     run was meant: processes without ``distributedInfo`` are separate runs,
     never ranks (comparing them would flag a "straggler" that is just another
     run), and two processes claiming one rank are two runs mixed. Bad input
-    raises ``nbprofiler.TraceError`` naming the file and the problem.
+    raises ``nbprofiler.TraceError`` naming the file and the problem, except an
+    empty file among others: a rank that crashed before its export, or is still
+    writing, must not hide the ranks that finished, so it is skipped and named in
+    the notes.
     """
     files = find_trace_files(path)
+    empty = [f for f in files if f.stat().st_size == 0] if len(files) > 1 else []
+    if len(empty) == len(files):  # nothing else to load: the first file's own error says it is empty
+        empty = []
+    files = [f for f in files if f not in empty]
+    notes = _empty_files_note(path, empty, len(files))
     if len(files) == 1:
-        return _parse(files[0])
+        report = _parse(files[0])
+        return replace(report, load_notes=notes + _lost_names_note(report.table))
     processes: dict[tuple[str, int | None], _Process] = {}
     for f in files:
         report = _parse(f)
@@ -71,9 +84,10 @@ def load(path: str | os.PathLike[str]) -> Report:
                                    f"{p.latest.source_path}; load them one at a time")
         by_rank[key] = p.latest
     first = by_rank[min(by_rank)]
-    notes = _cycles_note(path, processes)
+    notes += _cycles_note(path, processes)
     ranks = by_rank if len(by_rank) > 1 else None
-    return replace(Report.from_trace(first.table, first.source_path, ranks=ranks), load_notes=notes)
+    return replace(Report.from_trace(first.table, first.source_path, ranks=ranks),
+                   load_notes=notes + _lost_names_note(first.table))
 
 
 def _parse(f: Path) -> Report:
@@ -93,6 +107,34 @@ def _worker_and_time(f: Path) -> tuple[str, int]:
     """
     m = _HANDLER_NAME.match(f.name)
     return (str(f.parent / m["worker"]), int(m["time"])) if m else (str(f), 0)
+
+
+def _empty_files_note(path: str | os.PathLike[str], empty: list[Path], loaded: int) -> tuple[str, ...]:
+    """Which empty files a directory load skipped, so a missing rank is never silent."""
+    if not empty:
+        return ()
+    return (f"{path}: skipped {_names(empty)}: empty (0 bytes), as when a process stops before its export or is "
+            f"still writing; loaded the other {loaded} file(s).",)
+
+
+def _lost_names_note(table: EventTable) -> tuple[str, ...]:
+    """How many events torch's JSON export wrote as "unknown", and of what kind.
+
+    The exporter writes "unknown" in place of any name holding a non-ASCII or
+    control character (``record_function("résumé ✓")``, a tab), so the file no
+    longer has those names and distinct ranges share one "unknown" row. The note
+    says so, rather than show that row as if it were an operator's real name.
+    """
+    lost = np.flatnonzero(table.names == _LOST_NAME)
+    if not len(lost):
+        return ()
+    kinds = table.kind[table.name_code == lost[0]]
+    ranges = int(np.count_nonzero(kinds == Kind.USER_ANNOTATION))
+    what = ", ".join(part for count, part in ((ranges, f"{ranges} record_function range(s)"),
+                                              (len(kinds) - ranges, f"{len(kinds) - ranges} other event(s)")) if count)
+    return (f"{what} in {table.meta.source} are named '{_LOST_NAME}': torch.profiler's JSON export writes that for "
+            f"every name with a non-ASCII or control character, such as record_function(\"résumé ✓\"), so their "
+            "real names are not in the file and they share one row; use ASCII names to tell them apart.",)
 
 
 def _cycles_note(path: str | os.PathLike[str], processes: dict[tuple[str, int | None], _Process]) -> tuple[str, ...]:

@@ -57,6 +57,14 @@ _EMPTY_ARGS = Args()
 # Integers past this are not ids or byte counts a trace can really hold.
 _INT_LIMIT = float(2**62)
 
+_NON_BLANK = re.compile(rb"\S")
+_LOAD_TORCH_TRACE = "load a trace that prof.export_chrome_trace or tensorboard_trace_handler wrote"
+# Other profilers' Chrome-format traces, told apart by what only they write.
+_CHROMIUM_CATEGORIES = frozenset({"toplevel", "blink", "v8", "cc", "viz", "devtools.timeline", "loading",
+                                  "navigation", "renderer.scheduler", "sequence_manager", "ipc", "mojom", "benchmark"})
+_CHROMIUM_PROCESSES = frozenset({"Browser", "Renderer", "GPU Process", "Utility"})
+_XLA_PROCESS_PREFIXES = ("/host:", "/device:", "/job:")  # TensorFlow's and JAX's profiler: /host:CPU, /device:GPU:0
+
 _header_decoder = msgspec.json.Decoder(Header)
 _batch_decoder = msgspec.json.Decoder(list[Event])
 _event_decoder = msgspec.json.Decoder(Event)
@@ -66,7 +74,7 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
     """Parse one torch.profiler Chrome trace; raise ``TraceError`` naming ``source``."""
     if bytes(data[:3]) == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark, as some editors save JSON
         data = memoryview(data)[3:]
-    if not data or not bytes(data[:4096]).strip():
+    if _NON_BLANK.search(data) is None:  # stops at the first byte of any real trace, however much whitespace leads
         raise TraceError(source, "the file is empty; export the trace again (prof.export_chrome_trace or --trace)")
     try:
         header = _decode_header(data, source)
@@ -91,6 +99,10 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
     del raws
     if builder.count == 0:
         raise TraceError(source, "the trace holds no profiler events (was the profiler stopped before any step?)")
+    # torch writes schemaVersion and deviceProperties; a trace without them (cut by hand, or very old) is still
+    # torch's if its events are. Chromium's, TensorFlow's and JAX's traces have none of these.
+    if header.schemaVersion is None and header.deviceProperties is None and not builder.saw_torch_events():
+        raise TraceError(source, _not_torch(data))
     meta = TraceMeta(
         source=source,
         schema="2021" if builder.old_schema else "current",
@@ -154,7 +166,78 @@ def _decode_header(data: bytes | memoryview, source: str) -> Header:
     except RecursionError:
         raise TraceError(source, "JSON nested too deeply to be a profiler trace; load a trace torch.profiler wrote") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        if _is_protobuf_trace(data):
+            raise TraceError(source, "a Perfetto protobuf trace, not a torch.profiler JSON trace; export the JSON "
+                                     "with prof.export_chrome_trace(path) or tensorboard_trace_handler") from None
         raise TraceError(source, f"not valid JSON, or truncated ({exc}); copy or export the trace again") from None
+
+
+_CONTROL_BYTE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _is_protobuf_trace(data: bytes | memoryview) -> bool:
+    """Whether ``data`` opens as a Perfetto ``Trace`` message: ``repeated TracePacket packet = 1``.
+
+    Each packet is the tag byte 0x0a, a varint length and that many bytes, so the
+    packets in the first 4 KB must chain exactly; and JSON text never holds the raw
+    control bytes that tags and varints do (a pretty-printed JSON file also starts
+    lines with 0x0a, so the framing alone is not proof).
+    """
+    head = bytes(data[:4096])
+    if not _CONTROL_BYTE.search(head):
+        return False
+    pos = 0
+    while pos < len(head):
+        if head[pos] != 0x0A:
+            return False
+        length, pos = _varint(head, pos + 1)
+        if not length or pos + length > len(data):
+            return False
+        pos += length
+    return True
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int | None, int]:
+    """The protobuf varint at ``pos`` and the position after it; None when it runs off ``buf``."""
+    value = shift = 0
+    while pos < len(buf) and shift < 64:
+        byte = buf[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    return None, pos
+
+
+def _not_torch(data: bytes | memoryview) -> str:
+    """Why a Chrome-format trace with events, but no torch marker, is refused: whose it looks like.
+
+    Only runs on the way to refusing a file, so it may decode the events a second time.
+    """
+    categories: set[str] = set()
+    processes: set[str] = set()
+    raws = _header_decoder.decode(data).traceEvents or []
+    for start in range(0, len(raws), BATCH):
+        for e in _decode_batch(raws[start:start + BATCH]):
+            if e is None:
+                continue
+            if isinstance(e.cat, str):
+                categories.update(e.cat.split(","))
+            if e.ph == "M" and e.name == "process_name" and e.args is not None and isinstance(e.args.name, str):
+                processes.add(e.args.name)
+    xla = sorted(p for p in processes if p.startswith(_XLA_PROCESS_PREFIXES))
+    if xla:
+        return (f"a TensorFlow or JAX profiler trace (processes {', '.join(xla[:3])}), not a torch.profiler "
+                f"trace; {_LOAD_TORCH_TRACE}")
+    chromium_categories = sorted(categories & _CHROMIUM_CATEGORIES)
+    chromium_processes = sorted(processes & _CHROMIUM_PROCESSES)
+    if chromium_categories or chromium_processes:
+        seen = (f"categories {', '.join(chromium_categories[:3])}" if chromium_categories
+                else f"processes {', '.join(chromium_processes)}")
+        return f"a Chromium browser trace ({seen}), not a torch.profiler trace; {_LOAD_TORCH_TRACE}"
+    return ("not a torch.profiler trace (no schemaVersion, no torch event categories such as cpu_op or kernel, "
+            f"no ProfilerStep ranges); {_LOAD_TORCH_TRACE}")
 
 
 def _decode_batch(raws: Sequence[msgspec.Raw]) -> list[Event]:
@@ -282,6 +365,16 @@ class _ColumnBuilder:
         for name in uniques:
             uniques[name] = index.setdefault(name, len(index))
         return np.fromiter(map(uniques.__getitem__, names), dtype=np.int32, count=len(names))
+
+    def saw_torch_events(self) -> bool:
+        """Whether any kept event is one only torch.profiler writes: a torch category
+        (either schema), a ``[memory]`` instant, or a ``ProfilerStep#`` range.
+
+        A numpy scan of the kind column and a look at the distinct names: no pass
+        over the events in Python.
+        """
+        return bool((self.columns["kind"][:self.count] != Kind.OTHER).any()) or any(
+            name.startswith("ProfilerStep#") for name in self.name_index)
 
     def _kinds(self, cats: list[object]) -> np.ndarray:
         if not self.old_schema and not _OLD_SCHEMA_CATEGORIES.isdisjoint(cats):
