@@ -115,6 +115,13 @@ def test_stack_attributes_time_to_the_lines_as_written(shell):
     assert isinstance(value, float)
 
 
+def test_clear_output_is_the_shells_own_again_after_the_cell(shell):
+    publisher = shell.display_pub
+    result, _ = run_cell(shell, "%%torchprofile -n 2\nfrom IPython.display import clear_output\nclear_output()\n")
+    result.raise_error()
+    assert shell.display_pub is publisher and "clear_output" not in vars(publisher)
+
+
 # -- through a real kernel: what the notebook shows --------------------------------------------
 
 CLEARING_CELL = """\
@@ -165,6 +172,20 @@ def executed():
 
 def reports(outputs) -> list[dict]:
     return [o for o in outputs if MIME in o.get("data", {})]
+
+
+def test_clear_output_in_the_loop_keeps_the_report_once(executed):
+    outputs = executed[CLEARING_CELL]
+    assert len(reports(outputs)) == 1
+    text = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
+    assert "batch 11" in text and "batch 10" not in text  # the cell's own clearing still works
+    assert outputs[-1] is reports(outputs)[0]  # the report comes after what the cell left
+
+
+def test_clear_output_at_the_end_keeps_the_report_once(executed):
+    outputs = executed[CLEARED_AT_THE_END]
+    assert len(reports(outputs)) == 1
+    assert not any("gone" in o.get("text", "") for o in outputs)
 
 
 def test_the_report_then_the_value_as_out(executed):

@@ -12,6 +12,12 @@ When the cell ends, ``show(report)`` puts the report in the status line's
 place (the same output, through its display id), so the line turns into the
 report instead of leaving an empty output above it. In a terminal the line is
 erased and the report printed.
+
+A cell that clears its output (``IPython.display.clear_output``, the usual
+live-progress pattern) has removed the status line with it, and an update of
+a display that is gone shows nothing: then the report is a new output, after
+what the cell left. The clears are seen where they all pass, the shell's
+display publisher, so the report is shown exactly once either way.
 """
 from __future__ import annotations
 
@@ -36,6 +42,9 @@ class LiveStatus:
         self._handle: Any = None
         self._widget: Any = None
         self._last = 0.0
+        self._cleared = False  # the cell cleared its output since the status line was shown
+        self._publisher: Any = None  # the display publisher whose clear_output is watched
+        self._publisher_hook: Any = None  # its own clear_output attribute before ours (another hook), if any
 
     @staticmethod
     def text(run: Any) -> str:
@@ -69,6 +78,7 @@ class LiveStatus:
             sys.stdout.flush()
 
     def _start(self, text: str) -> None:
+        self._watch_clears()
         from IPython import get_ipython
         from IPython.display import display
 
@@ -88,8 +98,33 @@ class LiveStatus:
             sys.stdout.write(text)
             sys.stdout.flush()
 
+    def _watch_clears(self) -> None:
+        """Note each clear_output of the cell (IPython's ``clear_output`` and
+        ``display(..., clear=True)`` call the shell's display publisher), until ``close``."""
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is None or self._publisher is not None:
+            return
+        publisher = shell.display_pub
+        clear = publisher.clear_output
+        self._publisher_hook = vars(publisher).get("clear_output")
+
+        def clear_output(wait: bool = False) -> None:
+            self._cleared = True
+            clear(wait)
+
+        publisher.clear_output = clear_output
+        self._publisher = publisher
+
     def close(self) -> None:
         """The run is over: blank the line (``show`` then fills its place with the report)."""
+        if self._publisher is not None:
+            if self._publisher_hook is None:
+                del self._publisher.clear_output  # the class's method again
+            else:
+                self._publisher.clear_output = self._publisher_hook
+            self._publisher = self._publisher_hook = None
         if self.mode == "widget":
             self._widget.value = ""
         elif self.mode == "display":
@@ -99,8 +134,9 @@ class LiveStatus:
             sys.stdout.flush()
 
     def show(self, report: "Report") -> None:
-        """Display ``report`` where the status line was, or as a new output if none was shown."""
-        if self._handle is not None:
+        """Display ``report`` where the status line was, or as a new output if none was
+        shown or the cell cleared it."""
+        if self._handle is not None and not self._cleared:
             self._handle.update(report)
         else:
             from IPython.display import display
