@@ -32,6 +32,9 @@ from .loaders import LoaderRecord, samples_in
 from .module_ranges import ModuleRanges
 
 
+_ORIGINAL = "_nbprofiler_original"  # on each wrapper: the function it wraps
+
+
 class StepHooks:
     """Installs the hooks for one profiled cell and reports events to ``listener``.
 
@@ -80,9 +83,15 @@ class StepHooks:
             raise error
 
     def _patch(self, cls: type, attr: str, wrapper: Callable[[Callable], Callable]) -> None:
-        original = cls.__dict__[attr]
-        setattr(cls, attr, wrapper(original))
+        """Wrap ``cls.attr``. The undo is registered first, so no interruption can leave a
+        wrapper without one; a wrapper an earlier, killed run left (``_ORIGINAL``) is
+        replaced rather than wrapped, so it never reports to that dead run."""
+        current = cls.__dict__[attr]
+        original = getattr(current, _ORIGINAL, current)
         self._removers.append(lambda: setattr(cls, attr, original))
+        patched = wrapper(original)
+        setattr(patched, _ORIGINAL, original)
+        setattr(cls, attr, patched)
 
     # -- hooks --------------------------------------------------------------------------
     def _mine(self) -> bool:

@@ -3,14 +3,20 @@
 This is the one capture path; the ``%%torchprofile`` magic is a thin adapter
 over it. The guarantees live here: the profiler is always stopped and every
 hook removed (``finally``), the steps that completed are kept when the code
-raises or is interrupted, and the exception itself propagates unchanged.
+raises or is interrupted, and the exception itself propagates unchanged. Ctrl-C
+is held back while the profiler, the hooks or the step count change state
+(``ctrl_c_held``), and what a run interrupted before its finish left behind is
+cleaned up by the next run (``ProfileRun._claim``) or at exit.
 """
 from __future__ import annotations
 
+import atexit
 import gzip
 import os
 import platform
+import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -19,6 +25,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any, Iterator
 
 import pandas as pd
@@ -35,9 +42,12 @@ from .loaders import LoaderRecord, name_in
 from .sampler import StepSampler
 from .stderr_filter import StderrFilter
 
-_active_lock = threading.Lock()
+_active_lock = threading.RLock()  # re-entered when a claim cleans up an abandoned run
 _active: "ProfileRun | None" = None
 _last_report: Any = None
+# True from the moment a run starts torch's profiler until one sees it off: a profiler
+# still on while no run is active was left by an interrupted run of ours, not the user's.
+_profiler_ours = False
 
 
 @dataclass
@@ -85,6 +95,7 @@ class ProfileRun:
         self._t_start = 0.0
         self._export_error: BaseException | None = None
         self._cell_thread: int | None = None  # the thread that started the profiler
+        self._owner: FrameType | None = None  # the frame that entered the run, until it finishes
         self._other_thread_steps = 0
         self._output_errors: list[str] = []  # notes: a --trace / --tensorboard copy that could not be written
 
@@ -97,12 +108,12 @@ class ProfileRun:
             if source != "dataloader":  # a producer thread's fetches are no loop's steps
                 self._other_thread_steps += 1
             return
-        self._boundaries[source] = self._boundaries.get(source, 0) + 1
-        self.sampler.end_step()
-        self.hooks.boundary_passed()
         try:
-            if self._prof is not None:
-                self._prof.step()
+            with ctrl_c_held():  # a step half-counted, or a profiler half-way to its next phase, is lost or fatal
+                self._boundaries[source] = self._boundaries.get(source, 0) + 1
+                self.sampler.end_step()
+                self.hooks.boundary_passed()
+                self._transition("step")
             if self.on_step is not None:
                 self.on_step(self)
         finally:
@@ -180,37 +191,88 @@ class ProfileRun:
         )
 
     def __enter__(self) -> "ProfileRun":
+        """Claim the process, install the hooks and start the profiler, all or nothing.
+
+        Ctrl-C is held until the start is complete. Landing in it (or as it returns),
+        it undoes the start: otherwise no ``finish`` would ever remove what was installed.
+        """
+        self._owner = self._owner or sys._getframe(1)
+        try:
+            with ctrl_c_held():
+                self._claim()
+                self._start()
+            return self
+        except NestedProfileError:
+            raise  # refused before anything was installed; the run in progress is not ours to undo
+        except BaseException:
+            with ctrl_c_held():
+                self._stop_profiler()
+                self._cleanup()
+            raise
+
+    def _claim(self) -> None:
+        """Become the active run, after cleaning up what an interrupted run of ours left."""
         global _active
         with _active_lock:
+            if _active is not None and _active._abandoned():
+                _active._abandon()
             if _active is not None:
                 raise NestedProfileError(
                     "a profiled cell is already running; %%torchprofile cannot be nested (remove the inner one)"
                 )
-            if torch.autograd.profiler._is_profiler_enabled:
+            _turn_off_left_profiler()
+            if _torch_profiler_on():
                 raise NestedProfileError(
                     "another torch profiler is running; stop it (exit its `with` block) before %%torchprofile"
                 )
             _active = self
-        started = False
+
+    def _start(self) -> None:
+        global _profiler_ours
+        prof = self._profiler()
+        self.hooks.install()
+        self._stderr.start()
+        self._t_start = time.perf_counter()
+        self._cell_thread = threading.get_ident()
+        self.sampler.start()
+        _profiler_ours = True
+        prof.start()
+        self._prof = prof  # only a started profiler is stepped and stopped
+        if self.lines is not None:
+            self.lines.start()
+
+    def _abandoned(self) -> bool:
+        """Whether this active run was left by an interrupted cell: its owner (the frame that
+        entered it) is no longer running in the thread that entered it. A nested run's owner
+        is on the stack; a run in another thread is that thread's."""
+        if self._cell_thread != threading.get_ident():
+            return False
+        frame: FrameType | None = sys._getframe()
+        while frame is not None:
+            if frame is self._owner:
+                return False
+            frame = frame.f_back
+        return True
+
+    def _abandon(self) -> None:
+        """Undo what an interrupted run left (called with ``_active_lock`` held)."""
+        global _active
+        with ctrl_c_held():
+            self._stop_profiler()
+            _active = None
+            self._cleanup()
+
+    def _transition(self, change: str) -> None:
+        """Step or stop torch's profiler. A change that raises anyway (an error inside
+        torch, torch's SIGCHLD handler) leaves the profiler half-way, and stopping such a
+        profiler crashes kineto: it is dropped, and turned off by ``_cleanup``."""
+        if self._prof is None:
+            return
         try:
-            self._prof = self._profiler()
-            self.hooks.install()
-            self._stderr.start()
-            self._t_start = time.perf_counter()
-            self._cell_thread = threading.get_ident()
-            self.sampler.start()
-            self._prof.start()
-            started = True
-            if self.lines is not None:
-                self.lines.start()
+            getattr(self._prof, change)()
         except BaseException:
-            try:
-                if started:
-                    self._prof.stop()
-            finally:
-                self._cleanup()
+            self._prof = None
             raise
-        return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         self.finish(exc)
@@ -218,22 +280,21 @@ class ProfileRun:
     def finish(self, exc: BaseException | None = None) -> None:
         """Stop the profiler, remove every hook, and build the report (also after an error).
 
-        An exception raised into this code from outside still leaves a (partial)
-        report: Ctrl-C while the final trace export runs (it can take seconds), or
-        torch's SIGCHLD handler reporting a dead DataLoader worker, which fires in
-        whatever the main thread runs next. It is held, the report built (once
-        more if it struck the build), then re-raised.
+        Ctrl-C is held while the profiler stops and the hooks go. An exception raised
+        into this code from outside still leaves a (partial) report: Ctrl-C held until
+        the final trace export is done, or torch's SIGCHLD handler reporting a dead
+        DataLoader worker, which fires in whatever the main thread runs next. It is
+        held, the report built (once more if it struck the build), then re-raised.
         """
         interrupt: BaseException | None = None
         try:
-            if self._prof is not None:
-                self._prof.stop()
-        except Exception as e:  # the final export failed inside torch: keep the steps
-            self._export_error = e
+            with ctrl_c_held():
+                self._stop_profiler()
         except BaseException as e:  # noqa: BLE001 - re-raised below, once the report exists
             interrupt = e
         try:
-            self._cleanup()
+            with ctrl_c_held():
+                self._cleanup()
         except BaseException as e:  # noqa: BLE001 - re-raised below, once the report exists
             interrupt = interrupt or e
         try:
@@ -246,7 +307,15 @@ class ProfileRun:
         if interrupt is not None:
             raise interrupt
 
+    def _stop_profiler(self) -> None:
+        """Stop torch's profiler (its final export keeps a failure for the report)."""
+        try:
+            self._transition("stop")
+        except Exception as e:  # the final export failed inside torch: keep the steps
+            self._export_error = e
+
     def _cleanup(self) -> None:
+        """Remove every hook, release the process, and make sure torch's profiler is off."""
         global _active
         try:
             try:
@@ -256,10 +325,15 @@ class ProfileRun:
                 self.hooks.remove()
         finally:  # even if interrupted mid-way: a stale _active would refuse every later cell as nested
             self._prof = None
-            with _active_lock:
-                if _active is self:
-                    _active = None
-            self._stderr.stop()
+            self._owner = None
+            try:
+                with _active_lock:
+                    if _active is self:
+                        _active = None
+                    if _active is None:  # while another run is active, the profiler is that run's
+                        _turn_off_left_profiler()
+            finally:
+                self._stderr.stop()
 
     def _build_report(self, error: str | None) -> Any:
         from ..report import Report
@@ -367,8 +441,69 @@ def _describe_failure(exc: BaseException | None, interrupt: BaseException | None
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    """``Type: first line of the message``; only the type when the message cannot be had
+    (a user exception whose ``__str__`` raises must not cost the report)."""
+    try:
+        text = str(exc).strip().splitlines()
+    except Exception:  # noqa: BLE001 - any failure of the user's __str__
+        text = []
     return type(exc).__name__ + (f": {text[0]}" if text else "")
+
+
+class _HeldCtrlC:
+    """The SIGINT handler while Ctrl-C is held: it notes the signal for later delivery."""
+
+    def __init__(self) -> None:
+        self.pending: tuple[int, FrameType | None] | None = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.pending = (signum, frame)
+
+
+@contextmanager
+def ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C back for the duration; deliver it (KeyboardInterrupt) once the block ends.
+
+    A KeyboardInterrupt half-way through torch's profiler changing state leaves kineto in
+    a state that segfaults when stopped or leaves it running; half-way through installing
+    or removing the hooks, or counting a step, it leaves hooks behind or a step half
+    recorded. These blocks are short, so the user waits no longer than for a step.
+    Only the main thread receives SIGINT (and may set its handler); elsewhere, and when
+    Python's handler is not in force (ignored, default), there is nothing to hold. Nested
+    blocks hold once: the outermost delivers.
+    """
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if not callable(previous) or isinstance(previous, _HeldCtrlC):
+        yield
+        return
+    held = _HeldCtrlC()
+    signal.signal(signal.SIGINT, held)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held.pending is not None:
+            previous(*held.pending)
+
+
+def _torch_profiler_on() -> bool:
+    return bool(torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled())
+
+
+def _turn_off_left_profiler() -> None:
+    """Turn off torch's profiler if a run of ours left it on (its stop was interrupted, or
+    never came): it would keep its overhead on every later op, refuse every later run as
+    "another torch profiler", and crash the interpreter at exit. Never stops the user's."""
+    global _profiler_ours
+    if not _profiler_ours:
+        return
+    if torch._C._autograd._profiler_enabled():
+        torch._C._autograd._disable_profiler()
+    torch.autograd.profiler._set_is_profiler_enabled(False)
+    _profiler_ours = False
+
+
+atexit.register(_turn_off_left_profiler)
 
 
 def _use_cuda(choice: str) -> bool:
@@ -432,5 +567,6 @@ def profile(options: ProfileOptions | None = None, **kwargs: Any) -> Iterator[Pr
         raise OptionError("iterations", "a with block runs once, so it cannot be repeated: call nbprofiler.step() "
                                         "at the end of each iteration of your loop, or use %%torchprofile -n N in a cell")
     run = ProfileRun(opts)
+    run._owner = sys._getframe(2)  # the frame with the `with` statement (1 is contextlib's __enter__)
     with run:
         yield run

@@ -87,12 +87,12 @@ class LiveStatus:
         if widget_frontend():
             import ipywidgets
 
-            self.mode = "widget"
             self._widget = ipywidgets.HTML(_status_html(text))
             self._handle = display(self._widget, display_id=True)
+            self.mode = "widget"  # set last: a Ctrl-C half-way leaves the mode unset, not half-built
         elif getattr(get_ipython(), "kernel", None) is not None:
-            self.mode = "display"
             self._handle = display({"text/plain": text}, raw=True, display_id=True)
+            self.mode = "display"
         else:
             self.mode = "terminal"
             sys.stdout.write(text)

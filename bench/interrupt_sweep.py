@@ -1,0 +1,220 @@
+"""Ctrl-C at every point of a profiled cell: does the user keep their kernel, state and report?
+
+A small real training cell (``%%torchprofile`` in an IPython shell, 12 steps, the
+default schedule) runs once with a line counter on the run's code path
+(``nbprofiler/capture/*``, ``nbprofiler/magic.py``, ``torch/profiler/profiler.py``).
+Then, for every Nth of those line events, it runs again and delivers Ctrl-C at that
+line, the way the interpreter does: by calling the SIGINT handler in force (Python's
+own raises KeyboardInterrupt there; code that holds Ctrl-C back is credited for it).
+
+Points run in batches in worker subprocesses, so a segfault is counted, not fatal.
+For each point:
+
+- crash: the worker died by a signal (at the point, or at exit after it);
+- state left: ``leftover_state()`` (tests/conftest.py) found something, or a
+  ``nbprofiler-*.json`` temp file remained; the worker then ends, so no later
+  point inherits it;
+- report lost: steps had completed, but no report was built or it has fewer steps;
+- not raised: the KeyboardInterrupt did not reach the user.
+
+    .venv/bin/python bench/interrupt_sweep.py [--every N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+POINT_TIMEOUT_S = 120  # a hung point ends its worker (faulthandler) and counts as a hang
+OUTCOMES = ("crash", "state left", "report lost", "not raised", "hang")
+
+SETUP = """
+import torch, torch.nn as nn, torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_loader = DataLoader(TensorDataset(torch.randn(96, 20), torch.randint(0, 4, (96,))), batch_size=8)
+done = 0
+"""
+# `done` counts the steps the user saw complete: the report must hold at least those.
+CELL = """%%torchprofile -q -o run
+for x, y in train_loader:
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    done += 1
+"""
+
+
+# -- worker ---------------------------------------------------------------------------------
+class Injector:
+    """A ``sys.settrace`` hook counting line events in the run's files; at the ``at``-th it
+    delivers SIGINT through the handler in force (``at=None``: count only)."""
+
+    def __init__(self, at: int | None) -> None:
+        import nbprofiler.magic
+        import torch.profiler.profiler
+
+        capture = str(ROOT / "nbprofiler" / "capture")
+        self.files = {nbprofiler.magic.__file__, torch.profiler.profiler.__file__}
+        self.prefix = capture + os.sep
+        self.at = at
+        self.count = 0
+        self.fired = False
+
+    def _watched(self, filename: str) -> bool:
+        return filename in self.files or filename.startswith(self.prefix)
+
+    def global_trace(self, frame: Any, event: str, arg: Any) -> Any:
+        return self.local_trace if not self.fired and self._watched(frame.f_code.co_filename) else None
+
+    def local_trace(self, frame: Any, event: str, arg: Any) -> Any:
+        if self.fired:
+            return None
+        if event == "line":
+            self.count += 1
+            if self.count == self.at:
+                self.fired = True
+                _deliver_sigint(frame)
+        return self.local_trace
+
+
+def _deliver_sigint(frame: Any) -> None:
+    import signal
+
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:
+        raise KeyboardInterrupt
+
+
+def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
+    """Run the cell once with Ctrl-C at line event ``at``; what the user is left with."""
+    from conftest import leftover_state
+
+    from nbprofiler.capture import session
+
+    shell.run_cell(SETUP).raise_error()
+    shell.user_ns.pop("run", None)
+    session._last_report = None
+    injector = Injector(at)
+    sys.settrace(injector.global_trace)
+    try:
+        result = shell.run_cell(CELL)
+    finally:
+        sys.settrace(None)
+    report = shell.user_ns.get("run") or session._last_report
+    done = shell.user_ns["done"]
+    left = leftover_state()
+    left += [f"temp file {p.name} ({p.stat().st_size} bytes)" for p in tmp.glob("nbprofiler-*.json")]
+    return {
+        "at": at, "lines": injector.count, "fired": injector.fired, "done": done, "left": left,
+        "report_lost": bool(done) and (report is None or len(report.steps) < done),
+        "not_raised": injector.fired and not isinstance(result.error_in_exec, KeyboardInterrupt),
+        "error": None if result.error_in_exec is None else repr(result.error_in_exec)[:200],
+    }
+
+
+def worker(points: list[int | None]) -> None:
+    """Run the points in order, one JSON line each; stop after one that left state behind."""
+    import faulthandler
+    import tempfile
+    import warnings
+
+    warnings.simplefilter("ignore")
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    from IPython.core.interactiveshell import InteractiveShell
+
+    tmp = Path(tempfile.mkdtemp(prefix="interrupt-sweep-"))
+    tempfile.tempdir = str(tmp)
+    import torch
+
+    torch.set_num_threads(1)
+    shell = InteractiveShell.instance()
+    shell.showtraceback = lambda *a, **k: None  # the interrupts are expected: keep the output to the figures
+    shell.run_line_magic("load_ext", "nbprofiler")
+    try:
+        for at in points:
+            faulthandler.dump_traceback_later(POINT_TIMEOUT_S, exit=True)
+            outcome = _point(shell, at, tmp)
+            faulthandler.cancel_dump_traceback_later()
+            print(json.dumps(outcome), flush=True)
+            if outcome["left"]:
+                return  # a fresh worker for the next point, so no point inherits this one's state
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- driver ---------------------------------------------------------------------------------
+def _run_batch(points: list[int | None]) -> tuple[list[dict[str, Any]], int]:
+    """Run ``points`` in one worker; the outcomes it reported, and its exit status."""
+    proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(points)], capture_output=True,
+                          text=True, cwd=ROOT)
+    outcomes = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return outcomes, proc.returncode
+
+
+def sweep(points: list[int], batch: int) -> list[dict[str, Any]]:
+    """Every point's outcome; a worker that dies is restarted after the point it died at."""
+    results: list[dict[str, Any]] = []
+    todo = list(points)
+    while todo:
+        outcomes, rc = _run_batch(todo[:batch])
+        results += outcomes
+        todo = todo[len(outcomes):]
+        if rc == 0:
+            continue
+        kind = "crash" if rc < 0 else "hang"
+        if outcomes and outcomes[-1]["left"]:  # it died at exit, after that point's report
+            outcomes[-1][kind] = rc
+        elif todo:
+            results.append({"at": todo.pop(0), kind: rc, "left": []})
+    return results
+
+
+def _flags(outcome: dict[str, Any]) -> list[str]:
+    flags = [name for name in ("crash", "hang") if outcome.get(name)]
+    flags += ["state left"] * bool(outcome.get("left"))
+    flags += ["report lost"] * bool(outcome.get("report_lost"))
+    flags += ["not raised"] * bool(outcome.get("not_raised"))
+    return flags
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--every", type=int, default=8, help="try every Nth line event (default 8)")
+    parser.add_argument("--batch", type=int, default=25, help="points per worker process (default 25)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker is not None:
+        worker(json.loads(args.worker))
+        return 0
+    t0 = time.perf_counter()
+    (baseline,), rc = _run_batch([None])
+    total = baseline["lines"]
+    points = list(range(1, total + 1, args.every))
+    print(f"{total} line events on the run's path; trying every {args.every}th: {len(points)} points", flush=True)
+    results = sweep(points, args.batch)
+    counts = Counter(flag for outcome in results for flag in _flags(outcome))
+    for outcome in results:
+        if _flags(outcome):
+            print(f"  line event {outcome['at']}: {', '.join(_flags(outcome))}"
+                  f"{'; ' + '; '.join(outcome['left']) if outcome.get('left') else ''}"
+                  f"{'; raised ' + outcome['error'] if outcome.get('error') and outcome.get('not_raised') else ''}")
+    print(f"{len(results)} points in {time.perf_counter() - t0:.0f} s: "
+          + ", ".join(f"{counts[name]} {name}" for name in OUTCOMES)
+          + f", {sum(1 for o in results if not _flags(o))} clean")
+    return 1 if any(counts[name] for name in OUTCOMES) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

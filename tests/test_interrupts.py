@@ -1,0 +1,228 @@
+"""Ctrl-C at the moments that used to crash the kernel, leave torch's profiler or the hooks
+behind, or lose the report: while the profiler changes phase, inside the per-step
+sampler, as the run starts and as it is cleaned up.
+
+Ctrl-C is delivered as the interpreter delivers it: by calling the SIGINT handler in
+force at that moment (Python's own raises KeyboardInterrupt on the spot). After each,
+the user's checks: the KeyboardInterrupt reached them, the partial report holds the
+steps that completed, nothing is left installed or running, no temp trace remains, and
+the next profiled cell is a normal full run. ``bench/interrupt_sweep.py`` tries every
+point of the run's code path this way.
+"""
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from IPython.utils.capture import capture_output
+from torch.profiler import ProfilerAction
+
+import nbprofiler
+from conftest import TRAIN_CELL, assert_nothing_left, temp_traces
+from nbprofiler.capture import sampler as sampler_module
+from nbprofiler.capture.session import ProfileRun
+from nbprofiler.options import ProfileOptions
+from nbprofiler.render.live import LiveStatus
+
+pytestmark = pytest.mark.usefixtures("private_tmp", "one_torch_thread")
+
+ACTIVE = [2, 3, 4]  # the default schedule: wait 1, warmup 1, active 3
+# TRAIN_CELL, counting the steps the user saw complete.
+COUNTING_CELL = TRAIN_CELL.rstrip() + "\n    done += 1\n"
+
+
+def ctrl_c() -> None:
+    """What pressing Ctrl-C does at this point: run the SIGINT handler in force."""
+    handler = signal.getsignal(signal.SIGINT)
+    assert callable(handler)
+    handler(signal.SIGINT, None)
+
+
+def ctrl_c_before(original: Callable[..., Any], when: Callable[..., bool] = lambda *a: True) -> Callable[..., Any]:
+    """``original``, with Ctrl-C pressed just before its first call for which ``when`` holds."""
+    pressed = []
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not pressed and when(*args, **kwargs):
+            pressed.append(True)
+            ctrl_c()
+        return original(*args, **kwargs)
+    return wrapper
+
+
+@pytest.fixture(autouse=True)
+def text_only_display(ip):
+    """The report shows as text only: these tests check what it holds, not how it draws."""
+    before = ip.display_formatter.active_types
+    ip.display_formatter.active_types = ["text/plain"]
+    yield
+    ip.display_formatter.active_types = before
+
+
+def run_counting_cell(shell: Any) -> tuple[BaseException | None, Any]:
+    """Run the profiled training cell; the exception that reached the user, and ``run``."""
+    shell.user_ns.update(done=0, run=None)
+    with capture_output():
+        result = shell.run_cell(f"%%torchprofile -q -o run\n{COUNTING_CELL}")
+    return result.error_in_exec, shell.user_ns["run"]
+
+
+def assert_recovered(shell: Any) -> None:
+    """Nothing left behind, and the next profiled cell is a normal full run."""
+    assert_nothing_left([shell.user_ns["model"]])
+    assert temp_traces() == []
+    error, after = run_counting_cell(shell)
+    assert error is None and not after.partial
+    assert len(after.steps) == 12 and list(after.trace_steps["step"]) == ACTIVE
+    assert_nothing_left([shell.user_ns["model"]])
+
+
+def _at_transit(prev: ProfilerAction, cur: ProfilerAction) -> tuple[Any, str, Callable[..., bool]]:
+    return torch.profiler.profile, "_transit_action", lambda self, *change: change == (prev, cur)
+
+
+@pytest.mark.parametrize("moment, done, profiled", [
+    # half-way into warming up: torch's recorder made, kineto not yet prepared
+    ((torch.autograd.profiler.profile, "_prepare_trace", lambda self: True), 1, []),
+    (_at_transit(ProfilerAction.WARMUP, ProfilerAction.RECORD), 2, []),
+    (_at_transit(ProfilerAction.RECORD_AND_SAVE, ProfilerAction.NONE), 5, ACTIVE),
+], ids=["wait-to-warmup", "warmup-to-active", "end-of-active"])
+def test_ctrl_c_while_the_profiler_changes_phase(shell, monkeypatch, moment, done, profiled):
+    """Pressed as torch's profiler changes phase: the change completes first (a
+    half-changed profiler segfaults when stopped, or stays on), then the KeyboardInterrupt arrives."""
+    owner, name, when = moment
+    monkeypatch.setattr(owner, name, ctrl_c_before(getattr(owner, name), when))
+    error, run = run_counting_cell(shell)
+    monkeypatch.undo()
+    assert isinstance(error, KeyboardInterrupt)
+    assert shell.user_ns["done"] == done - 1  # the interrupt left the optimizer.step() that ended step `done`
+    assert run.partial and run.run.error == "KeyboardInterrupt"
+    assert len(run.steps) == done and list(run.trace_steps["step"]) == profiled
+    assert_recovered(shell)
+
+
+def test_ctrl_c_inside_the_per_step_sampler(shell, monkeypatch):
+    """Pressed half-way through recording step 3's figures (its memory read is last):
+    the step is recorded whole, and the report keeps every completed step."""
+    reads = []
+
+    def rss() -> int:
+        reads.append(1)
+        if len(reads) == 3:
+            ctrl_c()
+        return 1 << 20
+
+    monkeypatch.setattr(sampler_module, "_rss_reader", lambda: rss)
+    error, run = run_counting_cell(shell)
+    monkeypatch.undo()
+    assert isinstance(error, KeyboardInterrupt)
+    assert run.partial and len(run.steps) == 3 and run.steps["rss_bytes"].notna().all()
+    assert list(run.trace_steps["step"]) == [2]  # the first active step, profiled before the Ctrl-C
+    assert_recovered(shell)
+
+
+@pytest.mark.parametrize("where", ["_cleanup", "_stop_profiler"])
+def test_ctrl_c_as_the_run_cleans_up(shell, monkeypatch, where):
+    """Pressed as the cell's finish stops the profiler or removes the hooks: both still
+    happen, and the full run's report is kept."""
+    monkeypatch.setattr(ProfileRun, where, ctrl_c_before(getattr(ProfileRun, where)))
+    error, run = run_counting_cell(shell)
+    monkeypatch.undo()
+    assert isinstance(error, KeyboardInterrupt)
+    assert run.partial and len(run.steps) == 12 and list(run.trace_steps["step"]) == ACTIVE
+    assert_recovered(shell)
+
+
+def test_ctrl_c_as_the_run_starts(shell, monkeypatch):
+    """Pressed while the run starts (the last thing before ``__enter__`` returns): the
+    start is undone, so no cell is left refused as nested and no hook stays."""
+    start = ProfileRun._start
+
+    def start_then_ctrl_c(self: ProfileRun) -> None:
+        start(self)
+        ctrl_c()
+
+    monkeypatch.setattr(ProfileRun, "_start", start_then_ctrl_c)
+    error, _ = run_counting_cell(shell)
+    monkeypatch.undo()
+    assert isinstance(error, KeyboardInterrupt) and shell.user_ns["done"] == 0
+    assert_recovered(shell)
+
+
+def test_ctrl_c_before_the_finish_runs_is_repaired_by_the_next_run(shell, monkeypatch):
+    """Pressed between the cell's end and the finish (nothing of nbprofiler runs yet to
+    hold it): the run, its hooks and torch's profiler stay; the next profiled cell
+    recognises them as an interrupted run of its own and cleans them up, instead of
+    refusing as nested or as "another torch profiler"."""
+    monkeypatch.setattr(ProfileRun, "finish", ctrl_c_before(ProfileRun.finish))
+    error, _ = run_counting_cell(shell)
+    monkeypatch.undo()
+    assert isinstance(error, KeyboardInterrupt)
+    assert nbprofiler.current_run() is not None  # what the next run must clean up
+    error, after = run_counting_cell(shell)
+    assert error is None and len(after.steps) == 12 and list(after.trace_steps["step"]) == ACTIVE
+    assert_recovered(shell)
+
+
+def test_a_run_left_entered_by_a_function_that_returned_is_cleaned_up():
+    """From Python: a run entered in a function that returned without finishing it."""
+    def start_and_forget() -> None:
+        ProfileRun(ProfileOptions(wait=0, warmup=0, active=1)).__enter__()
+
+    start_and_forget()
+    assert torch.autograd.profiler._is_profiler_enabled
+    with nbprofiler.profile(wait=0, warmup=0, active=1, step_on="manual") as run:
+        torch.ones(4).sum()
+        nbprofiler.step()
+    assert len(run.report.steps) == 1 and not run.report.partial
+    assert_nothing_left()
+
+
+def test_nested_and_foreign_profilers_are_still_refused():
+    """The clean-up above never touches a run in progress or the user's own profiler."""
+    with nbprofiler.profile(active=1) as outer:
+        with pytest.raises(nbprofiler.NbprofilerError, match="cannot be nested"):
+            with nbprofiler.profile(active=1):
+                pass
+        assert nbprofiler.current_run() is outer
+    with torch.profiler.profile():
+        with pytest.raises(nbprofiler.NbprofilerError, match="another torch profiler"):
+            with nbprofiler.profile(active=1):
+                pass
+        assert torch.autograd.profiler._is_profiler_enabled
+    assert_nothing_left()
+
+
+class UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("this __str__ is broken")
+
+
+def test_exception_whose_str_raises_keeps_the_report(shell):
+    shell.user_ns["UnprintableError"] = UnprintableError
+    body = COUNTING_CELL.replace("    done += 1\n", "    done += 1\n    if done == 4:\n        raise UnprintableError()\n")
+    shell.user_ns.update(done=0, run=None)
+    with capture_output():
+        result = shell.run_cell(f"%%torchprofile -q -o run\n{body}")
+    assert isinstance(result.error_in_exec, UnprintableError)
+    run = shell.user_ns["run"]
+    assert run.partial and run.run.error == "UnprintableError" and len(run.steps) == 4
+    assert_recovered(shell)
+
+
+def test_ctrl_c_while_the_status_line_first_shows(ip, monkeypatch):
+    """In a kernel without widgets (no stdin, no comms), Ctrl-C during the first display of
+    the status line: the user gets the KeyboardInterrupt, and closing the line works."""
+    import IPython.display
+
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: ctrl_c())
+    status = LiveStatus()
+    run = ProfileRun(ProfileOptions())
+    with pytest.raises(KeyboardInterrupt):
+        status.start(run)
+    status.close()
+    assert status.mode is None
