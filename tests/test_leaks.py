@@ -5,10 +5,16 @@ causes directly, which is robust to allocator noise: every Report, ProfileRun an
 torch profiler the user did not keep is freed, no chart figure stays open, and no
 temporary trace file is left. RSS is checked too, with a bound that only a real
 per-run leak (the trace bytes, a kept profiler) would cross.
+
+In a widget front end each report is an explorer of some thirty widgets, which
+ipywidgets keeps, with the Report, until closed: a real kernel, driven as
+JupyterLab drives it, re-runs a cell 10 times and must hold as many widgets after
+the last run as after the first (bench/leak.py: 30 runs, with RSS).
 """
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 
 import psutil
@@ -16,12 +22,13 @@ import pytest
 from IPython.utils.capture import capture_output
 
 import nbprofiler
-from conftest import TRAIN_CELL, assert_nothing_left, temp_traces
+from conftest import ROOT, SETUP_CELL, TRAIN_CELL, assert_nothing_left, temp_traces
 
 pytestmark = pytest.mark.usefixtures("private_tmp", "one_torch_thread")
 
 RUNS = 8
 FAILING = (2, 5)
+WIDGET_RUNS = 10
 # The cell records weak references to its own run and torch profiler while they are live.
 WATCHED_CELL = """
 import weakref, nbprofiler
@@ -78,3 +85,27 @@ def test_a_kept_report_is_kept(shell):
         shell.run_cell_magic("torchprofile", "-q", TRAIN_CELL)
     kept = shell.user_ns["kept"]
     assert kept is not nbprofiler.last() and kept.raw_trace and len(kept.operators)
+
+
+def test_rerunning_a_cell_in_a_widget_front_end_keeps_the_widget_count_flat():
+    """A real kernel, sent each cell as JupyterLab sends it, shows the explorer; re-running
+    the cell clears its output, so the explorer it showed, and its Report, must go."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from leak import widget_kernel
+
+    with widget_kernel() as kernel:
+        kernel.execute(SETUP_CELL + "torch.set_num_threads(1)", cell_id="setup")
+        # A run shows its status line, then the explorer in its place.
+        kept_view = kernel.execute(f"%%torchprofile -o kept\n{TRAIN_CELL}", cell_id="keep").widgets[-1]
+        counts, views = [], []
+        for _ in range(WIDGET_RUNS):
+            views.append(kernel.execute(f"%%torchprofile\n{TRAIN_CELL}", cell_id="rerun").widgets[-1])
+            counts.append(kernel.widgets_and_rss()[0])
+        assert counts == [counts[0]] * WIDGET_RUNS, f"widgets held after each run: {counts}"
+        # Only the latest run's explorer is live; the other cell's is untouched.
+        assert kernel.open_widgets() >= {kept_view, views[-1]}
+        assert not kernel.open_widgets() & set(views[:-1])
+        # A report kept in a variable shows a new explorer; the deleted cell's explorer goes.
+        (shown_again,) = kernel.execute("kept.show()", cell_id="show", deleted=["rerun"]).widgets
+        assert kernel.open_widgets() >= {kept_view, shown_again} and views[-1] not in kernel.open_widgets()
+        assert kernel.widgets_and_rss()[0] == counts[-1]  # one explorer in, one out

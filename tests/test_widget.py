@@ -8,6 +8,7 @@ import re
 import comm
 import pytest
 import torch
+from ipywidgets.widgets.widget import _instances as live_widgets  # Widget.widgets, deprecated in 8
 from torch import nn
 
 import nbprofiler
@@ -138,10 +139,12 @@ def test_host_device_switch_grouping_and_drill_down(live_report, recording):
     e.show_tab("Operators")
     ops = e.operators
     assert ops.time.disabled and ops.time.value == "host"  # a CPU run has no device time to show
+    held = len(live_widgets)
     front_end(ops.group, index=1)  # name + input shape
     assert "input_shapes" in ops.table.frame.columns
     assert any(b.description.startswith("input shapes") for b in ops.table.header.children)
     front_end(ops.group, index=0)
+    assert len(live_widgets) == held  # the replaced header buttons were closed
     addmm = next(v for label, v in ops.pick.options if label.endswith("aten::addmm"))
     front_end(ops.pick, index=[v for _, v in ops.pick.options].index(addmm))
     assert "<h4>aten::addmm</h4>" in ops.details.value
@@ -311,3 +314,48 @@ def test_live_status_widget_turns_into_the_report(live_report, recording, monkey
     status.show(live_report)
     assert handle.shown[-1] is live_report  # the status output now holds the report
     assert widget.comm is None  # the status widget is closed
+
+
+class ParentKernel:
+    """A kernel whose current request is ``parent`` (its header and metadata)."""
+
+    comm_manager = object()
+    _allow_stdin = True
+
+    def __init__(self) -> None:
+        self.parent: dict = {}
+
+    def run(self, msg_id: str, cell_id: str | None = None) -> None:
+        self.parent = {"header": {"msg_id": msg_id}, "metadata": {"cellId": cell_id} if cell_id else {}}
+
+    def get_parent(self) -> dict:
+        return self.parent
+
+
+def test_explorers_are_closed_when_their_output_is_gone(live_report, recording, monkeypatch):
+    """Re-running a cell closes what its last run showed, a cell showing two keeps both, and
+    past MAX_LIVE_CELLS cells (front ends that send no cell id: each run) the oldest go."""
+    import IPython
+
+    from nbprofiler.render import widget
+
+    kernel = ParentKernel()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell(kernel))
+    monkeypatch.setattr(widget, "_shown", [])
+
+    def show(msg_id: str, cell_id: str | None = None) -> Explorer:
+        kernel.run(msg_id, cell_id)
+        e = Explorer(live_report)
+        widget.shown(e)  # what displaying it does (bundle.mimebundle)
+        return e
+
+    first, second = show("run-1", "cell-a"), show("run-1", "cell-a")
+    other = show("run-2", "cell-b")
+    assert first.comm is not None and second.comm is not None
+    again = show("run-3", "cell-a")
+    assert first.comm is None and second.comm is None  # cell-a's output was replaced
+    assert again.comm is not None and other.comm is not None
+    unnamed = [show(f"run-{i}") for i in range(4, 4 + widget.MAX_LIVE_CELLS)]
+    assert again.comm is None and other.comm is None  # the two oldest cells
+    assert all(e.comm is not None for e in unnamed)
+    assert all(w.comm is None for w in _walk(first))  # with its tabs, controls, layouts

@@ -77,7 +77,9 @@ def mimebundle(report: "Report", include: Collection[str] | None = None,
     if wanted(MIME_TYPE):
         bundle[MIME_TYPE] = report_payload(report)
     if wanted(WIDGET_MIME) and widget_frontend():
-        from .widget import Explorer, widget_view
+        from .widget import Explorer, shown, widget_view
 
-        bundle[WIDGET_MIME] = widget_view(explorer if explorer is not None else Explorer(report))
+        view = explorer if explorer is not None else Explorer(report)
+        shown(view)
+        bundle[WIDGET_MIME] = widget_view(view)
     return bundle

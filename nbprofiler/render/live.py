@@ -143,7 +143,9 @@ class LiveStatus:
 
             display(report)
         if self._widget is not None:
-            self._widget.close()
+            from .widget import close_tree
+
+            close_tree(self._widget)  # with its layout and style, which ipywidgets keeps until closed
             self._widget = None
 
 

@@ -10,6 +10,12 @@ are filtered, sorted and cut in pandas, and each page (``PAGE_ROWS`` rows) is
 drawn as one HTML widget. Only the controls and the header cells are widgets,
 a few dozen whatever the table's length.
 
+Lifetime: ipywidgets keeps every widget, and through its callbacks the whole
+Report, until the widget is closed; a front end that clears an output does not
+close it. So the explorers a cell showed are closed when the output they were
+shown in is gone: the cell ran again, or was deleted (``shown``). A Report kept
+in a variable is untouched: ``report.show()`` builds a new explorer.
+
 Escaping: text that comes from a trace (operator, kernel, annotation and
 module names, the cell's source) reaches the page in two ways. In HTML widget
 values it always goes through ``html.escape``. In widget labels (dropdown
@@ -19,6 +25,7 @@ HTML, so it is shown as it is, and no label here sets ``description_allow_html``
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +48,9 @@ if TYPE_CHECKING:
 PAGE_ROWS = 50
 DEFAULT_TOP = 100
 OVERVIEW_SUGGESTIONS = 3
+# Cells whose explorers stay live. Past it, the oldest cell's explorers are closed (its
+# output goes blank): each keeps its Report, traces of several MB, for the kernel's life.
+MAX_LIVE_CELLS = 10
 
 _WIDGET_STYLE = STYLE + """
 .nbp-grid{display:grid;column-gap:0;font-size:12px}
@@ -202,6 +212,8 @@ class PagedTable:
         return " ".join(c.width if not c.name else f"minmax(160px,{c.width})" for c in self._columns)
 
     def _build_header(self) -> None:
+        for old in self.header.children:  # replaced by this grouping's columns
+            close_tree(old)
         buttons = []
         for col in self._columns:
             b = widgets.Button(description=col.label, tooltip=f"sort by {col.label}",
@@ -477,6 +489,65 @@ class ExportTab:
 def widget_view(widget: widgets.DOMWidget) -> dict[str, Any]:
     """The ``application/vnd.jupyter.widget-view+json`` data that displays ``widget``."""
     return widgets.DOMWidget._repr_mimebundle_(widget)[WIDGET_MIME]
+
+
+def close_tree(widget: widgets.Widget) -> None:
+    """Close ``widget`` and every widget its state holds (children, layout, style), which
+    ipywidgets would otherwise keep for the kernel's life."""
+    for name in widget.keys:
+        value = getattr(widget, name, None)
+        for part in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(part, widgets.Widget) and part.comm is not None:
+                close_tree(part)
+    widget.close()
+
+
+@dataclass(eq=False)
+class _Shown:
+    """An explorer displayed by one execution of one cell."""
+
+    explorer: "Explorer"
+    cell: str
+    execution: str
+
+
+_shown: list[_Shown] = []  # oldest first
+
+
+def _execution() -> tuple[str, str, list[str]]:
+    """(cell, execution, deleted cells) of the request the kernel is running.
+
+    The cell is the ``cellId`` JupyterLab, Notebook 7 and VS Code put in the
+    request's metadata; without one, each execution is a cell of its own. The
+    deleted cells are those JupyterLab lists as deleted since its last request.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return "", "", []
+    kernel = getattr(get_ipython(), "kernel", None)
+    parent = (kernel.get_parent() if kernel is not None else None) or {}
+    execution = str(parent.get("header", {}).get("msg_id", ""))
+    metadata = parent.get("metadata") or {}
+    return str(metadata.get("cellId") or execution), execution, [str(c) for c in metadata.get("deletedCells") or ()]
+
+
+def shown(explorer: "Explorer") -> None:
+    """Record that ``explorer`` is being displayed, and close the explorers no output shows
+    any more: those of this cell's earlier runs, of deleted cells, and of all but the
+    ``MAX_LIVE_CELLS`` cells that displayed one most recently."""
+    cell, execution, deleted = _execution()
+    stale = [s for s in _shown if s.explorer is explorer or s.cell in deleted
+             or (s.cell == cell and s.execution != execution)]
+    _shown[:] = [s for s in _shown if s not in stale]
+    _shown.append(_Shown(explorer, cell, execution))
+    cells = list(dict.fromkeys(s.cell for s in reversed(_shown)))  # most recent first
+    old = set(cells[MAX_LIVE_CELLS:])
+    stale += [s for s in _shown if s.cell in old]
+    _shown[:] = [s for s in _shown if s.cell not in old]
+    for s in stale:
+        if s.explorer is not explorer:
+            close_tree(s.explorer)
 
 
 class Explorer(widgets.VBox):
