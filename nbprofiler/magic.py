@@ -219,6 +219,9 @@ def _compile_cell(shell: Any, source: str) -> _Cell:
     """``source`` compiled as ``InteractiveShell.run_cell`` compiles a cell (a SyntaxError
     propagates, and IPython shows it as it shows a cell's)."""
     transformed = shell.transform_cell(source)
+    # IPython drops a cell's leading blank lines; put them back, so that each line keeps its number.
+    dropped = _leading_blank_lines(source) - _leading_blank_lines(transformed)
+    transformed = "\n" * max(dropped, 0) + transformed
     filename = shell.compile.cache(transformed, raw_code=source)
     tree = shell.transform_ast(shell.compile.ast_parse(transformed, filename=filename))
     body = list(tree.body)
@@ -229,6 +232,11 @@ def _compile_cell(shell: Any, source: str) -> _Cell:
         statements = shell.compile(ast.Module(body, []), filename, "exec") if body else None
         last_expression = shell.compile(last, filename, "eval") if last is not None else None
     return _Cell(source, filename, statements, last_expression)
+
+
+def _leading_blank_lines(text: str) -> int:
+    lines = text.splitlines()
+    return next((i for i, line in enumerate(lines) if line.strip()), len(lines))
 
 
 async def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
