@@ -169,6 +169,30 @@ def test_a_run_stopped_inside_a_module_leaves_nothing(error):
     assert run.report is not None
 
 
+def test_a_compiled_model_runs_and_is_one_module():
+    """Dynamo traces the global module hooks with the model; they must not fail the cell.
+    The compiled model is one range (its torch.compile wrapper, called eagerly), the
+    modules around it are recorded as in an eager run."""
+    torch.manual_seed(0)
+    net, head = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)), nn.Linear(4, 2)
+    x = torch.randn(4, 8)
+    expected = head(net(x))
+    compiled = torch.compile(net, backend="eager")
+    try:
+        with nbprofiler.profile(modules=True, wait=0, warmup=1, active=2, step_on="manual") as run:
+            for _ in range(3):
+                y = head(compiled(x))
+                nbprofiler.step()
+    finally:
+        torch._dynamo.reset()
+    torch.testing.assert_close(y, expected)
+    assert_nothing_left([net, head])
+    row = run.report.modules.set_index("module")
+    assert list(row.index) == ["OptimizedModule", "Linear"] and (row["calls"] == 2).all()
+    assert list(row["type"]) == ["OptimizedModule", "Linear"]
+    assert (row["forward_host_us"] > 0).all()
+
+
 class Probe(nn.Module):
     """Returns how many global module hooks this process has (the run installs two)."""
 

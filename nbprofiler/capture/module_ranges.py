@@ -13,6 +13,13 @@ called inside it is ``root + "." + name`` from the root's ``named_modules()``;
 a module called inside it that is not its submodule is its caller's name plus
 its own class name. A root's names are taken once, at its first call: modules
 added to it during the run count as not its submodules.
+
+Compiled code (``torch.compile``): when dynamo traces a module call, it traces
+the global hooks with it, and a hook that opens a range and keeps it in Python
+state fails the user's cell ("already tracked for mutation"). While dynamo
+traces, the hooks do nothing, so the compiled graph holds no range and no hook:
+a compiled module is one range, from the eager call that runs it (the
+``torch.compile(model)`` wrapper), and the modules inside it have none.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.profiler import record_function
@@ -32,6 +40,15 @@ from .loaders import name_in
 # torch < 2.1 has no always_call: a forward that raises then leaves its range open
 # until an enclosing module's call returns, or the run ends.
 _ALWAYS_CALL = {"always_call": True} if "always_call" in inspect.signature(register_module_forward_hook).parameters else {}
+
+
+def _compiling() -> bool:
+    """True while dynamo traces. torch.compiler.is_compiling is torch >= 2.3; dynamo's own,
+    older, is imported only there (importing dynamo takes about a second)."""
+    is_compiling = getattr(torch.compiler, "is_compiling", None)
+    if is_compiling is None:
+        from torch._dynamo import is_compiling
+    return is_compiling()
 
 
 @dataclass
@@ -76,7 +93,7 @@ class ModuleRanges:
             _close(stack, 0)
 
     def _enter(self, module: nn.Module, args: Any) -> None:
-        if not self._is_mine():
+        if _compiling() or not self._is_mine():
             return
         stack = self._stacks.setdefault(threading.get_ident(), [])
         name = self._name(module, stack)
@@ -85,7 +102,7 @@ class ModuleRanges:
         stack.append(_Open(module, name, rf))
 
     def _exit(self, module: nn.Module, args: Any, output: Any) -> None:
-        if not self._is_mine():
+        if _compiling() or not self._is_mine():
             return
         stack = self._stacks.get(threading.get_ident(), [])
         # Its innermost open call; calls above it were left open by a BaseException
