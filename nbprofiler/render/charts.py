@@ -7,11 +7,17 @@ URI, so static HTML needs no network and the widget shows it in an HTML
 widget. A chart is drawn once per report and reused by every renderer.
 
 Sizes: 7.5 × 3 inches at 100 dpi, 10 pt text, so they read at notebook width.
+
+matplotlib is imported all or nothing (``import_matplotlib``): a first chart
+is often drawn in a fresh kernel, where a Ctrl-C during the import would
+otherwise break matplotlib for the kernel's life.
 """
 from __future__ import annotations
 
 import base64
+import importlib
 import io
+import sys
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -33,6 +39,9 @@ MAX_TIMELINE_POINTS = 4000
 MAX_STEP_LABELS = 30
 MAX_BARS = 120
 _cache: "weakref.WeakKeyDictionary[Report, dict[str, str | None]]" = weakref.WeakKeyDictionary()
+# What drawing imports: the figure, the Agg canvas savefig switches to, and the helpers.
+MATPLOTLIB_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.patches",
+                      "matplotlib.ticker")
 
 
 def chart(report: "Report", name: str) -> str | None:
@@ -42,9 +51,32 @@ def chart(report: "Report", name: str) -> str | None:
     """
     charts = _cache.setdefault(report, {})
     if name not in charts:
+        import_matplotlib()
         fig = _DRAW[name](report)
         charts[name] = None if fig is None else png_data_uri(fig)
     return charts[name]
+
+
+def import_matplotlib() -> None:
+    """Import ``MATPLOTLIB_MODULES``, or leave no package this import started behind.
+
+    An import stopped half-way (Ctrl-C) drops the interrupted module from
+    ``sys.modules``, but the submodules it had finished stay there, bound to the
+    half-run package; every later import, the user's ``import matplotlib.pyplot``
+    too, then fails (``module 'matplotlib' has no attribute 'get_data_path'``).
+    So on any exception every package this import loaded first is removed, and
+    the next import starts over.
+    """
+    if all(name in sys.modules for name in MATPLOTLIB_MODULES):
+        return
+    before = {name.partition(".")[0] for name in list(sys.modules)}
+    try:
+        for name in MATPLOTLIB_MODULES:
+            importlib.import_module(name)
+    except BaseException:
+        for name in [n for n in list(sys.modules) if n.partition(".")[0] not in before]:
+            sys.modules.pop(name, None)
+        raise
 
 
 def png_data_uri(fig: "Figure") -> str:
