@@ -326,19 +326,15 @@ def _split_statement(line: str, parser: argparse.ArgumentParser) -> tuple[str, s
 
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(TorchProfileMagics)
-    _remove_transformer(ipython)  # a reloaded extension replaces its transformer, never adds a second
     ipython.input_transformers_cleanup.append(_await_profiled_cell)
 
 
-def _remove_transformer(ipython: Any) -> None:
+def unload_ipython_extension(ipython: Any) -> None:
+    # By name, so that one from an earlier import of this module (importlib.reload) goes too.
     ipython.input_transformers_cleanup[:] = [
         t for t in ipython.input_transformers_cleanup
         if (getattr(t, "__module__", None), getattr(t, "__name__", None)) != (__name__, _await_profiled_cell.__name__)
     ]
-
-
-def unload_ipython_extension(ipython: Any) -> None:
-    _remove_transformer(ipython)
     magics = ipython.magics_manager.registry.pop("TorchProfileMagics", None)
     if magics is not None:
         for kind in ("line", "cell"):

@@ -75,6 +75,17 @@ def test_top_level_await_runs_in_each_iteration(shell):
     assert_nothing_left()
 
 
+def test_reloading_the_extension_keeps_one_transformer(shell):
+    def ours():
+        return [t for t in shell.input_transformers_cleanup if t.__module__ == "nbprofiler.magic"]
+
+    assert len(ours()) == 1
+    shell.run_line_magic("reload_ext", "nbprofiler")
+    assert len(ours()) == 1
+    result, _ = run_cell(shell, "%%torchprofile -q -n 2\nimport asyncio\nawait asyncio.sleep(0, result=3)\n")
+    assert result.result == 3
+
+
 def test_an_awaiting_cell_that_fails_shows_the_report_and_its_own_frames(shell):
     result, captured = run_cell(shell, """
         %%torchprofile -o run -n 3 --wait 0 --warmup 0 --active 3
