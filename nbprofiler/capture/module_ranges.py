@@ -19,12 +19,16 @@ the global hooks with it, and a hook that opens a range and keeps it in Python
 state fails the user's cell ("already tracked for mutation"). While dynamo
 traces, the hooks do nothing, so the compiled graph holds no range and no hook:
 a compiled module is one range, from the eager call that runs it (the
-``torch.compile(model)`` wrapper), and the modules inside it have none.
+``torch.compile(model)`` wrapper), and the modules inside it have none. torch
+warns at each such call that global hooks fire for the wrapper too: that is the
+range, so the warning is silenced while the hooks are installed.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +44,7 @@ from .loaders import name_in
 # torch < 2.1 has no always_call: a forward that raises then leaves its range open
 # until an enclosing module's call returns, or the run ends.
 _ALWAYS_CALL = {"always_call": True} if "always_call" in inspect.signature(register_module_forward_hook).parameters else {}
+_COMPILE_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks on modules"
 
 
 def _compiling() -> bool:
@@ -78,6 +83,9 @@ class ModuleRanges:
         on_undo(self.close_all)
         on_undo(register_module_forward_pre_hook(self._enter).remove)
         on_undo(register_module_forward_hook(self._exit, **_ALWAYS_CALL).remove)
+        warnings.filterwarnings("ignore", message=_COMPILE_WARNING, category=UserWarning)
+        entry = warnings.filters[0]
+        on_undo(lambda: _remove_filter(entry))
 
     def open_calls(self) -> int:
         """Module ranges open now, on every thread (0 between a run's module calls)."""
@@ -126,6 +134,12 @@ class ModuleRanges:
             self._names[id(root)] = names
             self._roots.append(root)
         return names
+
+
+def _remove_filter(entry: Any) -> None:
+    """Undo one ``warnings.filterwarnings`` (gone already if the user reset the filters)."""
+    with contextlib.suppress(ValueError):
+        warnings.filters.remove(entry)
 
 
 def _close(stack: list[_Open], down_to: int) -> None:

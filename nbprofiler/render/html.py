@@ -296,7 +296,8 @@ def lines_table(report: "Report") -> str:
 LINES_HOW = ("Your cell, each line with the time of the torch ops it ran (calls into functions and modules count "
              "for the calling line); the bar is relative to the costliest line.")
 MODULES_HOW = ("Each nn.Module with its submodules folded under it, in call order; every figure includes the "
-               "submodules. Click a module to fold or unfold it.")
+               "submodules. Click a module to fold or unfold it. Modules run inside torch.compile'd code are not "
+               "recorded: torch.compile(model) is one row, the wrapper.")
 
 
 def lines_section(report: "Report") -> str:

@@ -437,8 +437,10 @@ def modules_html(report: "Report") -> str:
         return modules_tree(report)
     run = report.run
     recorded = run is not None and (run.options.modules or run.options.stack)
-    return ('<div class="how">' + ("No nn.Module ran during the profiled steps." if recorded else
-            "Run the cell with <code>%%torchprofile --modules</code> to see the time per nn.Module.") + "</div>")
+    why = ("No nn.Module ran during the profiled steps outside torch.compile'd code (modules run inside compiled "
+           "code are not recorded)." if recorded else
+           "Run the cell with <code>%%torchprofile --modules</code> to see the time per nn.Module.")
+    return f'<div class="how">{why}</div>'
 
 
 class ExportTab:
