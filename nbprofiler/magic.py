@@ -100,7 +100,7 @@ class TorchProfileMagics(Magics):
             argv = arg_split(options_text, posix=True)
         except ValueError as exc:  # shlex: "No closing quotation"
             raise UsageError(f"{name}: {exc} in {options_text.strip()!r}") from None
-        if any(word in _HELP_FLAGS for word in argv):
+        if _asks_for_help(argv):
             print(self.torchprofile.__doc__)  # what `%%torchprofile?` shows, in the cell's output
             return None
         try:
@@ -216,8 +216,8 @@ class _Cell:
 
 
 def _compile_cell(shell: Any, source: str) -> _Cell:
-    """``source`` compiled as ``InteractiveShell.run_cell`` compiles a cell (a SyntaxError
-    propagates, and IPython shows it as it shows a cell's)."""
+    """``source`` compiled as ``InteractiveShell.run_cell`` compiles a cell; a SyntaxError
+    propagates."""
     transformed = shell.transform_cell(source)
     # IPython drops a cell's leading blank lines; put them back, so that each line keeps its number.
     dropped = _leading_blank_lines(source) - _leading_blank_lines(transformed)
@@ -278,25 +278,32 @@ def _await_profiled_cell(lines: list[str]) -> list[str]:
         return lines
     cell = re.match(r"%%torchprofile(?:[ \t](.*))?$", lines[0].rstrip("\n"))
     if cell is not None:
-        body = "".join(lines[1:])
-        if _awaits(shell, body):
-            return [f"await get_ipython().run_cell_magic('torchprofile', {(cell.group(1) or '').strip()!r}, {body!r})\n"]
+        options, body = (cell.group(1) or "").strip(), "".join(lines[1:])
+        if _profiles_an_await(shell, options, body):
+            return [f"await get_ipython().run_cell_magic('torchprofile', {options!r}, {body!r})\n"]
         return lines
     out = []
     for text in lines:
         line = re.match(r"%torchprofile[ \t](.*[^\\\s])\s*$", text)
-        statement = _split_statement(line.group(1), TorchProfileMagics.torchprofile.parser)[1] if line else ""
-        out.append(f"await get_ipython().run_line_magic('torchprofile', {line.group(1)!r})\n"
-                   if line and _awaits(shell, statement) else text)
+        awaits = line is not None and _profiles_an_await(
+            shell, *_split_statement(line.group(1), TorchProfileMagics.torchprofile.parser))
+        out.append(f"await get_ipython().run_line_magic('torchprofile', {line.group(1)!r})\n" if awaits else text)
     return out
 
 
-def _awaits(shell: Any, code: str) -> bool:
-    """Whether IPython would run ``code`` as an awaiting cell."""
+def _profiles_an_await(shell: Any, options: str, code: str) -> bool:
+    """Whether the magic, given ``options``, profiles ``code`` as an awaiting cell, and so
+    returns an awaitable (-h runs nothing, and returns none)."""
     try:
-        return bool(code.strip()) and shell.should_run_async(code, transformed_cell=shell.transform_cell(code))
-    except Exception:  # noqa: BLE001 - code IPython cannot transform: the magic reports it when it runs
+        if _asks_for_help(arg_split(options, posix=True)) or not code.strip():
+            return False
+        return shell.should_run_async(code, transformed_cell=shell.transform_cell(code))
+    except Exception:  # noqa: BLE001 - options or code the magic cannot read: it reports them when it runs
         return False
+
+
+def _asks_for_help(argv: list[str]) -> bool:
+    return any(word in _HELP_FLAGS for word in argv)
 
 
 _HELP_FLAGS = ("-h", "--help")  # IPython's magic parsers have no help action: the magic answers these itself

@@ -72,6 +72,10 @@ def test_top_level_await_runs_in_each_iteration(shell):
     assert result.result == 7
     with capture_output():
         assert shell.run_cell_magic("torchprofile", "-q -n 2", "await asyncio.sleep(0, result=8)") == 8
+    # -h over an awaiting body shows the help, and runs nothing.
+    for cell in ("%%torchprofile -h\nawait asyncio.sleep(0)\n", "%torchprofile -h await asyncio.sleep(0)\n"):
+        result, captured = run_cell(shell, cell)
+        assert result.success and "--active ACTIVE" in captured.stdout and "Out[" not in captured.stdout
     assert_nothing_left()
 
 
