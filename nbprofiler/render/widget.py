@@ -519,16 +519,14 @@ _shown: list[_Shown] = []  # oldest first
 def _execution() -> tuple[str, str, list[str]]:
     """(cell, execution, deleted cells) of the request the kernel is running.
 
-    The cell is the ``cellId`` JupyterLab, Notebook 7 and VS Code put in the
+    The cell is the ``cellId`` that JupyterLab and Notebook 7 put in the
     request's metadata; without one, each execution is a cell of its own. The
     deleted cells are those JupyterLab lists as deleted since its last request.
     """
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return "", "", []
-    kernel = getattr(get_ipython(), "kernel", None)
-    parent = (kernel.get_parent() if kernel is not None else None) or {}
+    from IPython import get_ipython
+
+    get_parent = getattr(getattr(get_ipython(), "kernel", None), "get_parent", None)  # ipykernel >= 6
+    parent = (get_parent() if get_parent is not None else None) or {}
     execution = str(parent.get("header", {}).get("msg_id", ""))
     metadata = parent.get("metadata") or {}
     return str(metadata.get("cellId") or execution), execution, [str(c) for c in metadata.get("deletedCells") or ()]
