@@ -126,12 +126,12 @@ class Kernel:
 
 
 @contextmanager
-def widget_kernel(env: dict[str, str] | None = None) -> Iterator[Kernel]:
+def widget_kernel() -> Iterator[Kernel]:
     """A fresh python3 kernel with nbprofiler loaded, shut down on exit. Its iopub messages
     (the widget models, the outputs) are read and dropped, as a front end would consume them."""
     from jupyter_client.manager import start_new_kernel
 
-    manager, client = start_new_kernel(kernel_name="python3", env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+    manager, client = start_new_kernel(kernel_name="python3", env={**os.environ, "OMP_NUM_THREADS": "1"},
                                        cwd=str(Path(__file__).resolve().parents[1]))
     try:
         kernel = Kernel(client)
@@ -142,14 +142,15 @@ def widget_kernel(env: dict[str, str] | None = None) -> Iterator[Kernel]:
         manager.shutdown_kernel(now=True)
 
 
-def kernel_runs(setup: str, cell: str, runs: int, cell_id: str | None = "profiled-cell",
+def kernel_runs(setup: str, cell: str, runs: int,
                 on_run: Callable[[int, int, int], None] | None = None) -> list[tuple[int, int]]:
-    """(widgets, RSS) after ``setup`` and after each of ``runs`` runs of ``cell`` in one kernel."""
+    """(widgets, RSS) after ``setup`` and after each of ``runs`` runs of ``cell``, re-run in
+    place as a user re-runs a cell, in one kernel."""
     with widget_kernel() as kernel:
         kernel.execute(setup, cell_id="setup")
         samples = [kernel.widgets_and_rss()]
         for i in range(runs):
-            kernel.execute(cell, cell_id=cell_id)
+            kernel.execute(cell, cell_id="profiled-cell")
             samples.append(kernel.widgets_and_rss())
             if on_run is not None:
                 on_run(i + 1, *samples[-1])
@@ -163,7 +164,7 @@ def kernel_main(runs: int = 30) -> bool:
 
     t0 = time.perf_counter()
     samples = kernel_runs(SETUP, CELL, runs, on_run=report)
-    (w0, r0), (w1, r1), (wn, rn) = samples[0], samples[1], samples[-1]
+    (w0, _), (w1, r1), (wn, rn) = samples[0], samples[1], samples[-1]
     print(f"kernel: {runs} runs in {time.perf_counter() - t0:.1f} s; widgets before {w0}, after the first run {w1}, "
           f"after the last {wn}; RSS growth after the first run: {(rn - r1) / 1e6:.1f} MB "
           f"(targets: {w1} widgets, < {KERNEL_TARGET_BYTES / 1e6:.0f} MB)")
