@@ -12,10 +12,12 @@ For each point:
 
 - crash: the worker died by a signal (at the point, or at exit after it);
 - state left: ``leftover_state()`` (tests/conftest.py) found something, or a
-  ``nbprofiler-*.json`` temp file remained; the worker then ends, so no later
-  point inherits it;
+  ``nbprofiler-*.json`` temp file remained; the cell then runs once more without
+  Ctrl-C, to tell whether that next run repairs it (a full report, nothing left),
+  and the worker ends, so no later point inherits it;
 - report lost: steps had completed, but no report was built or it has fewer steps;
-- not raised: the KeyboardInterrupt did not reach the user.
+- not raised: the KeyboardInterrupt did not reach the user (another exception did);
+- escaped: an exception escaped IPython's ``run_cell`` instead of ending the cell.
 
     .venv/bin/python bench/interrupt_sweep.py [--every N]
 """
@@ -34,7 +36,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 POINT_TIMEOUT_S = 120  # a hung point ends its worker (faulthandler) and counts as a hang
-OUTCOMES = ("crash", "state left", "report lost", "not raised", "hang")
+OUTCOMES = ("crash", "state left", "report lost", "not raised", "escaped", "hang")
 
 SETUP = """
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -108,8 +110,11 @@ def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
     session._last_report = None
     injector = Injector(at)
     sys.settrace(injector.global_trace)
+    escaped = False
     try:
-        result = shell.run_cell(CELL)
+        error = shell.run_cell(CELL).error_in_exec
+    except BaseException as exc:  # noqa: BLE001 - it escaped the shell's cell runner
+        error, escaped = exc, True
     finally:
         sys.settrace(None)
     report = shell.user_ns.get("run") or session._last_report
@@ -118,9 +123,11 @@ def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
     left += [f"temp file {p.name} ({p.stat().st_size} bytes)" for p in tmp.glob("nbprofiler-*.json")]
     return {
         "at": at, "lines": injector.count, "fired": injector.fired, "done": done, "left": left,
+        "steps": None if report is None else len(report.steps),
         "report_lost": bool(done) and (report is None or len(report.steps) < done),
-        "not_raised": injector.fired and not isinstance(result.error_in_exec, KeyboardInterrupt),
-        "error": None if result.error_in_exec is None else repr(result.error_in_exec)[:200],
+        "not_raised": injector.fired and not isinstance(error, KeyboardInterrupt),
+        "escaped": escaped,
+        "error": None if error is None else repr(error)[:200],
     }
 
 
@@ -146,6 +153,9 @@ def worker(points: list[int | None]) -> None:
         for at in points:
             faulthandler.dump_traceback_later(POINT_TIMEOUT_S, exit=True)
             outcome = _point(shell, at, tmp)
+            if outcome["left"]:
+                after = _point(shell, None, tmp)
+                outcome["repaired"] = not after["left"] and after["steps"] == after["done"] == 12
             faulthandler.cancel_dump_traceback_later()
             print(json.dumps(outcome), flush=True)
             if outcome["left"]:
@@ -186,6 +196,7 @@ def _flags(outcome: dict[str, Any]) -> list[str]:
     flags += ["state left"] * bool(outcome.get("left"))
     flags += ["report lost"] * bool(outcome.get("report_lost"))
     flags += ["not raised"] * bool(outcome.get("not_raised"))
+    flags += ["escaped"] * bool(outcome.get("escaped"))
     return flags
 
 
@@ -209,9 +220,12 @@ def main() -> int:
         if _flags(outcome):
             print(f"  line event {outcome['at']}: {', '.join(_flags(outcome))}"
                   f"{'; ' + '; '.join(outcome['left']) if outcome.get('left') else ''}"
+                  f"{'; repaired by the next run' if outcome.get('repaired') else ''}"
                   f"{'; raised ' + outcome['error'] if outcome.get('error') and outcome.get('not_raised') else ''}")
+    repaired = sum(1 for o in results if o.get("repaired"))
     print(f"{len(results)} points in {time.perf_counter() - t0:.0f} s: "
           + ", ".join(f"{counts[name]} {name}" for name in OUTCOMES)
+          + f" ({repaired} of the {counts['state left']} with state left repaired by the next run)"
           + f", {sum(1 for o in results if not _flags(o))} clean")
     return 1 if any(counts[name] for name in OUTCOMES) else 0
 

@@ -12,6 +12,7 @@ point of the run's code path this way.
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ from torch.profiler import ProfilerAction
 import nbprofiler
 from conftest import TRAIN_CELL, assert_nothing_left, temp_traces
 from nbprofiler.capture import sampler as sampler_module
+from nbprofiler.capture import session
 from nbprofiler.capture.session import ProfileRun
 from nbprofiler.options import ProfileOptions
 from nbprofiler.render.live import LiveStatus
@@ -124,11 +126,20 @@ def test_ctrl_c_inside_the_per_step_sampler(shell, monkeypatch):
     assert_recovered(shell)
 
 
-@pytest.mark.parametrize("where", ["_cleanup", "_stop_profiler"])
-def test_ctrl_c_as_the_run_cleans_up(shell, monkeypatch, where):
+def _called_from(name: str) -> Callable[..., bool]:
+    """For ``ctrl_c_before``: true when the wrapped function is called from function ``name``."""
+    return lambda *args, **kwargs: sys._getframe(2).f_code.co_name == name
+
+
+@pytest.mark.parametrize("owner, name, when", [
+    (ProfileRun, "_stop_profiler", lambda *a: True),
+    (ProfileRun, "_cleanup", lambda *a: True),
+    (session, "ctrl_c_held", _called_from("_release")),  # just before the finish holds Ctrl-C
+], ids=["stop", "cleanup", "before-the-hold"])
+def test_ctrl_c_as_the_run_cleans_up(shell, monkeypatch, owner, name, when):
     """Pressed as the cell's finish stops the profiler or removes the hooks: both still
     happen, and the full run's report is kept."""
-    monkeypatch.setattr(ProfileRun, where, ctrl_c_before(getattr(ProfileRun, where)))
+    monkeypatch.setattr(owner, name, ctrl_c_before(getattr(owner, name), when))
     error, run = run_counting_cell(shell)
     monkeypatch.undo()
     assert isinstance(error, KeyboardInterrupt)

@@ -96,6 +96,7 @@ class ProfileRun:
         self._export_error: BaseException | None = None
         self._cell_thread: int | None = None  # the thread that started the profiler
         self._owner: FrameType | None = None  # the frame that entered the run, until it finishes
+        self._released = False  # set once _cleanup has run to its end
         self._other_thread_steps = 0
         self._output_errors: list[str] = []  # notes: a --trace / --tensorboard copy that could not be written
 
@@ -205,9 +206,7 @@ class ProfileRun:
         except NestedProfileError:
             raise  # refused before anything was installed; the run in progress is not ours to undo
         except BaseException:
-            with ctrl_c_held():
-                self._stop_profiler()
-                self._cleanup()
+            self._release()
             raise
 
     def _claim(self) -> None:
@@ -256,11 +255,9 @@ class ProfileRun:
 
     def _abandon(self) -> None:
         """Undo what an interrupted run left (called with ``_active_lock`` held)."""
-        global _active
-        with ctrl_c_held():
-            self._stop_profiler()
-            _active = None
-            self._cleanup()
+        interrupt = self._release()
+        if interrupt is not None:
+            raise interrupt
 
     def _transition(self, change: str) -> None:
         """Step or stop torch's profiler. A change that raises anyway (an error inside
@@ -286,17 +283,7 @@ class ProfileRun:
         DataLoader worker, which fires in whatever the main thread runs next. It is
         held, the report built (once more if it struck the build), then re-raised.
         """
-        interrupt: BaseException | None = None
-        try:
-            with ctrl_c_held():
-                self._stop_profiler()
-        except BaseException as e:  # noqa: BLE001 - re-raised below, once the report exists
-            interrupt = e
-        try:
-            with ctrl_c_held():
-                self._cleanup()
-        except BaseException as e:  # noqa: BLE001 - re-raised below, once the report exists
-            interrupt = interrupt or e
+        interrupt = self._release()
         try:
             self.report = self._build_report(_describe_failure(exc, interrupt))
         except BaseException as e:  # noqa: BLE001 - the build is pure: a second try sees the same state
@@ -306,6 +293,23 @@ class ProfileRun:
         _last_report = self.report
         if interrupt is not None:
             raise interrupt
+
+    def _release(self) -> BaseException | None:
+        """Stop the profiler and undo everything, with Ctrl-C held; what interrupted it, if
+        anything, is returned, to be raised once the report exists. A Ctrl-C landing just
+        before the hold takes effect, or a stop that raised, skips the clean-up: then it
+        runs once more (each step of it is done once, so a second run does only the rest)."""
+        interrupt: BaseException | None = None
+        for _ in range(2):
+            try:
+                with ctrl_c_held():
+                    self._stop_profiler()
+                    self._cleanup()
+            except BaseException as e:  # noqa: BLE001 - returned, for the caller to raise
+                interrupt = interrupt or e
+            if self._released:
+                break
+        return interrupt
 
     def _stop_profiler(self) -> None:
         """Stop torch's profiler (its final export keeps a failure for the report)."""
@@ -334,6 +338,7 @@ class ProfileRun:
                         _turn_off_left_profiler()
             finally:
                 self._stderr.stop()
+        self._released = True
 
     def _build_report(self, error: str | None) -> Any:
         from ..report import Report
