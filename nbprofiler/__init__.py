@@ -5,10 +5,11 @@ capture for scripts; ``nbprofiler.load`` reads trace files into the same Report.
 """
 from __future__ import annotations
 
+import sys
+from importlib import import_module
 from typing import Any
 
-from .advice import Suggestion, batch_size_curve, tune_dataloader
-from .capture.session import current_run, last_report, profile
+from .advice.suggestion import Suggestion
 from .errors import NbprofilerError, NestedProfileError, OptionError, TraceError
 from .options import ProfileOptions
 from .report import Report
@@ -22,16 +23,31 @@ __all__ = [
 ]
 
 
+# What runs the user's code with torch is imported on first use, so that ``import nbprofiler``
+# and ``nbprofiler.load(trace)`` cost no torch import (hundreds of MB, seconds).
+_WITH_TORCH = {"profile": ".capture.session", "tune_dataloader": ".advice.tuner",
+               "batch_size_curve": ".advice.batch_curve"}
+_SESSION = __name__ + ".capture.session"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WITH_TORCH:
+        return getattr(import_module(_WITH_TORCH[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def step() -> None:
     """End the current profiler step (use with ``--step-on manual``; always counts)."""
-    run = current_run()
+    session = sys.modules.get(_SESSION)  # not imported yet: no run can be in progress
+    run = session.current_run() if session is not None else None
     if run is not None:
         run.step()
 
 
 def last() -> Report | None:
     """The most recent Report, also when ``-o`` was not given."""
-    return last_report()
+    session = sys.modules.get(_SESSION)
+    return session.last_report() if session is not None else None
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
