@@ -36,10 +36,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def current_run() -> Any:
+    """The run in progress in this process, or None."""
+    session = sys.modules.get(_SESSION)  # not imported yet: no run can be in progress
+    return session.current_run() if session is not None else None
+
+
 def step() -> None:
     """End the current profiler step (use with ``--step-on manual``; always counts)."""
-    session = sys.modules.get(_SESSION)  # not imported yet: no run can be in progress
-    run = session.current_run() if session is not None else None
+    run = current_run()
     if run is not None:
         run.step()
 
