@@ -42,7 +42,7 @@ from nbprofiler.report.report import Report  # noqa: E402
 from nbprofiler.trace.parser import parse_trace  # noqa: E402
 from workload import RSS_PRELUDE  # noqa: E402 - bench/ is on sys.path when run as a script
 
-SHARED_TRACE = ROOT.parent / "shared" / "traces" / "v100_resnet50_train_num_workers_0.pt.trace.json.gz"
+SHARED_TRACE = ROOT / "tests" / "data" / "traces" / "v100_resnet50_train_num_workers_0.pt.trace.json.gz"
 TABLES = [name for name, attr in vars(Report).items() if isinstance(attr, cached_property)]
 
 

@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Real traces from real machines, kept in the repository so that a clone runs every test
+# (tests/data/traces/README.md says where each comes from): the GPU ones, then the CPU one.
+TRACES = ROOT / "tests" / "data" / "traces"
+# Notebook 05 looks for the workplace's shared folder beside the project, as a user's would.
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
-# The shared real traces (see ../shared/traces/README.md): the GPU ones, then the CPU one.
 GPU_TRACE_FILES = [
     "v100_resnet50_train_num_workers_0.pt.trace.json.gz",
     "v100_resnet50_train_num_workers_4.pt.trace.json.gz",
@@ -130,10 +133,9 @@ def one_torch_thread():
 
 
 def shared_trace(name: str) -> Path:
-    """A shared trace by file name, or by its stem (``"cpu_only"``); skips when absent."""
-    path = SHARED_TRACES / (name if name.endswith(".gz") else f"{name}.pt.trace.json.gz")
-    if not path.exists():
-        pytest.skip(f"shared trace {path.name} not available")
+    """A real trace of tests/data/traces by file name, or by its stem (``"cpu_only"``)."""
+    path = TRACES / (name if name.endswith(".gz") else f"{name}.pt.trace.json.gz")
+    assert path.is_file(), f"{path} is missing: the real traces are part of the repository"
     return path
 
 
