@@ -59,6 +59,12 @@ def test_the_expensive_line_is_line_3(lshell):
     # The lines hold the cell's top-level ops, nothing twice: at most the host op time of the steps.
     tree = report.operator_tree
     assert lines["host_us"].sum() <= tree.dur[tree.parent < 0].sum() + 1e-6
+    # The trace's clock offset is read once, exactly (an integer of ~1.7e18 ns), with the trace:
+    # picking an operator in the explorer does not parse the JSON again.
+    import json
+
+    base = json.loads(report.raw_trace)["baseTimeNanoseconds"]
+    assert isinstance(base, int) and report.table.meta.base_time_ns == base
 
 
 def test_a_record_function_block_over_several_lines_is_split_by_line(lshell):

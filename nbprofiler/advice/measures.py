@@ -349,14 +349,12 @@ class _Locator:
     """
 
     def __init__(self, report: "Report") -> None:
-        from ..analysis.lines import trace_base_ns
-
         self.report = report
         t = report.table
         run = report.run
         self.cell_lines = run.cell_source.splitlines() if run is not None and run.cell_source else []
         self.marks = run.line_marks if run is not None and report.raw_trace is not None else None
-        self.base_ns = trace_base_ns(report.raw_trace) if self.marks is not None else 0
+        self.base_ns = t.meta.base_time_ns
         # Python frames sorted by (thread, start), with their nesting, so the frames around
         # a sync are found by one binary search and a walk up, not a scan of every frame.
         py = np.flatnonzero(t.kind == Kind.PYTHON_FUNCTION)

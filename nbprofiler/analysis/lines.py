@@ -23,7 +23,6 @@ device work those ops launched.
 """
 from __future__ import annotations
 
-import msgspec
 import numpy as np
 import pandas as pd
 
@@ -32,24 +31,6 @@ from .intervals import _depth
 from .operators import OperatorTree
 
 LINE_COLUMNS = ["line", "source", "host_us", "device_us"]
-
-
-class _TraceBase(msgspec.Struct):
-    """The one header field that places trace timestamps on the Unix clock."""
-
-    baseTimeNanoseconds: int | float | None = None
-
-
-def trace_base_ns(raw_trace: bytes) -> int:
-    """``baseTimeNanoseconds`` of a Chrome trace: its ``ts`` values are µs after it.
-
-    Traces from before that field existed carry absolute Unix µs, so 0 fits them.
-    """
-    try:
-        base = msgspec.json.decode(raw_trace, type=_TraceBase).baseTimeNanoseconds
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return 0
-    return int(base or 0)
 
 
 def line_at(marks: LineMarks, ts_us: np.ndarray, base_ns: int) -> np.ndarray:

@@ -351,9 +351,7 @@ class OperatorsTab:
         sites = self._call_sites
         run = self.report.run
         if sites is not None and sites.has_frames:
-            from ..analysis.lines import trace_base_ns
-
-            base = trace_base_ns(self.report.raw_trace) if self.report.raw_trace is not None else 0
+            base = self.report.table.meta.base_time_ns
             table = sites.call_sites(mask, run.line_marks if run is not None else None, base,
                                      (run.cell_source or "") if run is not None else "")
             cols = [Col("called_from", "called from (your code outside torch)", frame_label, name=True),

@@ -153,12 +153,12 @@ class Report:
         One row per line whose torch ops took time, largest first. Empty for trace
         files and runs without ``--stack``: only a live run knows the cell's lines.
         """
-        from ..analysis.lines import LINE_COLUMNS, cell_lines, trace_base_ns
+        from ..analysis.lines import LINE_COLUMNS, cell_lines
 
         run = self.run
         if self.operator_tree is None or run is None or run.line_marks is None or self.raw_trace is None:
             return pd.DataFrame(columns=LINE_COLUMNS)
-        return cell_lines(self.operator_tree, run.line_marks, run.cell_source or "", trace_base_ns(self.raw_trace))
+        return cell_lines(self.operator_tree, run.line_marks, run.cell_source or "", self.table.meta.base_time_ns)
 
     @cached_property
     def modules(self) -> pd.DataFrame:

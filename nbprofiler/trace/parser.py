@@ -113,6 +113,9 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         thread_names=tuple(sorted(builder.thread_names.items())),
         skipped_events=builder.skipped,
         repaired_names=repaired,
+        # An exact integer: ~1.7e18 ns would lose hundreds of ns through a float.
+        base_time_ns=header.baseTimeNanoseconds if type(header.baseTimeNanoseconds) is int
+        else (_as_int(header.baseTimeNanoseconds) or 0),
     )
     return builder.table(meta)
 

@@ -88,6 +88,9 @@ class TraceMeta:
     backend: str | None = None
     thread_names: tuple[tuple[int, str], ...] = ()
     skipped_events: int = 0  # malformed events dropped while parsing
+    # ``baseTimeNanoseconds``: the Unix time, in ns, that ``ts`` counts µs from (0 in traces from
+    # before it existed, whose ``ts`` are absolute Unix µs); places events on the cell's clock.
+    base_time_ns: int = 0
     repaired_names: int = 0  # names with unescaped quotes (a torch exporter bug) mended while parsing
 
 
