@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,41 @@ if TYPE_CHECKING:
     from ..analysis.step_window import StepWindow
     from ..capture.session import RunRecord
 
+
+
+def _copy_on_write() -> bool:
+    """Whether pandas copies a frame's data before a shallow copy of it is written (pandas 3, or
+    2.x with the option on): then handing out a shallow copy costs nothing and protects the data."""
+    return int(pd.__version__.split(".")[0]) >= 3 or pd.get_option("mode.copy_on_write") is True
+
+
+class read_only_table:  # noqa: N801 - used as a decorator, like cached_property
+    """A table computed once, on first access, and handed out as a copy of its own each time.
+
+    ``report.operators.drop(columns=..., inplace=True)`` or a ``.loc`` assignment changes
+    the user's copy, never the Report: every renderer, rule and later access sees the
+    table as the analysis made it. Under pandas' copy-on-write the copy is shallow (no data
+    is copied until someone writes); without it, a deep copy.
+    """
+
+    def __init__(self, build: Callable[[Any], Any]) -> None:
+        self.build = build
+        self.__doc__ = build.__doc__
+        self.slot = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_table_{name}"
+
+    def __get__(self, report: Any, owner: type | None = None) -> Any:
+        if report is None:
+            return self
+        cache = report.__dict__  # a frozen dataclass: the cache bypasses __setattr__, as cached_property does
+        if self.slot not in cache:
+            cache[self.slot] = self.build(report)
+        value = cache[self.slot]
+        if isinstance(value, pd.DataFrame):
+            return value.copy(deep=not _copy_on_write())
+        return dict(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,7 +137,7 @@ class Report:
     def has_device_activity(self) -> bool:
         return self.table is not None and self.table.has_device
 
-    @cached_property
+    @read_only_table
     def trace_steps(self) -> pd.DataFrame:
         """The profiled steps as the trace records them (host ranges)."""
         if self.table is None:
@@ -118,7 +153,7 @@ class Report:
     def operator_tree(self) -> OperatorTree | None:
         return None if self.table is None else OperatorTree(self.table)
 
-    @cached_property
+    @read_only_table
     def operators(self) -> pd.DataFrame:
         """Per operator: ``name, calls, host_self_us, host_total_us, device_self_us, device_total_us``,
         with ``input_shapes`` after ``calls`` under ``--shapes``, and ``host_self_alloc_bytes,
@@ -146,7 +181,7 @@ class Report:
         return allocation_owners(self.operator_tree)
 
     # -- attribution to the user's code (nbprofiler.analysis.lines / modules) --------------
-    @cached_property
+    @read_only_table
     def lines(self) -> pd.DataFrame:
         """Per line of the profiled cell (``--stack``): ``line, source, host_us, device_us``.
 
@@ -160,7 +195,7 @@ class Report:
             return pd.DataFrame(columns=LINE_COLUMNS)
         return cell_lines(self.operator_tree, run.line_marks, run.cell_source or "", self.table.meta.base_time_ns)
 
-    @cached_property
+    @read_only_table
     def modules(self) -> pd.DataFrame:
         """Per ``nn.Module`` (``--modules`` or ``--stack``), a tree in call order:
         ``module, parent, type, depth, calls, forward_host_us, forward_device_us,
@@ -171,7 +206,7 @@ class Report:
             return pd.DataFrame(columns=MODULE_COLUMNS)
         return module_table(self.table, self.operator_tree)
 
-    @cached_property
+    @read_only_table
     def steps(self) -> pd.DataFrame:
         """One row per step: ``step, phase, wall_ms, dataloader_ms`` and memory columns.
 
@@ -204,7 +239,7 @@ class Report:
         return np.array([sums.get(s, 0.0) / 1e3 for s in steps["step"]])
 
     # -- host phases, memory, communication, ranks (analysis.phases / memory / communication / ranks)
-    @cached_property
+    @read_only_table
     def phases(self) -> pd.DataFrame:
         """Per step, host µs in ``dataloader, forward, backward, optimizer, other`` and
         ``total`` (the breakdown that means something on CPU-only runs). Shares: ``phase_shares``."""
@@ -214,7 +249,7 @@ class Report:
             return pd.DataFrame(columns=PHASE_COLUMNS)
         return step_phases(self.operator_tree, self.trace_steps)
 
-    @cached_property
+    @read_only_table
     def memory(self) -> pd.DataFrame:
         """The ``[memory]`` timeline: ``ts, device, allocated_bytes, reserved_bytes, delta_bytes, reconstructed``."""
         from ..analysis.memory import TIMELINE_COLUMNS, memory_timeline
@@ -223,7 +258,7 @@ class Report:
             return pd.DataFrame(columns=TIMELINE_COLUMNS)
         return memory_timeline(self.table)
 
-    @cached_property
+    @read_only_table
     def memory_steps(self) -> pd.DataFrame:
         """Per step and device: allocated at start and end, peaks; with the live sampler's
         per-step memory columns joined (every step the cell ran) on a live run."""
@@ -233,7 +268,7 @@ class Report:
             return memory_steps(self.memory, self.trace_steps)
         return memory_steps(self.memory, self.trace_steps, self.run.steps, sampler_device(self.run.device))
 
-    @cached_property
+    @read_only_table
     def memory_by_operator(self) -> pd.DataFrame:
         """Per operator and device: ``allocations, allocated_bytes, held_bytes`` (held at the step's end)."""
         from ..analysis.memory import OPERATOR_COLUMNS, memory_by_operator
@@ -242,7 +277,7 @@ class Report:
             return pd.DataFrame(columns=OPERATOR_COLUMNS)
         return memory_by_operator(self.operator_tree, self.trace_steps, self._allocation_owners)
 
-    @cached_property
+    @read_only_table
     def memory_growth(self) -> pd.DataFrame:
         """Memory that rises step after step (a leak): slope in bytes/step and ``flagged``, per series."""
         from ..analysis.memory import growth_series, memory_growth, sampler_device
@@ -250,7 +285,7 @@ class Report:
         device = None if self.run is None else sampler_device(self.run.device)
         return memory_growth(growth_series(self.memory_steps, device))
 
-    @cached_property
+    @read_only_table
     def communication(self) -> pd.DataFrame:
         """Per step: NCCL/gloo collectives' count, µs, share of the step, overlap with compute."""
         from ..analysis.communication import COMMUNICATION_COLUMNS, step_communication
@@ -259,7 +294,7 @@ class Report:
             return pd.DataFrame(columns=COMMUNICATION_COLUMNS)
         return step_communication(self.table, self.stretched_steps)
 
-    @cached_property
+    @read_only_table
     def rank_comparison(self) -> pd.DataFrame:
         """One row per rank of ``ranks``: mean breakdown, communication and compute per step,
         and straggler flags with a reason. Empty for a single-rank report."""
@@ -269,7 +304,7 @@ class Report:
                                {r: rep.communication for r, rep in self.ranks.items()})
 
     # -- GPU-aware analysis (nbprofiler.analysis.breakdown / gpu / sync) ------------------
-    @cached_property
+    @read_only_table
     def stretched_steps(self) -> pd.DataFrame:
         """The steps the breakdown, summary and idle tables use: host ranges stretched
         to cover the device work they launched, trailing incomplete steps dropped."""
@@ -279,7 +314,7 @@ class Report:
             return pd.DataFrame(columns=STEP_SPAN_COLUMNS)
         return stretched_steps(self.table, self.trace_steps)
 
-    @cached_property
+    @read_only_table
     def breakdown(self) -> pd.DataFrame:
         """Per step, µs by category: ``step, kernel, memcpy, memset, communication,
         runtime, dataloader, cpu_exec, other, total``. Shares: ``breakdown_shares()``."""
@@ -305,7 +340,7 @@ class Report:
         return step_window(self.stretched_steps, None if self.run is None else self.run.steps,
                            self.has_device_activity)
 
-    @cached_property
+    @read_only_table
     def summary(self) -> dict[str, Any]:
         """``avg_step_us, steps, gpu_utilization, sm_efficiency, achieved_occupancy,
         tensor_core_share, batches_per_step, samples_per_step, samples_per_s``; device
@@ -323,7 +358,7 @@ class Report:
                        samples_per_s=rate.samples_per_s)
         return summary
 
-    @cached_property
+    @read_only_table
     def kernels(self) -> pd.DataFrame:
         """Per kernel name: calls, times, blocks per SM, occupancy, tensor cores, launching operator."""
         from ..analysis.gpu import KERNEL_COLUMNS, kernel_table
@@ -332,7 +367,7 @@ class Report:
             return pd.DataFrame(columns=KERNEL_COLUMNS)
         return kernel_table(self.operator_tree)
 
-    @cached_property
+    @read_only_table
     def syncs(self) -> pd.DataFrame:
         """Per step and synchronising call (``cudaStreamSynchronize``, ``aten::item``, ...): calls and µs."""
         from ..analysis.sync import SYNC_COLUMNS, sync_calls
@@ -341,7 +376,7 @@ class Report:
             return pd.DataFrame(columns=SYNC_COLUMNS)
         return sync_calls(self.table, self.trace_steps)
 
-    @cached_property
+    @read_only_table
     def idle(self) -> pd.DataFrame:
         """Per step, device idle µs split into waiting for the host and other idle time."""
         from ..analysis.sync import IDLE_COLUMNS, idle_time
