@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -90,13 +91,9 @@ class Injector:
 
 
 def _deliver_sigint(frame: Any) -> None:
-    import signal
-
     handler = signal.getsignal(signal.SIGINT)
-    if callable(handler):
-        handler(signal.SIGINT, frame)
-    else:
-        raise KeyboardInterrupt
+    assert callable(handler), "the worker installs Python's handler"
+    handler(signal.SIGINT, frame)
 
 
 def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
@@ -138,6 +135,9 @@ def worker(points: list[int | None]) -> None:
     import warnings
 
     warnings.simplefilter("ignore")
+    # Python's own Ctrl-C handler, as in a kernel, even when this runs in the background,
+    # where the shell starts it with SIGINT ignored (and Ctrl-C would do nothing).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -221,6 +221,7 @@ def main() -> int:
             print(f"  line event {outcome['at']}: {', '.join(_flags(outcome))}"
                   f"{'; ' + '; '.join(outcome['left']) if outcome.get('left') else ''}"
                   f"{'; repaired by the next run' if outcome.get('repaired') else ''}"
+                  f"{'; {done} step(s) done, report with {steps}'.format(**outcome) if outcome.get('report_lost') else ''}"
                   f"{'; raised ' + outcome['error'] if outcome.get('error') and outcome.get('not_raised') else ''}")
     repaired = sum(1 for o in results if o.get("repaired"))
     print(f"{len(results)} points in {time.perf_counter() - t0:.0f} s: "

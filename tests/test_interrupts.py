@@ -106,23 +106,32 @@ def test_ctrl_c_while_the_profiler_changes_phase(shell, monkeypatch, moment, don
     assert_recovered(shell)
 
 
-def test_ctrl_c_inside_the_per_step_sampler(shell, monkeypatch):
-    """Pressed half-way through recording step 3's figures (its memory read is last):
-    the step is recorded whole, and the report keeps every completed step."""
+def _raise_worker_died() -> None:
+    """What torch's SIGCHLD handler raises, in whatever the main thread runs, when a worker dies."""
+    raise RuntimeError("DataLoader worker (pid 4242) exited unexpectedly with exit code 1.")
+
+
+@pytest.mark.parametrize("press, error_type, steps", [
+    (ctrl_c, KeyboardInterrupt, 3),  # held: step 3 is recorded whole
+    (_raise_worker_died, RuntimeError, 2),  # not held: the half-recorded step 3 is dropped
+], ids=["ctrl-c", "worker-died"])
+def test_interrupt_inside_the_per_step_sampler(shell, monkeypatch, press, error_type, steps):
+    """Raised half-way through recording step 3's figures (its memory read is last): the
+    report keeps every step recorded whole, instead of failing on columns of unequal length."""
     reads = []
 
     def rss() -> int:
         reads.append(1)
         if len(reads) == 3:
-            ctrl_c()
+            press()
         return 1 << 20
 
     monkeypatch.setattr(sampler_module, "_rss_reader", lambda: rss)
     error, run = run_counting_cell(shell)
     monkeypatch.undo()
-    assert isinstance(error, KeyboardInterrupt)
-    assert run.partial and len(run.steps) == 3 and run.steps["rss_bytes"].notna().all()
-    assert list(run.trace_steps["step"]) == [2]  # the first active step, profiled before the Ctrl-C
+    assert isinstance(error, error_type)
+    assert run.partial and len(run.steps) == steps and run.steps["rss_bytes"].notna().all()
+    assert list(run.trace_steps["step"]) == ([2] if steps == 3 else [])
     assert_recovered(shell)
 
 

@@ -104,21 +104,36 @@ class StepSampler:
 
     def nbytes(self) -> int:
         """Memory the per-step columns hold (for the large-run guarantee)."""
-        cols = (self.host_ms, self.dataloader_ms, self.batches, self.samples, self.mem_a, self.mem_peak,
-                self.mem_reserved, self.device_ms)
-        return sum(c.buffer_info()[1] * c.itemsize for c in cols) + 128 * len(self._pending)
+        return sum(c.buffer_info()[1] * c.itemsize for c in self._columns()) + 128 * len(self._pending)
 
     def _record_event(self) -> torch.cuda.Event:
         event = torch.cuda.Event(enable_timing=True)
         event.record()
         return event
 
+    def _columns(self) -> tuple[array, ...]:
+        """The columns that get one value per step (peak, reserved and device time on CUDA only)."""
+        cuda_only = (self.mem_peak, self.mem_reserved, self.device_ms) if self.cuda else ()
+        return (self.host_ms, self.dataloader_ms, self.batches, self.samples, self.mem_a) + cuda_only
+
+    def _drop_partial_step(self) -> None:
+        """Drop a step whose figures were half appended. Ctrl-C is held while a step is
+        recorded, but another exception raised from outside (torch's SIGCHLD handler for a
+        dead DataLoader worker) can still land between two appends; the report keeps the
+        steps recorded whole."""
+        columns = self._columns()
+        n = min(len(c) for c in columns)
+        for c in columns:
+            del c[n:]
+
     def frame(self) -> pd.DataFrame:
         """``report.steps``: one row per completed step. Synchronizes once on CUDA."""
+        if self.cuda:
+            self._read_finished(wait=True)
+        self._drop_partial_step()
         n = self.count
         wall = list(self.host_ms)
         if self.cuda:
-            self._read_finished(wait=True)
             wall = [h if math.isnan(d) else max(h, d) for h, d in zip(wall, self.device_ms)]
         df = pd.DataFrame(
             {
