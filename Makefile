@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(VPY) bench/leak.py
 	$(VPY) bench/fuzz.py
 	$(VPY) bench/big_trace.py
+	$(VPY) bench/interrupt_sweep.py
 
 clean:
 	rm -rf build dist .pytest_cache

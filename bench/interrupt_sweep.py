@@ -19,6 +19,11 @@ For each point:
 - not raised: the KeyboardInterrupt did not reach the user (another exception did);
 - escaped: an exception escaped IPython's ``run_cell`` instead of ending the cell.
 
+Exits 1 on a crash, a hang, an interrupt that did not reach the user or escaped the
+shell, or state that the next run does not repair. (Ctrl-C on the first line of the
+finish, or between the run's start and the cell, is before any code of nbprofiler
+could hold it: the next run cleans that up, and the sweep counts it.)
+
     .venv/bin/python bench/interrupt_sweep.py [--every N]
 """
 from __future__ import annotations
@@ -210,8 +215,11 @@ def main() -> int:
         worker(json.loads(args.worker))
         return 0
     t0 = time.perf_counter()
-    (baseline,), rc = _run_batch([None])
-    total = baseline["lines"]
+    counted, rc = _run_batch([None])
+    if not counted:
+        print(f"the cell failed without Ctrl-C (worker exit status {rc})")
+        return 1
+    total = counted[0]["lines"]
     points = list(range(1, total + 1, args.every))
     print(f"{total} line events on the run's path; trying every {args.every}th: {len(points)} points", flush=True)
     results = sweep(points, args.batch)
@@ -228,7 +236,8 @@ def main() -> int:
           + ", ".join(f"{counts[name]} {name}" for name in OUTCOMES)
           + f" ({repaired} of the {counts['state left']} with state left repaired by the next run)"
           + f", {sum(1 for o in results if not _flags(o))} clean")
-    return 1 if any(counts[name] for name in OUTCOMES) else 0
+    unrepaired = counts["state left"] - repaired
+    return 1 if unrepaired or any(counts[name] for name in ("crash", "not raised", "escaped", "hang")) else 0
 
 
 if __name__ == "__main__":
