@@ -43,7 +43,11 @@ def ctrl_c() -> None:
     handler(signal.SIGINT, None)
 
 
-def ctrl_c_before(original: Callable[..., Any], when: Callable[..., bool] = lambda *a: True) -> Callable[..., Any]:
+def always(*args: Any, **kwargs: Any) -> bool:
+    return True
+
+
+def ctrl_c_before(original: Callable[..., Any], when: Callable[..., bool] = always) -> Callable[..., Any]:
     """``original``, with Ctrl-C pressed just before its first call for which ``when`` holds."""
     pressed = []
 
@@ -53,6 +57,15 @@ def ctrl_c_before(original: Callable[..., Any], when: Callable[..., bool] = lamb
             ctrl_c()
         return original(*args, **kwargs)
     return wrapper
+
+
+@pytest.fixture(autouse=True)
+def python_ctrl_c_handler():
+    """Python's own SIGINT handler, as in a kernel, also where pytest was started with
+    SIGINT ignored (in the background), where Ctrl-C would do nothing to hold or deliver."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +101,7 @@ def _at_transit(prev: ProfilerAction, cur: ProfilerAction) -> tuple[Any, str, Ca
 
 @pytest.mark.parametrize("moment, done, profiled", [
     # half-way into warming up: torch's recorder made, kineto not yet prepared
-    ((torch.autograd.profiler.profile, "_prepare_trace", lambda self: True), 1, []),
+    ((torch.autograd.profiler.profile, "_prepare_trace", always), 1, []),
     (_at_transit(ProfilerAction.WARMUP, ProfilerAction.RECORD), 2, []),
     (_at_transit(ProfilerAction.RECORD_AND_SAVE, ProfilerAction.NONE), 5, ACTIVE),
 ], ids=["wait-to-warmup", "warmup-to-active", "end-of-active"])
@@ -141,8 +154,8 @@ def _called_from(name: str) -> Callable[..., bool]:
 
 
 @pytest.mark.parametrize("owner, name, when", [
-    (ProfileRun, "_stop_profiler", lambda *a: True),
-    (ProfileRun, "_cleanup", lambda *a: True),
+    (ProfileRun, "_stop_profiler", always),
+    (ProfileRun, "_cleanup", always),
     (session, "ctrl_c_held", _called_from("_release")),  # just before the finish holds Ctrl-C
 ], ids=["stop", "cleanup", "before-the-hold"])
 def test_ctrl_c_as_the_run_cleans_up(shell, monkeypatch, owner, name, when):
