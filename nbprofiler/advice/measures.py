@@ -19,7 +19,7 @@ import pandas as pd
 from ..analysis.intervals import parent_index, union
 from ..analysis.steps import DATALOADER_PREFIX, step_of
 from ..capture.loaders import LoaderRecord
-from ..trace.table import Kind
+from ..trace.table import DEVICE_WORK_KINDS, Kind
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -277,8 +277,7 @@ def sync_points(report: "Report") -> pd.DataFrame:
         points.append((float(t["ts"][ev]), float(t["ts"][ev] + t["dur"][ev]), ev, pos, str(cause[pos])))
     runtime = np.flatnonzero((t.kind == Kind.RUNTIME) & _name_matches(t.names, SYNC_RUNTIME)[t.name_code])
     if len(runtime):
-        thread = t["pid"][runtime] * (1 << 32) + t["tid"][runtime]
-        around = tree.enclosing(thread, t["ts"][runtime])
+        around = tree.enclosing(t.thread[runtime], t["ts"][runtime])
         for ev, pos in zip(runtime.tolist(), around.tolist()):
             if pos >= 0 and covered[pos]:
                 continue  # already counted as the operator that caused it
@@ -325,7 +324,7 @@ def _name_matches(names: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
 
 def _device_busy(report: "Report") -> tuple[np.ndarray, np.ndarray]:
     t = report.table
-    work = np.isin(t.kind, [Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET]) & (t["device"] == report.device.index)
+    work = np.isin(t.kind, DEVICE_WORK_KINDS) & (t["device"] == report.device.index)
     return union(t["ts"][work], t["ts"][work] + t["dur"][work])
 
 
@@ -358,7 +357,7 @@ class _Locator:
         # Python frames sorted by (thread, start), with their nesting, so the frames around
         # a sync are found by one binary search and a walk up, not a scan of every frame.
         py = np.flatnonzero(t.kind == Kind.PYTHON_FUNCTION)
-        thread = t["pid"][py] * (1 << 32) + t["tid"][py]
+        thread = t.thread[py]
         order = np.lexsort((t["ts"][py], thread))
         self.py = py[order]
         self.py_thread = thread[order]
@@ -381,7 +380,7 @@ class _Locator:
             user = _first_user_frame(stack.split(";"))
             if user is not None:
                 return user
-        m = _first_user_match(self._python_frames(int(t["pid"][ev] * (1 << 32) + t["tid"][ev]), ts))
+        m = _first_user_match(self._python_frames(int(t.thread[ev]), ts))
         if m is not None:
             return f"{m['file']}, in {m['func']}"
         return self._chain(pos, ev)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.table import MISSING, EventTable, Kind
+from ..trace.table import DEVICE_WORK_KINDS, HOST_RANGE_KINDS, MISSING, EventTable, Kind
 from .intervals import union
 from .steps import dataloader_names
 
@@ -50,8 +50,6 @@ STEP_SPAN_COLUMNS = ["step", "start_us", "end_us", "host_start_us", "host_end_us
 # The last step is kept only when it launched at least this share of the previous step's device work.
 LAST_STEP_MIN_SHARE = 0.8
 
-DEVICE_WORK = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
-HOST_RANGES = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION)
 _COMM_OP_PREFIXES = ("nccl:", "gloo:")
 _STEP_PREFIX = "ProfilerStep#"
 
@@ -131,7 +129,7 @@ def dropped_steps(table: EventTable, host_steps: pd.DataFrame) -> tuple[int, int
 def _launches(table: EventTable, host_start: np.ndarray, host_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Device activities launched inside a step's host range, and that step's position."""
     ts, dur = table["ts"], table["dur"]
-    dev = np.flatnonzero(np.isin(table.kind, DEVICE_WORK))
+    dev = np.flatnonzero(np.isin(table.kind, DEVICE_WORK_KINDS))
     rt = launching_runtime(table, dev)
     launched = rt >= 0
     dev, rt = dev[launched], rt[launched]
@@ -178,7 +176,7 @@ def part_masks(table: EventTable) -> dict[str, np.ndarray]:
     step = names.str.startswith(_STEP_PREFIX).to_numpy()[code]
     kind = table.kind
     kernel = kind == Kind.KERNEL
-    host = np.isin(kind, HOST_RANGES)
+    host = np.isin(kind, HOST_RANGE_KINDS)
     return {
         "kernel": kernel & ~nccl,
         "communication_kernel": kernel & nccl,

@@ -67,7 +67,7 @@ class CallSites:
         self.tree = tree
         py = np.flatnonzero(t.kind == Kind.PYTHON_FUNCTION)
         start = t["ts"][py]
-        thread = t["pid"][py] * (1 << 32) + t["tid"][py]
+        thread = t.thread[py]
         parent = parent_index(np.concatenate([start, tree.start]), np.concatenate([start + t["dur"][py], tree.end]),
                               np.concatenate([thread, tree.thread]))
         n = len(py)

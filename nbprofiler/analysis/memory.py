@@ -215,7 +215,7 @@ def allocation_owners(tree: OperatorTree) -> Allocations:
     alloc = np.flatnonzero(np.nan_to_num(table["bytes"][idx]) > 0)
     if len(alloc) and len(tree.index):
         events = idx[alloc]
-        owners[alloc] = tree.enclosing(table["pid"][events] * (1 << 32) + table["tid"][events], table["ts"][events])
+        owners[alloc] = tree.enclosing(table.thread[events], table["ts"][events])
     return Allocations(idx, owners)
 
 

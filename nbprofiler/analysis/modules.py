@@ -60,7 +60,7 @@ def module_table(table: EventTable, tree: OperatorTree) -> pd.DataFrame:
     # Modules and ops nest in time on their thread: one nesting over both.
     parent = parent_index(np.concatenate([m_start, tree.start]),
                           np.concatenate([m_start + m_dur, tree.end]),
-                          np.concatenate([_thread(table)[mods], tree.thread]))
+                          np.concatenate([table.thread[mods], tree.thread]))
     op_module = nearest_below(parent[n_mod:], parent, n_mod)
     key, first = np.unique(path, return_index=True)
     row = np.searchsorted(key, path)  # each module range's row
@@ -98,7 +98,7 @@ def _named_ranges(table: EventTable) -> tuple[np.ndarray, np.ndarray, dict[str, 
     mods = _ranges(table, names, Kind.PYTHON_FUNCTION, MODULE_PREFIX)
     start, dur = table["ts"][mods], table["dur"][mods]
     leaf = [s[len(MODULE_PREFIX):] for s in names.to_numpy()[table.name_code[mods]]]
-    path = _paths(leaf, parent_index(start, start + dur, _thread(table)[mods]))
+    path = _paths(leaf, parent_index(start, start + dur, table.thread[mods]))
     return mods, path, {p: p.rsplit(".", 1)[-1].rsplit("_", 1)[0] for p in path}
 
 
@@ -106,10 +106,6 @@ def _ranges(table: EventTable, names: pd.Series, kind: Kind, prefix: str) -> np.
     """Indices of the events of ``kind`` whose name starts with ``prefix``."""
     named = names.str.startswith(prefix).to_numpy()
     return np.flatnonzero((table.kind == kind) & named[table.name_code])
-
-
-def _thread(table: EventTable) -> np.ndarray:
-    return table["pid"] * (1 << 32) + table["tid"]
 
 
 def _row_parents(key: np.ndarray) -> np.ndarray:

@@ -25,11 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ..trace.module_names import RANGE_PREFIX as MODULE_RANGE_PREFIX
-from ..trace.table import MISSING, EventTable, Kind
+from ..trace.table import DEVICE_WORK_KINDS, MISSING, EventTable, Kind
 from .intervals import accumulate_to_ancestors, children_sum, parent_index
 
 OPERATOR_COLUMNS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
-DEVICE_WORK_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,8 +59,7 @@ class OperatorTree:
 
     @cached_property
     def thread(self) -> np.ndarray:
-        t = self.table
-        return t["pid"][self.index] * (1 << 32) + t["tid"][self.index]
+        return self.table.thread[self.index]
 
     @cached_property
     def parent(self) -> np.ndarray:
@@ -79,8 +77,7 @@ class OperatorTree:
         runtime calls of some traces carry no usable ``External id``)."""
         t = self.table
         runtime = np.flatnonzero(t.kind == Kind.RUNTIME)
-        thread = t["pid"][runtime] * (1 << 32) + t["tid"][runtime]
-        caller = self.enclosing(thread, t["ts"][runtime])
+        caller = self.enclosing(t.thread[runtime], t["ts"][runtime])
         made = caller >= 0
         return np.bincount(caller[made], weights=t["dur"][runtime][made], minlength=len(self.index))
 
@@ -132,8 +129,7 @@ class OperatorTree:
             runtime = np.flatnonzero(t.kind == Kind.RUNTIME)
             rt = _lookup(t["correlation"][runtime], runtime, t["correlation"][dev][lacking])
             has_rt = rt >= 0
-            thread = t["pid"][rt[has_rt]] * (1 << 32) + t["tid"][rt[has_rt]]
-            found[lacking[has_rt]] = self.enclosing(thread, t["ts"][rt[has_rt]])
+            found[lacking[has_rt]] = self.enclosing(t.thread[rt[has_rt]], t["ts"][rt[has_rt]])
         return found
 
     @cached_property

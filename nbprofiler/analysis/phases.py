@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..trace.table import thread_key
 from .intervals import accumulate_to_ancestors
 from .operators import OperatorTree
 from .steps import dataloader_names
@@ -132,7 +133,7 @@ def _loop_thread(tree: OperatorTree, steps: pd.DataFrame) -> int:
     step annotations, the thread with the most top-level operator time."""
     real = steps[~steps["synthetic"].astype(bool)]
     if len(real):
-        keys = real["pid"].to_numpy(dtype=np.int64) * (1 << 32) + real["tid"].to_numpy(dtype=np.int64)
+        keys = thread_key(real["pid"].to_numpy(), real["tid"].to_numpy())
         values, counts = np.unique(keys, return_counts=True)
         return int(values[np.argmax(counts)])
     roots = tree.parent < 0

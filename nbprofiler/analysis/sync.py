@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.table import EventTable, Kind
-from .breakdown import DEVICE_WORK, covered_length, launching_runtime
+from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
+from .breakdown import covered_length, launching_runtime
 from .steps import step_of
 
 SYNC_NAMES = (
@@ -60,7 +60,7 @@ def sync_calls(table: EventTable, host_steps: pd.DataFrame) -> pd.DataFrame:
 def idle_time(table: EventTable, spans: pd.DataFrame, device: int | None = None) -> pd.DataFrame:
     """``IDLE_COLUMNS`` per step of ``spans`` (``stretched_steps``), for one device
     (``None``: the device with the most device work). Empty without device work."""
-    work = np.flatnonzero(np.isin(table.kind, DEVICE_WORK))
+    work = np.flatnonzero(np.isin(table.kind, DEVICE_WORK_KINDS))
     if len(work) == 0 or spans.empty:
         return pd.DataFrame(columns=IDLE_COLUMNS)
     devices = table["device"][work]

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..errors import TraceError
 from .schema import ABSENT, Args, Event, Header
-from .table import FLOAT_COLUMNS, INT_COLUMNS, MISSING, DeviceInfo, EventTable, Kind, TraceMeta
+from .table import DEVICE_KINDS, FLOAT_COLUMNS, INT_COLUMNS, MISSING, DeviceInfo, EventTable, Kind, TraceMeta
 
 BATCH = 20_000
 
@@ -256,7 +256,6 @@ def _decode_batch(raws: Sequence[msgspec.Raw]) -> list[Event]:
         return events
 
 
-_DEVICE_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION, Kind.SYNC], dtype=np.int8)
 
 
 class _ColumnBuilder:
@@ -308,7 +307,7 @@ class _ColumnBuilder:
         args = [_EMPTY_ARGS if (a := e.args) is None else a for e in events]
         device_arr = _ints([a.device for a in args])
         # Device events without an "device" arg live on the GPU their pid names.
-        missing_device = np.isin(kinds, _DEVICE_KINDS) & (device_arr == MISSING)
+        missing_device = np.isin(kinds, DEVICE_KINDS) & (device_arr == MISSING)
         cols: dict[str, np.ndarray] = {
             "kind": kinds,
             "name_code": codes,

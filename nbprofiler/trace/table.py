@@ -37,8 +37,13 @@ class Kind(enum.IntEnum):
         return self in DEVICE_KINDS
 
 
-DEVICE_KINDS = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION, Kind.SYNC})
-HOST_RANGE_KINDS = frozenset({Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION})
+# Tuples, not sets, so that ``np.isin(table.kind, ...)`` reads them as values.
+# The device kinds that keep the device busy: what it runs, as opposed to the annotations
+# and sync records drawn over it. Busy time, idle time, launches and device time per
+# operator all count these.
+DEVICE_WORK_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+DEVICE_KINDS = (*DEVICE_WORK_KINDS, Kind.GPU_ANNOTATION, Kind.SYNC)
+HOST_RANGE_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION)
 
 # Integer columns use this for "absent"; float columns use NaN.
 MISSING = -1
@@ -51,6 +56,12 @@ INT_COLUMNS = (
 FLOAT_COLUMNS = (
     "ts", "dur", "bytes", "blocks_per_sm", "occupancy", "total_allocated", "total_reserved",
 )
+
+
+def thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One int64 per (pid, tid): thread ids repeat across processes, so nesting and
+    "the same thread" must compare both, and one integer sorts and groups fastest."""
+    return np.asarray(pid, dtype=np.int64) * (1 << 32) + np.asarray(tid, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,13 @@ class EventTable:
         """Event names as a Categorical: one string per distinct name."""
         return pd.Categorical.from_codes(self.name_code, categories=pd.Index(self.names, dtype=object))
 
+    @cached_property
+    def thread(self) -> np.ndarray:
+        """Each event's thread as one key (``thread_key``), read-only like the columns."""
+        key = thread_key(self.columns["pid"], self.columns["tid"])
+        key.flags.writeable = False
+        return key
+
     def frame(self) -> pd.DataFrame:
         """The table as a DataFrame (``kind`` as int, ``name`` as categorical)."""
         data: dict[str, Any] = {"kind": self.kind, "name": self.name}
@@ -135,4 +153,4 @@ class EventTable:
 
     @property
     def has_device(self) -> bool:
-        return bool(np.isin(self.kind, [int(k) for k in DEVICE_KINDS]).any())
+        return bool(np.isin(self.kind, DEVICE_KINDS).any())
