@@ -25,6 +25,7 @@ import nbprofiler
 from conftest import TRAIN_CELL, assert_nothing_left, temp_traces
 from nbprofiler.capture import sampler as sampler_module
 from nbprofiler.capture import session
+from nbprofiler.capture.hooks import StepHooks
 from nbprofiler.capture.session import ProfileRun
 from nbprofiler.options import ProfileOptions
 from nbprofiler.render.live import LiveStatus
@@ -259,3 +260,17 @@ def test_ctrl_c_while_the_status_line_first_shows(ip, monkeypatch):
         status.start(run)
     status.close()
     assert status.mode is None
+
+
+def test_wrappers_left_by_a_killed_run_are_replaced_not_wrapped(shell):
+    """Optimizer and DataLoader wrappers whose undo was lost (an exception raised from
+    outside while the hooks went in): the next run wraps the originals, and its clean-up
+    puts the originals back, so the stale wrappers are gone for good."""
+    stale = ProfileRun(ProfileOptions()).hooks
+    stale.install()
+    del stale._removers[1:]  # keep only the optimizer post-step hook's undo
+    stale.remove()
+    assert torch.optim.SGD.__dict__["step"].__code__.co_filename == StepHooks._wrap_step.__code__.co_filename
+    error, run = run_counting_cell(shell)
+    assert error is None and len(run.steps) == 12
+    assert_nothing_left([shell.user_ns["model"]])
