@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..analysis.intervals import parent_index, union
+from ..analysis.intervals import covered_in_windows, has_ancestor, parent_index, union
 from ..analysis.steps import DATALOADER_PREFIX, step_of
 from ..capture.loaders import LoaderRecord
 from ..trace.table import DEVICE_WORK_KINDS, Kind
@@ -269,8 +269,8 @@ def sync_points(report: "Report") -> pd.DataFrame:
     sync_cause = np.array([SYNC_OPS.get(n, "") for n in names], dtype=object)[t.name_code[tree.index]]
     cause = np.where(sync_cause != "", sync_cause, cause)
     is_candidate = cause != ""
-    covered = is_candidate | _ancestor_flag(tree.parent, is_candidate)
-    outermost = np.flatnonzero(is_candidate & ~_ancestor_flag(tree.parent, is_candidate)).tolist()
+    covered = is_candidate | has_ancestor(tree.parent, is_candidate)
+    outermost = np.flatnonzero(is_candidate & ~has_ancestor(tree.parent, is_candidate)).tolist()
     points: list[tuple[float, float, int, int, str]] = []  # ts, end, event index, op position, cause
     for pos in outermost:
         ev = int(tree.index[pos])
@@ -468,8 +468,6 @@ def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
     parameters, not the batch) and the time outside any operator, is the part
     of the step that does not grow with the batch.
     """
-    from ..analysis.windows import covered_in_windows
-
     t, tree = report.table, report.operator_tree
     if t is None or tree is None or report.has_device_activity:
         return None
@@ -480,11 +478,11 @@ def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
     names = t.names[t.name_code[tree.index]].astype(str)
     is_loader = np.char.startswith(names, DATALOADER_PREFIX)
     is_op = (kinds == Kind.CPU_OP) & ~is_loader
-    in_optimizer = _ancestor_flag(tree.parent, (kinds == Kind.USER_ANNOTATION) & np.char.startswith(names, "Optimizer."))
+    in_optimizer = has_ancestor(tree.parent, (kinds == Kind.USER_ANNOTATION) & np.char.startswith(names, "Optimizer."))
     loop_thread = int(steps["tid"].iloc[0])
     step = step_of(tree.start, steps)
     mine = (t["tid"][tree.index] == loop_thread) & (step >= 0)
-    outer = is_op & ~_ancestor_flag(tree.parent, is_op | is_loader) & mine
+    outer = is_op & ~has_ancestor(tree.parent, is_op | is_loader) & mine
     model = outer & ~in_optimizer
     if not model.any():
         return None
@@ -512,18 +510,6 @@ def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
         python_us=float(python[k]),
         share=float(min((python[k] + optimizer[k] + calls[k] * fixed_cost) / compute[k], 1.0)),
     )
-
-
-def _ancestor_flag(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:
-    """For each node: whether one of its ancestors is flagged (one pass per tree level)."""
-    out = np.zeros(len(parent), dtype=bool)
-    cur = parent.copy()
-    while True:
-        live = cur >= 0
-        if not live.any():
-            return out
-        out[live] |= flag[cur[live]]
-        cur[live] = parent[cur[live]]
 
 
 # -- memory for batch-size advice -------------------------------------------------------------

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.table import DEVICE_WORK_KINDS, HOST_RANGE_KINDS, MISSING, EventTable, Kind
-from .intervals import union
+from .intervals import covered_in_windows, union
 from .steps import dataloader_names
 
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
@@ -199,29 +199,6 @@ def category_masks(table: EventTable) -> dict[str, np.ndarray]:
     return masks
 
 
-def covered_length(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """For disjoint sorted intervals, the length they cover inside each window ``[lo, hi]``.
-
-    Works from the covered length before a time point (a prefix sum of interval
-    lengths plus the part of the interval the point falls in), so each window
-    costs two binary searches however many intervals it holds.
-    """
-    lengths = end - start
-    before = np.concatenate(([0.0], np.cumsum(lengths)))
-
-    def covered_before(x: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(start, x, side="right") - 1
-        ok = i >= 0
-        out = np.zeros(len(x))
-        j = i[ok]
-        out[ok] = before[j] + np.minimum(x[ok] - start[j], lengths[j])
-        return out
-
-    if len(start) == 0:
-        return np.zeros(len(lo))
-    return np.maximum(covered_before(hi) - covered_before(lo), 0.0)
-
-
 def step_breakdown(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
     """One row per step of ``spans`` (``stretched_steps``), in µs: ``step``, the
     categories, ``other`` and ``total`` (the step's wall time).
@@ -246,7 +223,7 @@ def step_breakdown(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
         s = ts[mask]
         part_start, part_end = union(s, s + dur[mask])
         acc_start, acc_end = union(np.concatenate((acc_start, part_start)), np.concatenate((acc_end, part_end)))
-        covered = covered_length(acc_start, acc_end, lo, hi)
+        covered = covered_in_windows(acc_start, acc_end, lo, hi)
         out[category] += covered - covered_so_far
         covered_so_far = covered
     total = hi - lo

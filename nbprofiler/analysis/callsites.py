@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..capture.lines import NOT_IN_CELL, LineMarks
 from ..trace.table import Kind
-from .intervals import parent_index
+from .intervals import climb, parent_index
 from .lines import line_at
 from .modules import MODULE_PREFIX, nearest_below
 from .operators import OperatorTree
@@ -43,12 +43,7 @@ def operator_mask(tree: OperatorTree, name: str, input_shapes: str | None = None
 
 def operator_kernels(tree: OperatorTree, mask: np.ndarray) -> pd.DataFrame:
     """Device activities launched under the selected calls: ``kernel, calls, total_us``."""
-    launcher = tree.launcher
-    under = np.zeros(len(launcher), dtype=bool)
-    cur = launcher.copy()
-    while (live := cur >= 0).any():
-        under[live] |= mask[cur[live]]
-        cur[live] = tree.parent[cur[live]]
+    under = climb(tree.parent, tree.launcher, lambda _, nodes: ~mask[nodes])[0] >= 0
     t = tree.table
     events = tree.device_events[under]
     if len(events) == 0:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..trace.table import EventTable, Kind
 from .breakdown import category_masks
-from .windows import covered_in_windows
+from .intervals import covered_in_windows
 
 COMMUNICATION_COLUMNS = ["step", "kernels", "host_ops", "kernel_us", "host_us", "communication_us", "step_us",
                          "share", "overlap_us", "overlap_share"]

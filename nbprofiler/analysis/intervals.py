@@ -6,6 +6,8 @@ They are computed here once, on sorted numpy arrays.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 
@@ -43,12 +45,45 @@ def parent_index(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.nd
     return parent
 
 
+def climb(parent: np.ndarray, start: np.ndarray,
+          up: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Walk up ``parent`` links from each node of ``start`` (-1: no walk) for as long as
+    ``up(walks, nodes)`` holds, where ``walks`` are the positions in ``start`` still
+    climbing and ``nodes`` the nodes they are at.
+
+    Returns where each walk stopped (-1 once it passed a root) and how many links it
+    followed. Every walk moves at once, one tree level per round, so the cost is the
+    tree's depth in numpy calls, not a Python step per node: every "nearest ancestor
+    that ..." question of the analyses is this loop.
+    """
+    node = np.array(start, dtype=np.int64)
+    links = np.zeros(len(node), dtype=np.int64)
+    walks = np.flatnonzero(node >= 0)
+    walks = walks[up(walks, node[walks])]
+    while len(walks):
+        node[walks] = parent[node[walks]]
+        links[walks] += 1
+        walks = walks[node[walks] >= 0]
+        walks = walks[up(walks, node[walks])]
+    return node, links
+
+
+def depth(parent: np.ndarray) -> np.ndarray:
+    """How many ancestors each node has (0 at a root)."""
+    return climb(parent, parent, lambda walks, _: np.ones(len(walks), dtype=bool))[1]
+
+
+def has_ancestor(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """For each node, whether one of its ancestors (not itself) is flagged."""
+    return climb(parent, parent, lambda _, nodes: ~flag[nodes])[0] >= 0
+
+
 def accumulate_to_ancestors(values: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Each node's value plus the values of all its descendants."""
     total = values.astype(np.float64, copy=True)
-    depth = _depth(parent)
-    for d in range(int(depth.max(initial=0)), 0, -1):
-        idx = np.flatnonzero(depth == d)
+    level = depth(parent)
+    for d in range(int(level.max(initial=0)), 0, -1):
+        idx = np.flatnonzero(level == d)
         np.add.at(total, parent[idx], total[idx])
     return total
 
@@ -59,17 +94,6 @@ def children_sum(values: np.ndarray, parent: np.ndarray) -> np.ndarray:
     has = parent >= 0
     np.add.at(out, parent[has], values[has])
     return out
-
-
-def _depth(parent: np.ndarray) -> np.ndarray:
-    depth = np.zeros(len(parent), dtype=np.int64)
-    cur = parent.copy()
-    while True:
-        live = cur >= 0
-        if not live.any():
-            return depth
-        depth[live] += 1
-        cur[live] = parent[cur[live]]
 
 
 def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,6 +139,34 @@ def intersect_length(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray
     mids = (bounds[:-1] + bounds[1:]) / 2
     both = _covered(mids, a_start, a_end) & _covered(mids, b_start, b_end)
     return float((bounds[1:] - bounds[:-1])[both].sum())
+
+
+def covered_in_windows(start: np.ndarray, end: np.ndarray, win_start: np.ndarray, win_end: np.ndarray) -> np.ndarray:
+    """Length of the union of ``[start, end)`` inside each window ``[win_start, win_end)``.
+
+    Every per-step table (breakdown, idle time, phases, communication) asks this:
+    of a category's time, how much lies inside step k? One ``intersect_length`` per
+    window would be a Python loop over windows times a sort; here the intervals are
+    merged once and a cumulative "covered up to t" is evaluated at all window edges
+    with one ``searchsorted``: O((n + w) log n) for n intervals and w windows.
+    Windows may overlap each other or be empty; intervals may overlap or nest.
+    """
+    win_start = np.asarray(win_start, dtype=np.float64)
+    win_end = np.asarray(win_end, dtype=np.float64)
+    if len(start) == 0:
+        return np.zeros(len(win_start))
+    s, e = union(np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64))
+    length = e - s
+    before = np.concatenate([[0.0], np.cumsum(length)])  # before[k]: length of the first k intervals
+
+    def covered_up_to(t: np.ndarray) -> np.ndarray:
+        # Intervals that start at or before t; all but the last of them end before t.
+        k = np.searchsorted(s, t, side="right")
+        last = np.maximum(k - 1, 0)
+        partial = np.clip(t - s[last], 0.0, length[last])
+        return np.where(k > 0, before[last] + partial, 0.0)
+
+    return np.maximum(covered_up_to(win_end) - covered_up_to(win_start), 0.0)
 
 
 def _covered(points: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..capture.lines import NOT_IN_CELL, LineMarks
-from .intervals import _depth
+from .intervals import depth
 from .operators import OperatorTree
 
 LINE_COLUMNS = ["line", "source", "host_us", "device_us"]
@@ -49,9 +49,9 @@ def line_at(marks: LineMarks, ts_us: np.ndarray, base_ns: int) -> np.ndarray:
 def _one_line(line: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """For each op, whether it and every op nested in it began on the same line."""
     same = np.ones(len(line), dtype=bool)
-    depth = _depth(parent)
-    for d in range(int(depth.max(initial=0)), 0, -1):
-        child = np.flatnonzero(depth == d)
+    level = depth(parent)
+    for d in range(int(level.max(initial=0)), 0, -1):
+        child = np.flatnonzero(level == d)
         differs = ~same[child] | (line[child] != line[parent[child]])
         same[parent[child[differs]]] = False
     return same

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..trace.module_names import RANGE_PREFIX, parse_range_name
 from ..trace.table import MISSING, EventTable, Kind
-from .intervals import _depth, accumulate_to_ancestors, parent_index
+from .intervals import accumulate_to_ancestors, climb, depth, has_ancestor, parent_index
 from .operators import OperatorTree
 
 MODULE_PREFIX = "nn.Module: "
@@ -75,7 +75,7 @@ def module_table(table: EventTable, tree: OperatorTree) -> pd.DataFrame:
         "module": key,
         "parent": np.where(row_parent >= 0, key[np.maximum(row_parent, 0)], ""),
         "type": [types[k] for k in key],
-        "depth": _depth(row_parent),
+        "depth": depth(row_parent),
         "calls": np.bincount(row, minlength=len(key)),
         "forward_host_us": np.bincount(row, weights=m_dur, minlength=len(key)),
         "forward_device_us": accumulate_to_ancestors(fwd_device_self, row_parent),
@@ -125,18 +125,13 @@ def nearest_below(start: np.ndarray, parent: np.ndarray, n: int) -> np.ndarray:
     """From each position of a nesting, up its ``parent`` links to the first position
     below ``n``, or -1: with ranges of one kind stacked before ops in one nesting,
     the nearest enclosing range of that kind."""
-    cur = start.copy()
-    while True:
-        above = cur >= n
-        if not above.any():
-            return cur
-        cur[above] = parent[cur[above]]
+    return climb(parent, start, lambda _, nodes: nodes >= n)[0]
 
 
 def _paths(leaf: list[str], module_parent: np.ndarray) -> np.ndarray:
     """Dotted instance paths, outermost first; parents come before children in time."""
     out = np.empty(len(leaf), dtype=object)
-    for i in np.argsort(_depth(module_parent), kind="stable"):
+    for i in np.argsort(depth(module_parent), kind="stable"):
         p = module_parent[i]
         out[i] = leaf[i] if p < 0 else f"{out[p]}.{leaf[i]}"
     return out
@@ -156,22 +151,13 @@ def _backward_self(table: EventTable, tree: OperatorTree, op_module: np.ndarray,
     fwd_seq, first = np.unique(seq[forward], return_index=True)
     fwd_row = row[op_module[np.flatnonzero(forward)[first]]]
     # Reentrant backward (checkpointing) nests evaluate_function ops: count the outer one.
-    outer = is_bwd & ~_has_ancestor(tree.parent, is_bwd)
+    outer = is_bwd & ~has_ancestor(tree.parent, is_bwd)
     bwd = np.flatnonzero(outer)
     pos = np.clip(np.searchsorted(fwd_seq, seq[bwd]), 0, len(fwd_seq) - 1)
     hit = fwd_seq[pos] == seq[bwd]
     np.add.at(host, fwd_row[pos[hit]], tree.dur[bwd[hit]])
     np.add.at(device, fwd_row[pos[hit]], tree.device_total_us[bwd[hit]])
     return host, device
-
-
-def _has_ancestor(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(parent), dtype=bool)
-    cur = parent.copy()
-    while (live := cur >= 0).any():
-        out[live] |= flag[cur[live]]
-        cur[live] = parent[cur[live]]
-    return out
 
 
 def _tree_order(df: pd.DataFrame, row_parent: np.ndarray) -> pd.DataFrame:

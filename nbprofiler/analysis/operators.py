@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..trace.module_names import RANGE_PREFIX as MODULE_RANGE_PREFIX
 from ..trace.table import DEVICE_WORK_KINDS, MISSING, EventTable, Kind
-from .intervals import accumulate_to_ancestors, children_sum, parent_index
+from .intervals import accumulate_to_ancestors, children_sum, climb, parent_index
 
 OPERATOR_COLUMNS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
 
@@ -102,12 +102,7 @@ class OperatorTree:
         only_child = np.bincount(parent[nested], minlength=len(parent)) == 1
         repeat = np.zeros(len(parent), dtype=bool)
         repeat[nested] = (codes[nested] == codes[parent[nested]]) & only_child[parent[nested]]
-        call = np.arange(len(parent))
-        climbing = np.flatnonzero(repeat)
-        while len(climbing):
-            call[climbing] = parent[call[climbing]]
-            climbing = climbing[repeat[call[climbing]]]
-        return call
+        return climb(parent, np.arange(len(parent)), lambda _, nodes: repeat[nodes])[0]
 
     @cached_property
     def is_call(self) -> np.ndarray:
@@ -155,13 +150,8 @@ class OperatorTree:
             k = np.searchsorted(key_start[lo:hi], ts[queries], side="right")
             started = k > 0
             out[queries[started]] = order[lo + k[started] - 1]
-        end, parent = self.end, self.parent
-        climbing = np.flatnonzero(out >= 0)
-        while len(climbing):
-            climbing = climbing[end[out[climbing]] < ts[climbing]]
-            out[climbing] = parent[out[climbing]]
-            climbing = climbing[out[climbing] >= 0]
-        return out
+        end = self.end
+        return climb(self.parent, out, lambda walks, nodes: end[nodes] < ts[walks])[0]
 
     @cached_property
     def device_events(self) -> np.ndarray:

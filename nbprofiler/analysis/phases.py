@@ -44,10 +44,9 @@ import numpy as np
 import pandas as pd
 
 from ..trace.table import thread_key
-from .intervals import accumulate_to_ancestors
+from .intervals import accumulate_to_ancestors, covered_in_windows
 from .operators import OperatorTree
 from .steps import dataloader_names
-from .windows import covered_in_windows
 
 PHASES = ("dataloader", "forward", "backward", "optimizer", "other")
 PHASE_COLUMNS = ["step", *PHASES, "total"]

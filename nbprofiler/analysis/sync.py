@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
-from .breakdown import covered_length, launching_runtime
+from .breakdown import launching_runtime
+from .intervals import covered_in_windows
 from .steps import step_of
 
 SYNC_NAMES = (
@@ -89,8 +90,8 @@ def idle_time(table: EventTable, spans: pd.DataFrame, device: int | None = None)
     next_submitted = np.concatenate((submitted[first], [np.nan]))
     host_wait = next_submitted > np.concatenate(([-np.inf], busy_end))
     host_wait[-1] = True  # nothing more was launched: the device waited on the host
-    host = covered_length(gap_start[host_wait], gap_end[host_wait], lo, hi)
-    other = covered_length(gap_start[~host_wait], gap_end[~host_wait], lo, hi)
+    host = covered_in_windows(gap_start[host_wait], gap_end[host_wait], lo, hi)
+    other = covered_in_windows(gap_start[~host_wait], gap_end[~host_wait], lo, hi)
     total = hi - lo
     idle = host + other
     return pd.DataFrame(
