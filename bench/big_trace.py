@@ -5,7 +5,7 @@
    flows, memory instants, DataLoader and ProfilerStep ranges), so the generator
    never holds it in memory.
 2. In a fresh interpreter: ``nbprofiler.load`` and every table of the Report
-   (each ``cached_property``), then the text and HTML renderings. Prints the time
+   (each ``cached_property`` and ``read_only_table``), then the text and HTML renderings. Prints the time
    and the peak RSS rise over the RSS before the load (``VmHWM`` after resetting
    it), as a multiple of the JSON size. Target: <= 3x.
 3. With ``NBPROFILER_MAX_TRACE_BYTES`` below the file size: the load must be
@@ -43,7 +43,7 @@ import json, sys, time
 sys.path.insert(0, sys.argv[2])
 from functools import cached_property
 import nbprofiler
-from nbprofiler.report.report import Report
+from nbprofiler.report.report import Report, read_only_table
 
 """ + RSS_PRELUDE + r"""
 before = status("VmRSS:")
@@ -55,7 +55,7 @@ except nbprofiler.TraceError as exc:
                       "seconds": time.perf_counter() - t0}))
     sys.exit(0)
 t_load = time.perf_counter() - t0
-tables = [name for name, attr in vars(Report).items() if isinstance(attr, cached_property)]
+tables = [name for name, attr in vars(Report).items() if isinstance(attr, (cached_property, read_only_table))]
 for name in tables:
     getattr(report, name)
 report.to_text()
