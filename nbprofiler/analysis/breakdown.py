@@ -40,8 +40,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.table import DEVICE_WORK_KINDS, HOST_RANGE_KINDS, MISSING, EventTable, Kind
+from ..trace.table import DEVICE_WORK_KINDS, HOST_RANGE_KINDS, EventTable, Kind
 from .intervals import covered_in_windows, union
+from .links import launching_runtime
 from .steps import dataloader_names
 
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
@@ -52,29 +53,6 @@ LAST_STEP_MIN_SHARE = 0.8
 
 _COMM_OP_PREFIXES = ("nccl:", "gloo:")
 _STEP_PREFIX = "ProfilerStep#"
-
-
-def launching_runtime(table: EventTable, events: np.ndarray) -> np.ndarray:
-    """For each event index in ``events``, the index of the runtime call with the same
-    correlation id (the call that launched it), or -1.
-
-    The first such call wins when several share an id, as the profiler records
-    one launch per correlation id.
-    """
-    runtime = np.flatnonzero(table.kind == Kind.RUNTIME)
-    keys = table["correlation"][runtime]
-    valid = keys != MISSING
-    keys, runtime = keys[valid], runtime[valid]
-    order = np.argsort(keys, kind="stable")
-    keys, runtime = keys[order], runtime[order]
-    query = table["correlation"][events]
-    out = np.full(len(events), -1, dtype=np.int64)
-    if len(keys) == 0:
-        return out
-    pos = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
-    hit = (keys[pos] == query) & (query != MISSING)
-    out[hit] = runtime[pos[hit]]
-    return out
 
 
 def stretched_steps(table: EventTable, host_steps: pd.DataFrame) -> pd.DataFrame:

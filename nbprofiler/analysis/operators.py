@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ..trace.module_names import RANGE_PREFIX as MODULE_RANGE_PREFIX
-from ..trace.table import DEVICE_WORK_KINDS, MISSING, EventTable, Kind
+from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
 from .intervals import accumulate_to_ancestors, children_sum, climb, parent_index
+from .links import launching_runtime, lookup
 
 OPERATOR_COLUMNS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
 
@@ -116,13 +117,12 @@ class OperatorTree:
         t = self.table
         dev = self.device_events
         op_ext = t["external_id"][self.index]
-        found = _lookup(op_ext, np.arange(len(op_ext)), t["external_id"][dev])
+        found = lookup(op_ext, np.arange(len(op_ext)), t["external_id"][dev])
         lacking = np.flatnonzero(found < 0)
         if len(lacking):
             # No usable External id: follow the correlation id to the runtime call,
             # then take the innermost operator around that call on its thread.
-            runtime = np.flatnonzero(t.kind == Kind.RUNTIME)
-            rt = _lookup(t["correlation"][runtime], runtime, t["correlation"][dev][lacking])
+            rt = launching_runtime(t, dev[lacking])
             has_rt = rt >= 0
             found[lacking[has_rt]] = self.enclosing(t.thread[rt[has_rt]], t["ts"][rt[has_rt]])
         return found
@@ -167,23 +167,6 @@ class OperatorTree:
     @cached_property
     def device_total_us(self) -> np.ndarray:
         return accumulate_to_ancestors(self.device_self_us, self.parent)
-
-
-def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``values`` at the position of each ``query`` in ``keys`` (first match), or -1."""
-    valid = keys != MISSING
-    keys, values = keys[valid], values[valid]
-    order = np.argsort(keys, kind="stable")
-    sk, sv = keys[order], values[order]
-    pos = np.searchsorted(sk, query)
-    pos_c = np.clip(pos, 0, max(len(sk) - 1, 0))
-    found = (len(sk) > 0) & (query != MISSING)
-    if len(sk):
-        found = found & (sk[pos_c] == query)
-    out = np.full(len(query), -1, dtype=np.int64)
-    if len(sk):
-        out[found] = sv[pos_c[found]]
-    return out
 
 
 def operator_table(tree: OperatorTree, by_shape: bool = False,

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
-from .breakdown import launching_runtime
 from .intervals import covered_in_windows
+from .links import launching_runtime
 from .steps import step_of
 
 SYNC_NAMES = (
