@@ -13,12 +13,10 @@ a documented factor (tensor cores). It is a bound, not a promise.
 """
 from __future__ import annotations
 
-import math
 import os
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
 import pandas as pd
 
 from ..analysis.memory import GROWTH_MIN_STEADY_STEPS, GROWTH_MIN_STEPS, relative_devices, series_label
@@ -26,8 +24,9 @@ from ..capture.loaders import LoaderRecord
 from ..render.format import fmt_bytes, fmt_us
 from . import measures as M
 from . import thresholds as T
+from .dataloader_plan import LoaderPlan, measure_waiting, plan
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
-from .suggestion import NOTHING_TO_IMPROVE, Severity, Suggestion
+from .suggestion import NOTHING_TO_IMPROVE, Severity, Suggestion, amdahl
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -142,12 +141,6 @@ def _ms(value: float) -> str:
     return fmt_us(value * 1e3)
 
 
-def _amdahl(share: float, speedup: float = math.inf) -> float:
-    """Step speed-up when ``share`` of the step gets ``speedup`` times faster."""
-    remaining = 1.0 - share * (1.0 - 1.0 / speedup)
-    return 1.0 / max(remaining, 1e-9)
-
-
 # -- DataLoader ------------------------------------------------------------------------------
 def dataloader_rule(f: Facts) -> list[Suggestion]:
     """Loaders whose waiting exceeds ``DATALOADER_WAIT_SHARE`` of the step.
@@ -170,169 +163,153 @@ def dataloader_rule(f: Facts) -> list[Suggestion]:
 
 def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
                        record: LoaderRecord | None) -> Suggestion | None:
-    waits = M.wait_per_step(f.report, record)
-    startup_ms, steady = _split_startup(waits, wait.steps)
-    steady_ms = max(wait.wait_ms - startup_ms, 0.0)
-    step_ms = wait.step_ms
-    once = record is not None and record.persistent_workers and record.num_workers > 0
-    if once and steady_ms / step_ms <= T.DATALOADER_WAIT_SHARE:
-        return None  # only the single start-up of persistent workers waited
-    share = wait.share
-    bound = _amdahl(share)
-
-    if record is not None:
-        args = args_from_record(record)
-        workers: int | None = record.num_workers
-        name = f"`{args.loader_name}`" if record.name else f"over {record.dataset_type}"
-    else:
-        args, workers = _trace_loader_args(f)
-        name = "of this trace"
-
-    cap = None
-    batches = wait.batches if wait.batches else 1.0
-    evidence: dict[str, object] = {
-        "wait_share": round(share, 4),
-        "wait_ms_per_step": round(wait.wait_ms, 3),
-        "step_ms": round(step_ms, 3),
-        "compute_ms_per_step": round(compute_ms, 3),
-        "steps": wait.steps,
-        "batches_per_step": wait.batches,
-    }
-    facts = [f"data wait: {share:.0%} of the step, {_ms(wait.wait_ms)} of {_ms(step_ms)} ({f.step})",
-             f"compute: {_ms(compute_ms)} per step"]
-    if batches != 1:
-        facts.append(f"each step consumed {batches:g} batches: {_ms(wait.wait_ms / batches)} of waiting per batch")
-    if record is not None:
-        evidence.update(loader=record.name, dataset=record.dataset_name or record.dataset_type,
-                        batch_size=record.batch_size, num_workers=record.num_workers)
-        facts.append(f"{args.loader_name} = DataLoader({record.dataset_name or record.dataset_type}, "
-                     f"batch_size={record.batch_size}, num_workers={record.num_workers}, "
-                     f"persistent_workers={record.persistent_workers}, pin_memory={record.pin_memory})")
-    elif workers == 0:
-        evidence["num_workers"] = "0 (the trace shows _SingleProcessDataLoaderIter)"
-        facts.append("num_workers=0: the trace shows _SingleProcessDataLoaderIter")
-    if f.cores is not None:
-        cpus, ranks = f.cores
-        cap = max(1, cpus // ranks - T.CORES_KEPT_FOR_MAIN)
-        evidence.update(usable_cpus=cpus, local_ranks=ranks)
-        facts.append(f"{cpus} CPU core(s) this process may use, shared by {ranks} local rank(s)")
-    if startup_ms > 0:
-        evidence["startup_ms_per_step"] = round(startup_ms, 3)
-        facts.append(f"worker start-up: {_ms(startup_ms)} per step on average, counted apart from steady loading")
-
-    changes: dict[str, object] = {}
-    reasons: list[str] = []
-    preamble = ""
-    steady_share = steady_ms / step_ms if step_ms > 0 else 0.0
-    new_wait = steady_ms
-    target = workers
-    in_memory = (record is not None and record.dataset_type == "TensorDataset" and workers == 0
-                 and record.batch_size and record.shuffle is not None)
-    if steady_share > T.DATALOADER_WAIT_SHARE and in_memory:
-        order = "RandomSampler" if record.shuffle else "SequentialSampler"
-        preamble = f"from torch.utils.data import BatchSampler, {order}"
-        changes["batch_size"] = None
-        changes["sampler"] = Expr(f"BatchSampler({order}({args.dataset!r}), batch_size={record.batch_size}, "
-                                  f"drop_last={record.drop_last})")
-        new_wait = 0.0
-        reasons.append("a TensorDataset can index a whole batch at once: one indexing call per batch instead of one "
-                       "per sample and a collate, with no worker processes to feed")
-    elif steady_share > T.DATALOADER_WAIT_SHARE:
-        load_ms = None if workers is None else (steady_ms if workers == 0 else workers * (steady_ms + compute_ms))
-        needed = math.ceil(load_ms * T.WORKER_MARGIN / compute_ms) if load_ms is not None and compute_ms > 0 else None
-        if cap is not None:
-            target = min(cap, max(needed or cap, (workers or 0) + 1))
-        elif needed is not None:
-            target = max(needed, 1)
-        if target is not None and workers is not None and target > workers:
-            if cap is None and target > 1:  # a trace: the cores of the user's machine decide
-                preamble = _CORES_PREAMBLE
-                changes["num_workers"] = Expr(f"min({target}, max(1, cores - {T.CORES_KEPT_FOR_MAIN}))")
-            else:
-                changes["num_workers"] = target
-            new_wait = max(load_ms / target - compute_ms, 0.0) if load_ms is not None else 0.0
-            per_batch = f" ({_ms(load_ms / batches)} to load a batch)" if workers == 0 else ""
-            who = f"{target} worker processes deliver" if target != 1 else "1 worker process delivers"
-            what = "a batch" if batches == 1 else f"a step's {batches:g} batches"
-            reasons.append(f"{who} {what} every {_ms(load_ms / target)} or faster{per_batch}, "
-                           f"against {_ms(compute_ms)} of compute per step")
-        elif workers is None:
-            preamble = _CORES_PREAMBLE
-            changes["num_workers"] = Expr(f"max(1, cores - {T.CORES_KEPT_FOR_MAIN})")
-            new_wait = 0.0
-            reasons.append("the trace's loader already uses workers, but too few: use the cores you have")
-        else:
-            reasons.append(f"num_workers={workers} already uses all {cap} CPU core(s) this process can spare")
-        if new_wait / step_ms > T.DATALOADER_WAIT_SHARE:
-            reasons.append("loading a batch still takes longer than a step's compute with these workers: make each "
-                           "sample cheaper to load (cache decoded data, augment on the GPU), or, if loading waits on "
-                           "I/O rather than the CPU, more workers than cores help: measure with tune_dataloader")
-        mean_steady = float(steady.mean()) if len(steady) else 0.0
-        bursty = len(steady) > 1 and float(np.median(steady)) < T.PREFETCH_BURSTY_RATIO * mean_steady
-        if workers and bursty and (record is None or (record.prefetch_factor or 2) < T.PREFETCH_SUGGESTED):
-            changes["prefetch_factor"] = T.PREFETCH_SUGGESTED
-            reasons.append(f"waiting is bursty (median {_ms(float(np.median(steady)))} against a mean of "
-                           f"{_ms(mean_steady)}): deeper prefetching absorbs slow batches")
-    final_workers = changes.get("num_workers", workers)
-    persistent = record.persistent_workers if record is not None else False
-    if final_workers != 0 and not persistent:
-        changes["persistent_workers"] = True
-        if record is not None and record.iterations_started > 1 and workers:
-            reasons.append(f"workers were started {record.iterations_started} times (once per epoch); "
-                           "persistent workers start once")
-        else:
-            reasons.append("persistent workers are not restarted at every epoch or re-run of the cell")
-    if not ("persistent_workers" in changes and workers):
-        new_wait += startup_ms  # start-up waits stay, unless persistent workers remove them
-    copies = f.h2d
-    pinned = record.pin_memory if record is not None else False
-    pin = f.on_gpu and not pinned and copies is not None
-    if pin:
-        changes["pin_memory"] = True
-        evidence.update(h2d_copies=copies.count, h2d_bytes=copies.bytes, h2d_copies_pageable=copies.pageable)
-        facts.append(f"{copies.count} host-to-device copies ({fmt_bytes(copies.bytes)}) in the profiled steps, "
-                     f"{copies.pageable} of them from pageable memory")
-        reasons.append("pinned batches copy to the GPU asynchronously with .to(device, non_blocking=True)")
-
-    if not changes and steady_share <= T.DATALOADER_WAIT_SHARE:
-        return None  # one slow fetch, not steady loading, and no setting to change: the loader keeps up
+    """One loader's plan (``dataloader_plan``) in words, or None when it keeps up."""
+    args, workers = (args_from_record(record), record.num_workers) if record is not None else _trace_loader_args(f)
+    waiting = measure_waiting(wait, compute_ms, M.wait_per_step(f.report, record))
+    pin = f.on_gpu and not (record is not None and record.pin_memory) and f.h2d is not None
+    p = plan(waiting, record, workers, f.cores, pin)
+    if p is None:
+        return None
+    changes, preamble = _loader_changes(p, args)
+    evidence, facts = _loader_figures(f, p, record)
     evidence["changed"] = sorted(changes)
-    estimate = step_ms / max(compute_ms + new_wait, 1e-9) if step_ms > 0 else 1.0
-    gain = max(1.0, min(bound, estimate))
-    text = f"at most 1/(1-{share:.2f}) = {bound:.2f}× step time if data waiting disappears"
-    if changes and gain < bound - 0.005:
-        text += f"; with these settings about {_ms(step_ms)} → {_ms(step_ms / gain)} per step ({gain:.2f}×)"
-    if changes:
-        code = dataloader_call(args, changes, preamble=preamble)
-        if pin:
-            code += "\n# in the training loop:\nx, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
-    else:
-        code = None
-    if "sampler" in changes:
-        verb = "index whole batches with a BatchSampler"
-    elif "num_workers" in changes:
-        verb = f"use num_workers={changes['num_workers']!r}"
-    else:
-        verb = "use " + ", ".join(f"{k}={v!r}" for k, v in changes.items()) if changes else "the loader is at its limit"
+    name = "of this trace" if record is None else f"`{args.loader_name}`" if record.name else f"over {record.dataset_type}"
+    share, gain = wait.share, p.gain
+    text = f"at most 1/(1-{share:.2f}) = {p.bound:.2f}× step time if data waiting disappears"
+    if changes and gain < p.bound - 0.005:
+        text += f"; with these settings about {_ms(wait.step_ms)} → {_ms(wait.step_ms / gain)} per step ({gain:.2f}×)"
     return Suggestion(
         kind="dataloader",
-        title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {verb}",
-        severity=_severity(bound),  # what is at stake; ``gain`` is what these settings can win
+        title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {_loader_verb(changes)}",
+        severity=_severity(p.bound),  # what is at stake; ``gain`` is what these settings can win
         evidence=evidence,
         facts=tuple(facts),
         expected_gain=f"{text}. Measure it: nbprofiler.tune_dataloader({args.loader_name})",
         gain=gain,
-        code=code,
-        detail="; ".join(reasons),
+        code=_loader_code(args, changes, preamble),
+        detail="; ".join(_loader_reasons(p)),
     )
 
 
-def _split_startup(waits: np.ndarray, steps: int) -> tuple[float, np.ndarray]:
-    """Start-up waiting per step (steps that wait far longer than the median: workers being
-    launched), and the per-step waits with those steps set to the median."""
-    median = float(np.median(waits)) if len(waits) else 0.0
-    spikes = waits > max(median * T.STARTUP_SPIKE_FACTOR, median + T.STARTUP_MIN_MS)
-    return float((waits[spikes] - median).sum()) / max(steps, 1), np.where(spikes, median, waits)
+def _loader_changes(p: LoaderPlan, args: LoaderArgs) -> tuple[dict[str, object], str]:
+    """The plan as changed DataLoader arguments, and the lines the call needs before it.
+    A trace's worker count is capped by the cores of the machine that runs the code."""
+    changes: dict[str, object] = {}
+    preamble = ""
+    if p.sampler:
+        preamble = f"from torch.utils.data import BatchSampler, {p.sampler}"
+        changes["batch_size"] = None
+        changes["sampler"] = Expr(f"BatchSampler({p.sampler}({args.dataset!r}), batch_size={args.batch_size}, "
+                                  f"drop_last={args.drop_last})")
+    elif p.num_workers is not None and p.cap is None and p.num_workers > 1:
+        preamble = _CORES_PREAMBLE
+        changes["num_workers"] = Expr(f"min({p.num_workers}, max(1, cores - {T.CORES_KEPT_FOR_MAIN}))")
+    elif p.num_workers is not None:
+        changes["num_workers"] = p.num_workers
+    elif p.all_cores:
+        preamble = _CORES_PREAMBLE
+        changes["num_workers"] = Expr(f"max(1, cores - {T.CORES_KEPT_FOR_MAIN})")
+    for arg, value, wanted in (("prefetch_factor", T.PREFETCH_SUGGESTED, p.prefetch),
+                               ("persistent_workers", True, p.persistent), ("pin_memory", True, p.pin)):
+        if wanted:
+            changes[arg] = value
+    return changes, preamble
+
+
+def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> tuple[dict[str, object], list[str]]:
+    """The measured figures behind the plan: as raw numbers (evidence) and in words (facts)."""
+    w = p.waiting
+    wait = w.wait
+    evidence: dict[str, object] = {
+        "wait_share": round(wait.share, 4),
+        "wait_ms_per_step": round(wait.wait_ms, 3),
+        "step_ms": round(wait.step_ms, 3),
+        "compute_ms_per_step": round(w.compute_ms, 3),
+        "steps": wait.steps,
+        "batches_per_step": wait.batches,
+    }
+    facts = [f"data wait: {wait.share:.0%} of the step, {_ms(wait.wait_ms)} of {_ms(wait.step_ms)} ({f.step})",
+             f"compute: {_ms(w.compute_ms)} per step"]
+    if w.batches != 1:
+        facts.append(f"each step consumed {w.batches:g} batches: {_ms(wait.wait_ms / w.batches)} of waiting per batch")
+    if record is not None:
+        evidence.update(loader=record.name, dataset=record.dataset_name or record.dataset_type,
+                        batch_size=record.batch_size, num_workers=record.num_workers)
+        facts.append(f"{args_from_record(record).loader_name} = DataLoader({record.dataset_name or record.dataset_type}, "
+                     f"batch_size={record.batch_size}, num_workers={record.num_workers}, "
+                     f"persistent_workers={record.persistent_workers}, pin_memory={record.pin_memory})")
+    elif p.workers == 0:
+        evidence["num_workers"] = "0 (the trace shows _SingleProcessDataLoaderIter)"
+        facts.append("num_workers=0: the trace shows _SingleProcessDataLoaderIter")
+    if f.cores is not None:
+        cpus, ranks = f.cores
+        evidence.update(usable_cpus=cpus, local_ranks=ranks)
+        facts.append(f"{cpus} CPU core(s) this process may use, shared by {ranks} local rank(s)")
+    if w.startup_ms > 0:
+        evidence["startup_ms_per_step"] = round(w.startup_ms, 3)
+        facts.append(f"worker start-up: {_ms(w.startup_ms)} per step on average, counted apart from steady loading")
+    copies = f.h2d
+    if p.pin and copies is not None:
+        evidence.update(h2d_copies=copies.count, h2d_bytes=copies.bytes, h2d_copies_pageable=copies.pageable)
+        facts.append(f"{copies.count} host-to-device copies ({fmt_bytes(copies.bytes)}) in the profiled steps, "
+                     f"{copies.pageable} of them from pageable memory")
+    return evidence, facts
+
+
+def _loader_reasons(p: LoaderPlan) -> list[str]:
+    """Why each change helps, in the order the changes are made."""
+    reasons = [_more_loading_reason(p)] if p.waiting.slow else []
+    if p.still_waits:
+        reasons.append("loading a batch still takes longer than a step's compute with these workers: make each "
+                       "sample cheaper to load (cache decoded data, augment on the GPU), or, if loading waits on "
+                       "I/O rather than the CPU, more workers than cores help: measure with tune_dataloader")
+    if p.prefetch:
+        median, mean = p.prefetch
+        reasons.append(f"waiting is bursty (median {_ms(median)} against a mean of {_ms(mean)}): deeper prefetching "
+                       "absorbs slow batches")
+    if p.persistent:
+        reasons.append(f"workers were started {p.restarts} times (once per epoch); persistent workers start once"
+                       if p.restarts > 1 else
+                       "persistent workers are not restarted at every epoch or re-run of the cell")
+    if p.pin:
+        reasons.append("pinned batches copy to the GPU asynchronously with .to(device, non_blocking=True)")
+    return reasons
+
+
+def _more_loading_reason(p: LoaderPlan) -> str:
+    """Why steady loading gets faster with the plan, or why it cannot with these cores."""
+    if p.sampler:
+        return ("a TensorDataset can index a whole batch at once: one indexing call per batch instead of one "
+                "per sample and a collate, with no worker processes to feed")
+    if p.all_cores:
+        return "the trace's loader already uses workers, but too few: use the cores you have"
+    if p.num_workers is None or p.load_ms is None:
+        return f"num_workers={p.workers} already uses all {p.cap} CPU core(s) this process can spare"
+    w = p.waiting
+    per_batch = f" ({_ms(p.load_ms / w.batches)} to load a batch)" if p.workers == 0 else ""
+    who = f"{p.num_workers} worker processes deliver" if p.num_workers != 1 else "1 worker process delivers"
+    what = "a batch" if w.batches == 1 else f"a step's {w.batches:g} batches"
+    return (f"{who} {what} every {_ms(p.load_ms / p.num_workers)} or faster{per_batch}, "
+            f"against {_ms(w.compute_ms)} of compute per step")
+
+
+def _loader_verb(changes: dict[str, object]) -> str:
+    """The title's change: the one that matters most."""
+    if "sampler" in changes:
+        return "index whole batches with a BatchSampler"
+    if "num_workers" in changes:
+        return f"use num_workers={changes['num_workers']!r}"
+    return "use " + ", ".join(f"{k}={v!r}" for k, v in changes.items()) if changes else "the loader is at its limit"
+
+
+def _loader_code(args: LoaderArgs, changes: dict[str, object], preamble: str) -> str | None:
+    """The user's DataLoader call with the changes; moving batches with non_blocking goes with pinning."""
+    if not changes:
+        return None
+    code = dataloader_call(args, changes, preamble=preamble)
+    if "pin_memory" in changes:
+        code += "\n# in the training loop:\nx, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
+    return code
 
 
 def _trace_loader_args(f: Facts) -> tuple[LoaderArgs, int | None]:
@@ -499,7 +476,7 @@ def cpu_batch_rule(f: Facts) -> list[Suggestion]:
                f"{_ms(co.python_us / 1e3)} of Python and {_ms(co.optimizer_us / 1e3)} of optimizer per step",
                f"batch size {batch}" if batch else "batch size unknown (no DataLoader was seen)"),
         expected_gain=(f"at most {gain:.2f}× samples/s with a {k}× batch ({k}/({o:.2f} + {k}×{1 - o:.2f})); never more "
-                       f"than 1/(1-{o:.2f}) = {_amdahl(o):.2f}×. Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
+                       f"than 1/(1-{o:.2f}) = {amdahl(o):.2f}×. Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
         gain=gain,
         code=code,
         detail=(f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, plus "
@@ -522,7 +499,7 @@ def amp_rule(f: Facts) -> list[Suggestion]:
     if eligible < T.AMP_ELIGIBLE_MIN_SHARE:
         return []
     bf16 = cc >= T.BF16_MIN_CC
-    gain = _amdahl(eligible, T.TENSOR_CORE_SPEEDUP_MAX)
+    gain = amdahl(eligible, T.TENSOR_CORE_SPEEDUP_MAX)
     loader = f.main_loader.name if f.main_loader is not None and f.main_loader.name else "train_loader"
     if bf16:
         code = (
@@ -622,7 +599,7 @@ def sync_rule(f: Facts, skip_h2d: bool = False) -> list[Suggestion]:
     top = places.iloc[0]
     cause, where = str(top["cause"]), str(top["where"])
     per_step = len(points) / dt.steps
-    gain = _amdahl(share)
+    gain = amdahl(share)
     in_user_code = where.startswith("cell line") or ".py" in where
     if in_user_code or cause != "explicit":
         code: str | None = _SYNC_FIXES[cause]
@@ -661,7 +638,7 @@ def launch_bound_rule(f: Facts) -> list[Suggestion]:
         return []
     mix = f.kernel_mix
     tiny = mix.tiny_share if mix is not None else 0.0
-    gain = _amdahl(share)
+    gain = amdahl(share)
     many_tiny = tiny >= T.TINY_KERNEL_SHARE
     code = ("model = torch.compile(model)  # fuses small kernels: fewer launches; the first steps compile\n"
             "# static shapes: replay the whole step as CUDA graphs, one launch per graph\n"
@@ -834,8 +811,8 @@ def _checks_that_ran(f: Facts) -> tuple[list[str], list[str], dict[str, object]]
     if wait is None or not M.saw_dataloader(f.report):
         not_run.append("data loading (no DataLoader was seen in the profiled steps)")
     else:
-        startup_ms, _ = _split_startup(M.wait_per_step(f.report, None), wait.steps)
-        share = max(wait.wait_ms - startup_ms, 0.0) / wait.step_ms if wait.step_ms > 0 else 0.0
+        waiting = measure_waiting(wait, wait.compute_ms, M.wait_per_step(f.report, None))
+        startup_ms, share = waiting.startup_ms, waiting.steady_share
         evidence["data_wait_share"] = round(share, 4)
         after = ", not counting one-time start-up waits" if startup_ms > 0 else ""
         passed.append(f"the DataLoader keeps up (waiting {share:.1%} of the step{after}, "

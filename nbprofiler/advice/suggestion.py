@@ -1,13 +1,18 @@
-"""``Suggestion``: one change a user can make, with the numbers that call for it.
+"""``Suggestion``: one change a user can make, with the numbers that call for it;
+``Verdict``: what one check concluded, fired or not.
 
 A suggestion is data, not prose: renderers (text, HTML, widget) show the same
 fields, and ``gain`` orders them, so the change with the largest possible
-speed-up always comes first.
+speed-up always comes first. A verdict is what makes "nothing to improve"
+honest: a check is listed as passed only when its own rule ran and did not fire.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+VerdictState = Literal["fired", "passed", "not_run"]
 
 Severity = Literal["high", "medium", "low"]
 SEVERITIES: tuple[Severity, ...] = ("high", "medium", "low")
@@ -78,3 +83,52 @@ class Suggestion:
             lines.extend("    " + line for line in self.code.splitlines())
         return "\n".join(lines)
 
+
+
+def amdahl(share: float, speedup: float = math.inf) -> float:
+    """Step speed-up when ``share`` of the step gets ``speedup`` times faster (Amdahl's law):
+    every ``gain`` is this bound on a measured share, never a promise."""
+    remaining = 1.0 - share * (1.0 - 1.0 / speedup)
+    return 1.0 / max(remaining, 1e-9)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one check concluded on one report.
+
+    ``fired``: its ``suggestions`` (one or more). ``passed``: the check ran and
+    found nothing to change; ``figures`` says what it saw, in words, and
+    ``evidence`` the same as raw numbers. ``not_run``: the check could not judge
+    this report; ``reason`` says why. A check that does not apply to the device
+    (a GPU check on a CPU run) has no verdict at all.
+    """
+
+    check: str
+    state: VerdictState
+    suggestions: tuple[Suggestion, ...] = ()
+    figures: str = ""
+    reason: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        needs = {"fired": bool(self.suggestions), "passed": bool(self.figures), "not_run": bool(self.reason)}
+        if not needs.get(self.state, False):
+            raise ValueError(f"a {self.state!r} verdict needs its suggestions, figures or reason: {self!r}")
+
+    @property
+    def line(self) -> str:
+        """The verdict as "nothing to improve" lists it: the figures of a passed check,
+        or the check and why it could not run."""
+        return self.figures if self.state == "passed" else f"{self.check} ({self.reason})"
+
+
+def fired(check: str, suggestions: list[Suggestion]) -> Verdict:
+    return Verdict(check, "fired", suggestions=tuple(suggestions))
+
+
+def passed(check: str, figures: str, **evidence: Any) -> Verdict:
+    return Verdict(check, "passed", figures=figures, evidence=evidence)
+
+
+def not_run(check: str, reason: str) -> Verdict:
+    return Verdict(check, "not_run", reason=reason)
