@@ -213,3 +213,21 @@ def test_unrelated_single_process_traces_are_refused_not_compared_as_ranks(tmp_p
 def test_two_runs_claiming_the_same_rank_are_refused(tmp_path):
     d = _handler_dir(tmp_path, {"hostA_1.100": "a100_nccl_distributed", "hostB_2.100": "v100_resnet_ns_timestamps"})
     _trace_error(d, "two trace files claim rank 0")
+
+
+def test_a_report_and_a_live_run_write_tensorboard_directories_alike(tmp_path):
+    """One writer: a Report's export_tensorboard and a run's --tensorboard name files as torch's
+    handler does (``<host>_<pid>.<time in ns>.pt.trace.json``), and load back the same."""
+    import re
+
+    import torch
+
+    report = nbprofiler.load(shared_trace("cpu_only"))
+    written = report.export_tensorboard(tmp_path / "from_report")
+    with nbprofiler.profile(wait=0, warmup=0, active=1, step_on="manual", tensorboard=str(tmp_path / "live")):
+        torch.ones(8).sum()
+        nbprofiler.step()
+    (live,) = (tmp_path / "live").iterdir()
+    for path in (written, live):
+        assert re.fullmatch(r".+_\d+\.\d{19}\.pt\.trace\.json", path.name), path.name
+    assert nbprofiler.load(written.parent).operators.equals(report.operators)

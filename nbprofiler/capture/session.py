@@ -11,11 +11,9 @@ cleaned up by the next run (``ProfileRun._claim``) or at exit.
 from __future__ import annotations
 
 import atexit
-import gzip
 import os
 import platform
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -36,6 +34,7 @@ from torch.profiler import ProfilerActivity
 from ..errors import NestedProfileError, OptionError
 from ..options import ProfileOptions
 from ..trace.table import DeviceInfo
+from ..trace.writers import write_tensorboard, write_trace
 from .hooks import StepHooks
 from .lines import LineMarks, LineRecorder
 from .loaders import LoaderRecord, name_in
@@ -419,24 +418,6 @@ class _Profiler(torch.profiler.profile):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
             super().prepare_trace()
-
-
-def write_trace(raw: bytes, path: str | os.PathLike[str]) -> Path:
-    """Write trace JSON bytes to ``path``, gzipped when it ends in ``.gz``."""
-    p = Path(path).expanduser()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_bytes(gzip.compress(raw, compresslevel=5) if p.name.endswith(".gz") else raw)
-    return p
-
-
-def write_tensorboard(raw: bytes, directory: str | os.PathLike[str]) -> Path:
-    """Write a trace where ``tensorboard_trace_handler`` would: ``DIR/<host>_<pid>.<ns>.pt.trace.json``.
-
-    torch allows one export per recorded cycle, so the bytes already exported
-    for the report are written again here instead of calling the handler.
-    """
-    worker = f"{socket.gethostname()}_{os.getpid()}"
-    return write_trace(raw, Path(directory).expanduser() / f"{worker}.{time.time_ns()}.pt.trace.json")
 
 
 def _describe_failure(exc: BaseException | None, interrupt: BaseException | None) -> str | None:

@@ -410,15 +410,17 @@ class Report:
     # -- output --------------------------------------------------------------------------
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> Path:
         """Write the recorded trace (opens in Perfetto or chrome://tracing); ``.gz`` compresses."""
-        from ..capture.session import write_trace
+        from ..trace.writers import write_trace
 
+        return write_trace(self._trace_bytes(), path)
+
+    def _trace_bytes(self) -> bytes:
+        """The trace's JSON: the live run's, or the file's (uncompressed)."""
         if self.raw_trace is not None:
-            return write_trace(self.raw_trace, path)
+            return self.raw_trace
         if self.source_path is not None and Path(self.source_path).is_file():
             data = Path(self.source_path).read_bytes()
-            if data[:2] == b"\x1f\x8b":
-                data = gzip.decompress(data)
-            return write_trace(data, path)
+            return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
         raise ValueError("this report has no recorded trace to export (the run ended before any active step)")
 
     def to_text(self) -> str:
@@ -437,12 +439,10 @@ class Report:
 
     def export_tensorboard(self, directory: str | os.PathLike[str]) -> Path:
         """Write the trace into ``directory`` the way ``torch.profiler.tensorboard_trace_handler``
-        does (``<host>_<pid>.<ms>.pt.trace.json``), so TensorBoard and ``nbprofiler.load`` read it."""
-        import socket
-        import time
+        does (``<host>_<pid>.<ns>.pt.trace.json``), so TensorBoard and ``nbprofiler.load`` read it."""
+        from ..trace.writers import write_tensorboard
 
-        name = f"{socket.gethostname()}_{os.getpid()}.{int(time.time() * 1000)}.pt.trace.json"
-        return self.export_chrome_trace(Path(directory).expanduser() / name)
+        return write_tensorboard(self._trace_bytes(), directory)
 
     def explorer(self, tab: str = "Overview") -> Any:
         """The interactive explorer (an ipywidgets widget) for this report, opened on ``tab``."""
