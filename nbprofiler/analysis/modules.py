@@ -37,10 +37,9 @@ import pandas as pd
 from ..trace.module_names import RANGE_PREFIX, parse_range_name
 from ..trace.table import MISSING, EventTable, Kind
 from .intervals import accumulate_to_ancestors, climb, depth, has_ancestor, parent_index
-from .operators import OperatorTree
+from .operators import BACKWARD_PREFIX, OperatorTree
 
 MODULE_PREFIX = "nn.Module: "
-BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 MODULE_COLUMNS = ["module", "parent", "type", "depth", "calls",
                   "forward_host_us", "forward_device_us", "backward_host_us", "backward_device_us"]
 

@@ -30,6 +30,9 @@ from .intervals import accumulate_to_ancestors, children_sum, climb, parent_inde
 from .links import launching_runtime, lookup
 
 OPERATOR_COLUMNS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
+# The op autograd records around each backward node it runs, exactly as torch spells it
+# ("autograd::engine::evaluate_function: AddmmBackward0", the space included).
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 
 
 @dataclass(frozen=True, eq=False)

@@ -45,14 +45,13 @@ import pandas as pd
 
 from ..trace.table import thread_key
 from .intervals import accumulate_to_ancestors, covered_in_windows
-from .operators import OperatorTree
+from .operators import BACKWARD_PREFIX, OperatorTree
 from .steps import dataloader_names
 
 PHASES = ("dataloader", "forward", "backward", "optimizer", "other")
 PHASE_COLUMNS = ["step", *PHASES, "total"]
 
 OPTIMIZER_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
-BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
 # A loop-thread range more than this share covered by autograd-thread work is a wait for backward.
 BACKWARD_WAIT_COVERAGE = 0.5
 
