@@ -19,14 +19,14 @@ import pandas as pd
 
 from ..capture.lines import NOT_IN_CELL, LineMarks
 from ..trace.table import Kind
+from .frames import frame_file, user_frame
 from .intervals import climb, parent_index
 from .lines import line_at
-from .modules import MODULE_PREFIX, nearest_below
+from .modules import nearest_below
 from .operators import OperatorTree
 
 KERNEL_COLUMNS = ["kernel", "calls", "total_us"]
 CALL_SITE_COLUMNS = ["line", "source", "called_from", "calls", "host_us", "device_us"]
-_TORCH_DIRS = ("torch/", "torch\\", "torchvision/", "torchaudio/")
 
 
 def operator_mask(tree: OperatorTree, name: str, input_shapes: str | None = None) -> np.ndarray:
@@ -71,8 +71,8 @@ class CallSites:
         codes = t.name_code[py]
         self.frame_names = t.names[codes]
         # Judged once per distinct name, not per frame: a --stack trace repeats its frames.
-        in_cell = np.array([cell_filename is not None and _file_of(n) == cell_filename for n in t.names], dtype=bool)
-        user = np.array([_is_user_frame(n) for n in t.names], dtype=bool)
+        in_cell = np.array([cell_filename is not None and frame_file(n) == cell_filename for n in t.names], dtype=bool)
+        user = np.array([user_frame(n) is not None for n in t.names], dtype=bool)
         self.in_cell = in_cell[codes]
         self.is_user = user[codes] & ~self.in_cell
 
@@ -82,12 +82,13 @@ class CallSites:
 
     def called_from(self, ops: np.ndarray) -> list[str]:
         """The innermost user frame outside torch around each op, "" when the cell itself called it."""
-        out = []
-        for frame in self.op_frame[ops].tolist():
-            while frame >= 0 and not self.is_user[frame] and not self.in_cell[frame]:
-                frame = int(self.frame_parent[frame])
-            out.append(str(self.frame_names[frame]) if frame >= 0 and self.is_user[frame] else "")
-        return out
+        stop = self.is_user | self.in_cell
+        frame = climb(self.frame_parent, self.op_frame[ops], lambda _, frames: ~stop[frames])[0]
+        found = frame >= 0
+        found[found] = self.is_user[frame[found]]
+        out = np.full(len(ops), "", dtype=object)
+        out[found] = self.frame_names[frame[found]]
+        return out.astype(str).tolist()
 
     def call_sites(self, mask: np.ndarray, marks: LineMarks | None, base_ns: int, source: str) -> pd.DataFrame:
         """Per (cell line, calling frame): ``line, source, called_from, calls, host_us, device_us``."""
@@ -106,19 +107,3 @@ class CallSites:
         out.insert(1, "source", [text[n - 1] if 0 < n <= len(text) else "" for n in out["line"]])
         key = "device_us" if out["device_us"].sum() > 0 else "host_us"
         return out[CALL_SITE_COLUMNS].sort_values(key, ascending=False, kind="stable").reset_index(drop=True)
-
-
-def _file_of(frame_name: str) -> str | None:
-    """``file`` of a frame named ``file(line): function``; None for builtins and modules."""
-    head, sep, _ = str(frame_name).partition("): ")
-    if not sep or "(" not in head:
-        return None
-    return head.rpartition("(")[0]
-
-
-def _is_user_frame(frame_name: str) -> bool:
-    name = str(frame_name)
-    if name.startswith(("<built-in", MODULE_PREFIX)):
-        return False
-    file = _file_of(name)
-    return file is not None and not file.startswith(_TORCH_DIRS) and "site-packages/torch/" not in file
