@@ -251,3 +251,23 @@ def test_names_torch_exported_as_unknown_are_named_in_a_note(tmp_path):
             "record_function(\"résumé ✓\"), so their real names are not in the file and they share one row; use "
             "ASCII names to tell them apart.") in report.notes
     assert not any("'unknown'" in n for n in nbprofiler.load(shared_trace(SMALL)).notes)
+
+
+def test_a_live_run_keeps_the_names_torchs_export_loses():
+    """torch exports non-ASCII and control-character range names as "unknown"; a live run puts
+    the real names back (from the profiler's own events), with stacks and memory recorded too."""
+    import torch
+
+    import nbprofiler
+
+    names = ["résumé ✓", 'tab\there "q"', "日本"]
+    with nbprofiler.profile(wait=0, warmup=0, active=2, step_on="manual", stack=True) as run:
+        for _ in range(2):
+            for name in names:
+                with torch.profiler.record_function(name):
+                    torch.ones(16).sum()
+            nbprofiler.step()
+    calls = run.report.operators.set_index("name")["calls"]
+    assert {name: int(calls[name]) for name in names} == {name: 2 for name in names}
+    assert "unknown" not in calls.index
+    assert not any("unknown" in note for note in run.report.notes)

@@ -38,6 +38,7 @@ from ..trace.writers import write_tensorboard, write_trace
 from .hooks import StepHooks
 from .lines import LineMarks, LineRecorder
 from .loaders import LoaderRecord, name_in
+from .names import restore_names
 from .sampler import StepSampler
 from .stderr_filter import StderrFilter
 
@@ -160,7 +161,7 @@ class ProfileRun:
             fd, tmp = tempfile.mkstemp(prefix="nbprofiler-", suffix=".json")  # fails if TMPDIR is unwritable
             os.close(fd)
             prof.export_chrome_trace(tmp)
-            raw = Path(tmp).read_bytes()
+            raw = restore_names(Path(tmp).read_bytes(), prof)
             self._trace = raw
             self._cycles += 1
             if self.options.tensorboard:
