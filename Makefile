@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	labextension/build.sh --install
 	mkdir -p build
-	$(VPY) -m nbprofiler.demo
+	$(VPY) scripts/demo.py
 
 test: $(STAMP)
 	labextension/build.sh --install
