@@ -272,7 +272,19 @@ def _await_profiled_cell(lines: list[str]) -> list[str]:
     awaits, ``await get_ipython().run_line_magic(...)``), so IPython and ipykernel run the
     cell on their event loop and await what the magic returns: the magic itself is called
     from synchronous code, and cannot run an awaiting body on a loop that already runs.
-    Everything else passes unchanged, to IPython's own transforms."""
+    Everything else passes unchanged, to IPython's own transforms.
+
+    IPython's ``run_cell`` catches only ``Exception`` from a transform, so a Ctrl-C while
+    this one reads the cell would escape the shell: the cell raises it when it runs
+    instead, as if the interrupt had come a moment later."""
+    try:
+        return _awaiting_form(lines)
+    except KeyboardInterrupt:
+        return ["raise KeyboardInterrupt\n"]
+
+
+def _awaiting_form(lines: list[str]) -> list[str]:
+    """``lines`` as ``_await_profiled_cell`` rewrites them."""
     shell = get_ipython()
     if shell is None or not lines:
         return lines

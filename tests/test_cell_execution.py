@@ -218,3 +218,22 @@ def test_top_level_await_in_a_kernel(executed):
     assert not [o for o in outputs if o["output_type"] == "error"]
     assert len(reports(outputs)) == 1
     assert outputs[-1]["output_type"] == "execute_result" and outputs[-1]["data"]["text/plain"] == "8"
+
+
+def test_ctrl_c_while_the_cell_is_read_reaches_the_user_as_the_cells_own(shell, monkeypatch):
+    """A Ctrl-C that lands while the await transformer reads a profiled cell must not escape
+    IPython's run_cell (it catches only Exception there): the cell raises it instead."""
+    from nbprofiler import magic
+
+    def interrupted(*_: object) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(magic, "_profiles_an_await", interrupted)
+    with capture_output():
+        result = shell.run_cell("%%torchprofile -q\nawait asyncio.sleep(0)\n")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    monkeypatch.undo()
+    with capture_output():
+        shell.run_cell("x_after = 1 + 1").raise_error()
+    assert shell.user_ns["x_after"] == 2
+    assert_nothing_left()
