@@ -11,6 +11,7 @@ import ast
 import json
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -457,7 +458,7 @@ def test_sync_location_is_the_cell_line(shell):
     t, tree = report.table, report.operator_tree
     names = t.names[t.name_code[tree.index]].astype(str)
     pos = int((names == "aten::item").nonzero()[0][0])
-    where = measures._Locator(report).where(int(tree.index[pos]), pos)
+    where = measures.sync_locator(report).where(tree.index[[pos]], np.array([pos]))[0]
     assert where == "cell line 6: total += loss.item()"
 
 
@@ -513,5 +514,5 @@ def test_sync_location_outside_a_cell_is_the_user_function():
     t, tree = report.table, report.operator_tree
     names = t.names[t.name_code[tree.index]].astype(str)
     pos = int((names == "aten::item").nonzero()[0][0])
-    where = measures._Locator(report).where(int(tree.index[pos]), pos)
+    where = measures.sync_locator(report).where(tree.index[[pos]], np.array([pos]))[0]
     assert where.endswith(", in train_step") and "test_advice_rules.py" in where

@@ -2,7 +2,9 @@
 
 Host ranges on one thread nest (an op inside its caller), device activities
 on a stream do not overlap, and every analysis needs one of those two views.
-They are computed here once, on sorted numpy arrays.
+They are computed here once, on sorted numpy arrays: the nesting
+(``parent_index``) and the walks up it (``climb``), unions, and how much of a
+set of intervals falls in each window (``covered_in_windows``).
 """
 from __future__ import annotations
 

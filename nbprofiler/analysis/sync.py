@@ -8,6 +8,11 @@ nest (``aten::item`` calls ``_local_scalar_dense``, which calls
 ``cudaStreamSynchronize``), so the rows are not to be added up. A call belongs
 to the step whose host range it starts in: it is the step's code that waits.
 
+**Sync points** (``sync_points``, for the advice) are those waits one by one,
+with what caused them (``.item()``, a data-dependent shape, a copy to the host
+or from pageable memory, an explicit synchronize), where in the user's code
+they happened (``SyncLocator``), and how long the device then sat idle.
+
 **Idle time** is, per stretched step (the breakdown's steps), the time the
 device ran no kernel, memcpy or memset. Each idle gap ends where the device
 starts work again, and the gap is split by what that work's launch looked like:
@@ -27,18 +32,34 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..capture.lines import NOT_IN_CELL, LineMarks
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
-from .intervals import covered_in_windows
+from .frames import user_frame
+from .intervals import climb, covered_in_windows, has_ancestor, parent_index, union
+from .lines import line_at
 from .links import launching_runtime
+from .operators import OperatorTree
 from .steps import step_of
 
-SYNC_NAMES = (
+SYNC_RUNTIME_NAMES = (
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
     "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize",
-    "aten::item", "aten::_local_scalar_dense",
 )
+SYNC_NAMES = (*SYNC_RUNTIME_NAMES, "aten::item", "aten::_local_scalar_dense")
+# Operators that copy a device value to the host, by what the user wrote to cause them.
+SYNC_OPS = {
+    "aten::item": "item",
+    "aten::_local_scalar_dense": "item",
+    "aten::is_nonzero": "bool",
+    "aten::nonzero": "shape",
+    "aten::masked_select": "shape",
+    "aten::_unique2": "shape",
+    "aten::unique_consecutive": "shape",
+    "aten::unique_dim": "shape",
+}
 SYNC_COLUMNS = ["step", "name", "calls", "total_us"]
 IDLE_COLUMNS = ["step", "busy_us", "idle_us", "host_wait_us", "other_idle_us"]
+SYNC_POINT_COLUMNS = ["step", "ts", "operator", "cause", "where", "host_us", "idle_after_us"]
 _SYNC_KINDS = (Kind.RUNTIME, Kind.CPU_OP)
 
 
@@ -104,3 +125,167 @@ def idle_time(table: EventTable, spans: pd.DataFrame, device: int | None = None)
         },
         columns=IDLE_COLUMNS,
     )
+
+
+def sync_points(table: EventTable, tree: OperatorTree, steps: pd.DataFrame, device: int,
+                locator: "SyncLocator") -> pd.DataFrame:
+    """Each point in a profiled step (``steps``: ``profiler_steps``) where the host waited
+    for ``device``, as ``SYNC_POINT_COLUMNS``.
+
+    A sync point is the outermost of: an operator that copies a device value to
+    the host (``aten::item``, ``aten::is_nonzero``, data-dependent shapes such as
+    ``aten::nonzero``), an operator whose launched copy goes device-to-host, or
+    from pageable host memory to the device, and a bare ``cuda*Synchronize``
+    call. ``idle_after_us`` is how long the device then sat idle before the
+    host queued work again, clipped to the step: the time the sync cost.
+    ``where`` is what ``locator`` finds. Empty without real steps (a synthetic
+    one spans the whole trace, so "after the sync, within the step" means nothing).
+    """
+    empty = pd.DataFrame(columns=SYNC_POINT_COLUMNS)
+    if steps.empty or bool(steps["synthetic"].iloc[0]):
+        return empty
+    # Names are judged once per distinct name, then looked up by each event's name code.
+    names = [str(n) for n in table.names]
+    dev = tree.device_events
+    memcpy = table.kind[dev] == Kind.MEMCPY
+    launcher = tree.launcher
+    dtoh_name = np.array(["DtoH" in n for n in names], dtype=bool)
+    pageable_htod_name = np.array(["HtoD" in n and "Pageable" in n for n in names], dtype=bool)
+    dtoh = memcpy & dtoh_name[table.name_code[dev]]
+    pageable_htod = memcpy & pageable_htod_name[table.name_code[dev]]
+    cause = np.full(len(tree.index), "", dtype=object)
+    cause[launcher[dtoh & (launcher >= 0)]] = "cpu"
+    cause[launcher[pageable_htod & (launcher >= 0)]] = "h2d"
+    sync_cause = np.array([SYNC_OPS.get(n, "") for n in names], dtype=object)[table.name_code[tree.index]]
+    cause = np.where(sync_cause != "", sync_cause, cause)
+    is_candidate = cause != ""
+    inside_candidate = has_ancestor(tree.parent, is_candidate)
+    outermost = np.flatnonzero(is_candidate & ~inside_candidate)
+    # A bare sync call counts unless an operator it is in was counted already, as its cause.
+    runtime = np.flatnonzero((table.kind == Kind.RUNTIME) & np.isin(table.names, SYNC_RUNTIME_NAMES)[table.name_code])
+    around = tree.enclosing(table.thread[runtime], table["ts"][runtime])
+    counted = is_candidate | inside_candidate
+    bare = ~((around >= 0) & counted[np.maximum(around, 0)])
+    events = np.concatenate([tree.index[outermost], runtime[bare]])
+    positions = np.concatenate([outermost, around[bare]])
+    causes = np.concatenate([cause[outermost], np.full(int(bare.sum()), "explicit", dtype=object)])
+    start = table["ts"][events]
+    end = start + table["dur"][events]
+    step = step_of(start, steps)
+    keep = step >= 0
+    if not keep.any():
+        return empty
+    events, positions, causes, start, end, step = (a[keep] for a in (events, positions, causes, start, end, step))
+    step_end = steps["end_us"].to_numpy(dtype=np.float64)[np.searchsorted(steps["start_us"].to_numpy(), start, side="right") - 1]
+    work = np.isin(table.kind, DEVICE_WORK_KINDS) & (table["device"] == device)
+    busy_start, busy_end = union(table["ts"][work], table["ts"][work] + table["dur"][work])
+    frame = pd.DataFrame(
+        {
+            "step": step,
+            "ts": start,
+            "operator": table.names[table.name_code[events]].astype(str).astype(object),
+            "cause": causes,
+            "where": locator.where(events, positions),
+            "host_us": end - start,
+            "idle_after_us": _idle_after(end, busy_start, busy_end, step_end),
+        },
+        columns=SYNC_POINT_COLUMNS,
+    )
+    return frame.sort_values("ts", kind="stable").reset_index(drop=True)
+
+
+def sync_idle_us(points: pd.DataFrame) -> float:
+    """Device idle after syncs (``sync_points``), each instant counted once when syncs follow each other."""
+    if points.empty:
+        return 0.0
+    s, e = union(points["ts"].to_numpy() + points["host_us"].to_numpy(),
+                 points["ts"].to_numpy() + points["host_us"].to_numpy() + points["idle_after_us"].to_numpy())
+    return float((e - s).sum())
+
+
+def _idle_after(end: np.ndarray, busy_start: np.ndarray, busy_end: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """From each ``end`` on, how long the device stayed idle (no busy interval) before ``limit``;
+    0 where it was still busy at ``end`` (another stream ran on: nothing was lost there)."""
+    j = np.searchsorted(busy_start, end, side="right")  # busy intervals that started by each end
+    previous_end = np.concatenate(([-np.inf], busy_end))[j]
+    resume = np.concatenate((busy_start, [np.inf]))[j]
+    return np.where(previous_end > end, 0.0, np.maximum(np.minimum(resume, limit) - end, 0.0))
+
+
+class SyncLocator:
+    """Where syncs happened, from the best the trace offers.
+
+    A cell profiled with ``--stack`` records which cell line ran when
+    (``marks``): that gives the exact line. 2021 traces keep a ``Call
+    stack`` per operator with true line numbers. A live trace with stacks has
+    Python function ranges, whose line numbers are not the calling line, so
+    they give the first frame of user code by file and function. Without any
+    of these, the enclosing operator chain (``## forward ## > aten::item``).
+    """
+
+    def __init__(self, table: EventTable, tree: OperatorTree, marks: LineMarks | None, cell_source: str) -> None:
+        self.table, self.tree, self.marks = table, tree, marks
+        self.cell_lines = cell_source.splitlines()
+        # Python frames sorted by (thread, start), with their nesting, so the frames around
+        # a sync are found by one binary search and a climb, not a scan of every frame.
+        py = np.flatnonzero(table.kind == Kind.PYTHON_FUNCTION)
+        thread = table.thread[py]
+        order = np.lexsort((table["ts"][py], thread))
+        self.py = py[order]
+        self.py_thread = thread[order]
+        self.py_start = table["ts"][self.py]
+        self.py_end = self.py_start + table["dur"][self.py]
+        self.py_parent = parent_index(self.py_start, self.py_end, self.py_thread)
+        # Judged once per distinct name: a trace with stacks repeats its frames.
+        self.py_user = np.array([user_frame(n) is not None for n in table.names], dtype=bool)[table.name_code[self.py]]
+
+    def where(self, events: np.ndarray, positions: np.ndarray) -> list[str]:
+        """For each sync (its event, and the position in ``tree.index`` of the innermost
+        operator around it, or -1), where it happened, in words."""
+        t, tree = self.table, self.tree
+        ts = t["ts"][events]
+        out = np.full(len(events), "", dtype=object)
+        if self.marks is not None:
+            line = line_at(self.marks, ts, t.meta.base_time_ns)
+            for i in np.flatnonzero((line != NOT_IN_CELL) & (line > 0) & (line <= len(self.cell_lines))):
+                out[i] = f"cell line {line[i]}: {self.cell_lines[line[i] - 1].strip()}"
+        if t.call_stack is not None:
+            # The innermost operator around each sync that has a call stack; its first user frame.
+            todo = np.flatnonzero(out == "")
+            stacks = t.call_stack
+            with_stack = climb(tree.parent, positions[todo],
+                               lambda _, nodes: ~stacks[tree.index[nodes]].astype(bool))[0]
+            for i, pos in zip(todo[with_stack >= 0], with_stack[with_stack >= 0]):
+                out[i] = next((m.group(0) for m in map(user_frame, str(stacks[tree.index[pos]]).split(";"))
+                               if m is not None), "")
+        todo = np.flatnonzero(out == "")
+        for i, frame in zip(todo, self._user_frames(t.thread[events[todo]], ts[todo])):
+            m = None if frame < 0 else user_frame(t.names[t.name_code[self.py[frame]]])
+            out[i] = "" if m is None else f"{m['file']}, in {m['func']}"
+        for i in np.flatnonzero(out == ""):
+            out[i] = self._chain(int(positions[i]), int(events[i]))
+        return out.tolist()
+
+    def _user_frames(self, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """The innermost Python frame of user code running on each ``thread`` at ``ts``, or -1."""
+        lo = np.searchsorted(self.py_thread, thread, side="left")
+        hi = np.searchsorted(self.py_thread, thread, side="right")
+        # The last frame on the thread to start by ts, then up while it had ended: the innermost around ts.
+        last = np.array([lo[i] + np.searchsorted(self.py_start[lo[i]:hi[i]], ts[i], side="right") - 1
+                         for i in range(len(ts))], dtype=np.int64)
+        last[last < lo] = -1
+        py_end, user = self.py_end, self.py_user
+        around = climb(self.py_parent, last, lambda walks, frames: py_end[frames] < ts[walks])[0]
+        return climb(self.py_parent, around, lambda _, frames: ~user[frames])[0]
+
+    def _chain(self, pos: int, ev: int) -> str:
+        """Up to four operators from the outermost around the sync to the innermost."""
+        t, tree = self.table, self.tree
+        chain: list[str] = []
+        p = pos
+        while p >= 0 and len(chain) < 4:
+            chain.append(str(t.names[t.name_code[tree.index[p]]]))
+            p = int(tree.parent[p])
+        if not chain:
+            chain.append(str(t.names[t.name_code[ev]]))
+        return " > ".join(reversed(chain))
