@@ -20,12 +20,13 @@ import torch.nn.functional as F
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, TensorDataset
 
 import nbprofiler
-from conftest import shared_trace
+from conftest import TRACE_FILES, shared_trace
 from nbprofiler.advice import measures
 from nbprofiler.advice import thresholds as T
 from nbprofiler.advice.loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
-from nbprofiler.advice.rules import suggest
-from nbprofiler.advice.suggestion import NOTHING_TO_IMPROVE, Suggestion
+from nbprofiler.advice.dataloader_plan import Waiting, measure_waiting, plan
+from nbprofiler.advice.rules import RULES, Facts, nothing_to_improve, suggest, verdicts
+from nbprofiler.advice.suggestion import NOTHING_TO_IMPROVE, Suggestion, Verdict
 from nbprofiler.capture.loaders import LoaderRecord
 from nbprofiler.capture.session import ProfileRun, RunRecord
 from nbprofiler.options import ProfileOptions
@@ -183,6 +184,101 @@ def test_trace_where_no_check_could_run_does_not_claim_nothing_to_improve(traces
     assert result[0].title == "No suggestion, but no check could run on this profile"
     assert "Passed" not in result[0].detail and "the CPU batch size" in result[0].detail
     assert result[0].gain == 1.0 and result[0].code is None
+
+
+# -- verdicts: "nothing to improve" vouches only for checks that ran ------------------------------
+def assert_passed_means_ran_and_did_not_fire(report: Report) -> list[Verdict]:
+    """Each rule's verdicts, checked against what "nothing to improve" lists as passed."""
+    facts = Facts(report)
+    by_rule = {rule.__name__: rule(facts) for rule in RULES}
+    for name, found in by_rule.items():
+        states = {v.state for v in found}
+        assert not {"fired", "passed"} <= states, (name, found)  # a rule that fired passed nothing
+        assert all(bool(v.suggestions) == (v.state == "fired") for v in found), name
+    checked = [v for found in by_rule.values() for v in found]
+    assert [v.check for v in checked] == [v.check for v in verdicts(report)]
+    listed = nothing_to_improve(checked).detail
+    passed_part = listed.split("Could not check:")[0]
+    ran = [v.figures for v in checked if v.state == "passed"]
+    assert passed_part.strip() == (f"Passed: {'; '.join(dict.fromkeys(ran))}." if ran else "")
+    for v in checked:
+        if v.state == "not_run":
+            assert f"{v.check} ({v.reason})" in listed.split("Could not check:")[1]
+    fired = [s.kind for v in checked for s in v.suggestions]
+    assert sorted(fired) == sorted(kinds(report.suggestions)) if fired else \
+        kinds(report.suggestions) == [NOTHING_TO_IMPROVE]
+    return checked
+
+
+@pytest.mark.parametrize("name", [n.split(".")[0] for n in TRACE_FILES])
+def test_every_trace_lists_as_passed_only_checks_that_ran_and_did_not_fire(traces, name):
+    assert_passed_means_ran_and_did_not_fire(traces[name])
+
+
+def test_a_check_that_fired_is_never_listed_as_passed(traces):
+    """a100_train's syncs fire: what "nothing to improve" would say of that run leaves them out."""
+    checked = assert_passed_means_ran_and_did_not_fire(traces["a100_train"])
+    (syncs,) = [v for v in checked if v.check == "host-device syncs"]
+    assert syncs.state == "fired" and [s.kind for s in syncs.suggestions] == ["sync"]
+    assert "no host-device sync" not in nothing_to_improve(checked).detail
+
+
+def test_a_check_whose_precondition_fails_is_not_run_with_its_reason(traces):
+    """Without ProfilerStep ranges there are no steps to judge syncs or idle time in."""
+    checked = verdicts(traces["a100_alexnet_small"])
+    by_check = {v.check: v for v in checked if v.state != "passed"}
+    for check in ("host-device syncs", "GPU idle time and batch size"):
+        assert by_check[check].state == "not_run" and not by_check[check].suggestions
+        assert by_check[check].reason == "the trace has no ProfilerStep ranges, so there are no steps to judge"
+    # The MI250's single breakdown step: the idle-time rule did not run, the sync rule did and passed.
+    mi250 = {(v.check, v.state): v for v in verdicts(traces["mi250_rocm_toy_train"])}
+    assert mi250[("GPU idle time and batch size", "not_run")].reason.startswith(
+        "only 1 of the 2 profiled steps is in the breakdown")
+    assert ("host-device syncs", "passed") in mi250
+    # GPU checks do not apply to a CPU run, nor the CPU batch check to a GPU run: no verdict at all.
+    assert {v.check for v in verdicts(traces["cpu_only"])} == {"data loading", "the CPU batch size", "memory growth"}
+    assert "the CPU batch size" not in {v.check for v in verdicts(traces["a100_train"])}
+
+
+def test_a_live_cpu_run_lists_as_passed_only_checks_that_ran(one_torch_thread):
+    ds = TensorDataset(torch.randn(64 * 16, 32), torch.randint(0, 4, (64 * 16,)))
+    report = _train({"train_ds": ds, "train_loader": DataLoader(ds, batch_size=64, shuffle=True)}, _mlp(32))
+    checked = assert_passed_means_ran_and_did_not_fire(report)
+    assert {v.state for v in checked if v.check == "data loading"} == {"fired"}  # per-sample indexing
+    assert any(v.state == "passed" for v in checked if v.check == "memory growth")  # 3 profiled steps judged
+
+
+def test_a_verdict_carries_what_its_state_needs():
+    with pytest.raises(ValueError, match="passed"):
+        Verdict("data loading", "passed")
+    with pytest.raises(ValueError, match="fired"):
+        Verdict("data loading", "fired", figures="waiting 1%")
+
+
+# -- the DataLoader plan: decisions from figures, without words ----------------------------------------
+def _waiting(wait_ms: float, step_ms: float = 40.0, n: int = 8) -> Waiting:
+    return measure_waiting(measures.DataWait(n, step_ms, wait_ms), step_ms - wait_ms, np.full(n, wait_ms))
+
+
+def test_plan_indexes_a_tensor_dataset_in_whole_batches():
+    record = _cpu_loader(20.0)
+    record.dataset_type = "TensorDataset"
+    p = plan(_waiting(20.0), record, 0, (8, 1), pin=False)
+    assert p is not None and p.sampler == "RandomSampler" and p.num_workers is None
+    assert p.loaded_wait == 0.0 and p.gain == pytest.approx(2.0)  # all waiting goes: 40 ms -> 20 ms
+
+
+def test_plan_adds_workers_within_the_cores_and_keeps_them():
+    p = plan(_waiting(30.0), _cpu_loader(30.0), 0, (4, 1), pin=False)
+    # 30 ms to load a batch against 10 ms of compute: 4 workers needed, 3 cores to spare.
+    assert p is not None and (p.load_ms, p.num_workers, p.cap) == (30.0, 3, 3)
+    assert p.persistent and not p.prefetch and p.new_wait == 0.0
+    assert plan(_waiting(1.0), _cpu_loader(1.0), 0, (4, 1), pin=False) is None  # under 5%: it keeps up
+
+
+def test_plan_for_a_trace_with_unknown_workers_uses_the_cores():
+    p = plan(_waiting(20.0), None, None, None, pin=True)
+    assert p is not None and p.all_cores and p.num_workers is None and p.pin and p.persistent
 
 
 # -- GPU memory rules: a real trace's kernels with live-style CUDA memory counters --------------------

@@ -24,7 +24,7 @@ import nbprofiler
 from conftest import shared_trace
 import pandas as pd
 
-from nbprofiler.advice.rules import Facts, nothing_to_improve
+from nbprofiler.advice.rules import nothing_to_improve, verdicts
 from nbprofiler.analysis.memory import growth_series, memory_growth
 
 IN, HIDDEN, OUT, BATCH, VAL_BATCH = 256, 1024, 10, 64, 200
@@ -277,7 +277,7 @@ def test_a_growth_check_that_could_not_run_is_never_listed_as_passed(one_torch_t
     report = train(False, steps=5, active=2)
     growth = report.memory_growth
     assert not growth["judged"].any(), growth
-    s = nothing_to_improve(Facts(report))  # what the report says when no rule fires
+    s = nothing_to_improve(verdicts(report))  # what the report says when no rule fires
     passed, _, not_run = s.detail.partition("Could not check:")
     assert "memory does not grow" not in passed
     assert "memory growth of allocated bytes (trace) on cpu (2 step(s) to judge, it needs 3)" in not_run

@@ -7,6 +7,11 @@ loader that keeps up gets no DataLoader advice). A run where no rule fires
 gets one ``nothing_to_improve`` result that lists what was checked and what
 could not be (and why), so a renderer never shows an empty, ambiguous section.
 
+Each rule returns its verdicts (``Verdict``): fired, with its suggestions;
+passed, with the figures it saw; or not run, with the reason. "Nothing to
+improve" is built from those alone, so a check is listed as passed only when its
+own rule ran and did not fire. ``verdicts(report)`` gives them all.
+
 Every ``gain`` is Amdahl's law on a measured share of the step: the part a
 change can remove (data waiting, GPU idle after syncs) or speed up by at most
 a documented factor (tensor cores). It is a bound, not a promise.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pandas as pd
 
@@ -26,7 +31,7 @@ from . import measures as M
 from . import thresholds as T
 from .dataloader_plan import LoaderPlan, measure_waiting, plan
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
-from .suggestion import NOTHING_TO_IMPROVE, Severity, Suggestion, amdahl
+from .suggestion import NOTHING_TO_IMPROVE, Severity, Suggestion, Verdict, amdahl, fired, not_run, passed
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -44,15 +49,20 @@ def suggest(report: "Report") -> list[Suggestion]:
     at; the report's notes say why). Otherwise at least one entry: the
     suggestions, or a single one of kind ``nothing_to_improve``.
     """
+    checked = verdicts(report)
+    found = [s for v in checked for s in v.suggestions]
+    if not found:
+        return [nothing_to_improve(checked)] if checked and len(report.trace_steps) else []
+    return sorted(found, key=lambda s: (-s.gain, _SEVERITY_ORDER[s.severity], s.kind))
+
+
+def verdicts(report: "Report") -> list[Verdict]:
+    """What every check concluded on ``report``, in the order "nothing to improve" lists
+    them; none when the run completed no step, as there is nothing to judge."""
     if report.steps.empty:
         return []
     facts = Facts(report)
-    found: list[Suggestion] = []
-    for rule in RULES:
-        found.extend(rule(facts))
-    if not found:
-        return [nothing_to_improve(facts)] if len(report.trace_steps) else []
-    return sorted(found, key=lambda s: (-s.gain, _SEVERITY_ORDER[s.severity], s.kind))
+    return [v for rule in RULES for v in rule(facts)]
 
 
 class Facts:
@@ -109,7 +119,7 @@ class Facts:
     @cached_property
     def dataloader(self) -> list[Suggestion]:
         """The DataLoader suggestions (the sync rule needs to know whether they pin memory)."""
-        return dataloader_rule(self)
+        return _loader_suggestions(self)
 
     @property
     def on_gpu(self) -> bool:
@@ -130,6 +140,25 @@ def local_world_size() -> int:
         return 1
 
 
+# The checks as "nothing to improve" names them. Rules that need the same measurement name
+# the same check, so a measurement that is missing is listed once, not once per rule.
+DATA_LOADING = "data loading"
+SYNCS = "host-device syncs"
+GPU_IDLE = "GPU idle time and batch size"
+DEVICE_MEMORY = "device memory and batch size"
+KERNELS = "tensor cores and cuDNN settings"
+CPU_BATCH = "the CPU batch size"
+GROWTH = "memory growth"
+NO_DEVICE_TIME = "no device activity was recorded in the profiled steps"
+NO_ABSOLUTE_MEMORY = "the trace has no absolute device memory figures"
+NO_KERNELS = "no kernel was recorded in the profiled steps"
+
+
+def _gpu_not_run(f: Facts, check: str, reason: str) -> list[Verdict]:
+    """A GPU check that could not run; on a CPU run it does not apply, so it has no verdict."""
+    return [not_run(check, reason)] if f.on_gpu else []
+
+
 def _severity(gain: float) -> Severity:
     if gain >= T.SEVERITY_HIGH_GAIN:
         return "high"
@@ -142,8 +171,25 @@ def _ms(value: float) -> str:
 
 
 # -- DataLoader ------------------------------------------------------------------------------
-def dataloader_rule(f: Facts) -> list[Suggestion]:
+def dataloader_rule(f: Facts) -> list[Verdict]:
     """Loaders whose waiting exceeds ``DATALOADER_WAIT_SHARE`` of the step.
+
+    Passed only where a DataLoader was seen: a run without one has nothing to vouch for.
+    """
+    if f.dataloader:
+        return [fired(DATA_LOADING, f.dataloader)]
+    wait = f.data_wait
+    if wait is None or not M.saw_dataloader(f.report):
+        return [not_run(DATA_LOADING, "no DataLoader was seen in the profiled steps")]
+    waiting = measure_waiting(wait, wait.compute_ms, M.wait_per_step(f.report, None))
+    after = ", not counting one-time start-up waits" if waiting.startup_ms > 0 else ""
+    return [passed(DATA_LOADING, f"the DataLoader keeps up (waiting {waiting.steady_share:.1%} of the step{after}, "
+                                 f"under {T.DATALOADER_WAIT_SHARE:.0%})",
+                   data_wait_share=round(waiting.steady_share, 4))]
+
+
+def _loader_suggestions(f: Facts) -> list[Suggestion]:
+    """A suggestion for each loader that keeps the steps waiting.
 
     Live runs judge each recorded loader by its own waiting; a trace (which has
     no loader records) is judged by its DataLoader time, with generic code.
@@ -330,14 +376,25 @@ def _trace_loader_args(f: Facts) -> tuple[LoaderArgs, int | None]:
 
 
 # -- batch size --------------------------------------------------------------------------------
-def batch_size_up_rule(f: Facts) -> list[Suggestion]:
+def batch_size_up_rule(f: Facts) -> list[Verdict]:
     """GPU busy under ``LOW_GPU_UTILIZATION`` of the non-waiting time, with memory to spare."""
-    dt, mem = f.device_time, f.memory
-    if dt is None or dt.synthetic or dt.steps < T.MIN_STEPS_FOR_IDLE or mem is None or mem.activations <= 0:
-        return []
+    dt, mem, why = f.device_time, f.memory, _why_not_timed(f)
+    if dt is None or why is not None:
+        return _gpu_not_run(f, GPU_IDLE, why or NO_DEVICE_TIME)
+    if mem is None or mem.activations <= 0:
+        return _gpu_not_run(f, DEVICE_MEMORY, NO_ABSOLUTE_MEMORY if mem is None else
+                            "no activation memory was measured within a step")
     util = dt.utilization_without_data_wait
     if util >= T.LOW_GPU_UTILIZATION:
-        return []
+        return [passed(GPU_IDLE, f"the GPU is busy {util:.0%} of the time it does not wait for data")]
+    found = _larger_batch(f, util, mem)
+    return ([fired(GPU_IDLE, [found])] if found is not None else
+            [passed(DEVICE_MEMORY, f"memory has no room for a batch {T.MIN_BATCH_GROWTH}× as large")])
+
+
+def _larger_batch(f: Facts, util: float, mem: M.DeviceMemory) -> Suggestion | None:
+    """The largest batch that fits ``MEMORY_TARGET_SHARE`` of the device, or None when it
+    is not ``MIN_BATCH_GROWTH`` times the current one."""
     room = T.MEMORY_TARGET_SHARE * mem.total - mem.static
     record = f.main_loader
     batch = record.batch_size if record is not None else None
@@ -350,7 +407,7 @@ def batch_size_up_rule(f: Facts) -> list[Suggestion]:
         factor = float(M.largest_power_of_two(room / mem.activations))
         new_batch = None
     if factor < T.MIN_BATCH_GROWTH:
-        return []
+        return None
     gain = max(1.0, min(1.0 / max(util, 1e-9), factor))
     peak = mem.static + mem.activations * factor
     evidence = {
@@ -373,7 +430,7 @@ def batch_size_up_rule(f: Facts) -> list[Suggestion]:
         code = f"batch_size = batch_size * {int(factor)}"
     code += f"\n# keep the learning rate in step with the batch (linear rule: lr × {factor:g}) and check convergence"
     size = f"batch_size={new_batch}" if new_batch else f"a {int(factor)}× larger batch"
-    return [Suggestion(
+    return Suggestion(
         kind="batch_size",
         title=f"The GPU is busy only {util:.0%} of the step and memory allows {size}",
         severity=_severity(gain),
@@ -386,14 +443,22 @@ def batch_size_up_rule(f: Facts) -> list[Suggestion]:
         code=code,
         detail=(f"activation memory {fmt_bytes(mem.activations)} per step (peak {fmt_bytes(mem.peak)} minus "
                 f"{fmt_bytes(mem.static)} of parameters, gradients and optimizer state)"),
-    )]
+    )
 
 
-def memory_near_limit_rule(f: Facts) -> list[Suggestion]:
+def memory_near_limit_rule(f: Facts) -> list[Verdict]:
     """Peak allocated memory above ``MEMORY_NEAR_LIMIT_SHARE`` of the device."""
     mem = f.memory
-    if mem is None or mem.peak_share < T.MEMORY_NEAR_LIMIT_SHARE:
-        return []
+    if mem is None:
+        return _gpu_not_run(f, DEVICE_MEMORY, NO_ABSOLUTE_MEMORY)
+    if mem.peak_share < T.MEMORY_NEAR_LIMIT_SHARE:
+        return [passed(DEVICE_MEMORY, f"peak memory is {mem.peak_share:.0%} of the device",
+                       peak_memory_share=round(mem.peak_share, 4))]
+    return [fired(DEVICE_MEMORY, [_accumulation(f, mem)])]
+
+
+def _accumulation(f: Facts, mem: M.DeviceMemory) -> Suggestion:
+    """Half the micro-batch with gradient accumulation: the same effective batch, less memory."""
     record = f.main_loader
     batch = record.batch_size if record is not None else None
     half = batch // 2 if batch and batch >= 2 else None
@@ -412,7 +477,7 @@ def memory_near_limit_rule(f: Facts) -> list[Suggestion]:
         "# out = checkpoint(block, x, use_reentrant=False)"
     )
     saved = mem.activations / 2
-    return [Suggestion(
+    return Suggestion(
         kind="memory_near_limit",
         title=f"Peak memory is {mem.peak_share:.0%} of the device: one larger batch from out-of-memory",
         severity="high" if mem.peak_share >= T.MEMORY_CRITICAL_SHARE else "medium",
@@ -428,24 +493,36 @@ def memory_near_limit_rule(f: Facts) -> list[Suggestion]:
         gain=1.0,
         code=code,
         detail="a longer sequence or a larger batch than the profiled ones would not fit",
-    )]
+    )
 
 
-def cpu_batch_rule(f: Facts) -> list[Suggestion]:
+def cpu_batch_rule(f: Facts) -> list[Verdict]:
     """On CPU: fixed per-step cost (per-operator overhead, Python, optimizer) above
     ``CPU_OVERHEAD_SHARE`` of the step, which a larger batch shares out."""
     if f.report.device.kind != "cpu":
         return []
     co = f.cpu
-    if co is None or co.share <= T.CPU_OVERHEAD_SHARE:
-        return []
+    if co is None:
+        return [not_run(CPU_BATCH, _why_no_steps(f) or "no operator call on the step thread to measure")]
+    cost = f"fixed per-step cost is {co.share:.0%} of the step"
+    if co.share <= T.CPU_OVERHEAD_SHARE:
+        return [passed(CPU_BATCH, f"{cost} (under {T.CPU_OVERHEAD_SHARE:.0%})", cpu_fixed_share=round(co.share, 4))]
+    found = _cpu_larger_batch(f, co)
+    return ([fired(CPU_BATCH, [found])] if found is not None else
+            [passed(CPU_BATCH, f"{cost}, but the dataset is too small for a batch {T.MIN_BATCH_GROWTH}× as large",
+                    cpu_fixed_share=round(co.share, 4))])
+
+
+def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
+    """A batch ``CPU_BATCH_GROWTH`` times larger (within the dataset), or None when the
+    dataset does not hold ``MIN_BATCH_GROWTH`` such batches."""
     record = f.main_loader
     batch = record.batch_size if record is not None else None
     k = T.CPU_BATCH_GROWTH
     if batch and record is not None and record.dataset_length:
         k = min(k, M.largest_power_of_two(record.dataset_length / batch))
     if k < T.MIN_BATCH_GROWTH:
-        return []
+        return None
     o = co.share
     gain = k / (o + k * (1.0 - o))
     evidence = {
@@ -465,7 +542,7 @@ def cpu_batch_rule(f: Facts) -> list[Suggestion]:
         code = f"batch_size = batch_size * {k}"
     code += f"\n# keep the learning rate in step with the batch (linear rule: lr × {k}) and check convergence"
     size = f"batch_size={batch * k}" if batch else f"a {k}× larger batch"
-    return [Suggestion(
+    return Suggestion(
         kind="batch_size",
         title=f"Fixed per-step cost is {o:.0%} of each step on CPU: use {size}",
         severity=_severity(gain),
@@ -482,22 +559,35 @@ def cpu_batch_rule(f: Facts) -> list[Suggestion]:
         detail=(f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, plus "
                 f"{co.python_us:.0f} µs of Python and {co.optimizer_us:.0f} µs of optimizer per step, the same for "
                 "any batch size"),
-    )]
+    )
 
 
 # -- AMP / tensor cores --------------------------------------------------------------------------
-def amp_rule(f: Facts) -> list[Suggestion]:
-    """Matmul/conv kernels without tensor cores on a GPU of compute capability >= 7.0."""
-    dev = f.report.device
-    cc = dev.compute_capability
-    if dev.kind != "cuda" or cc is None or cc < T.TENSOR_CORE_MIN_CC:
-        return []
-    mix, dt = f.kernel_mix, f.device_time
-    if mix is None or dt is None or mix.tensor_core_share >= T.TENSOR_CORE_SHARE_MAX:
-        return []
+def amp_rule(f: Facts) -> list[Verdict]:
+    """Matmul/conv kernels without tensor cores on a GPU of compute capability >= 7.0;
+    a GPU without tensor cores has nothing to check."""
+    cc, mix, dt = f.report.device.compute_capability, f.kernel_mix, f.device_time
+    why = _why_no_kernels(f) or (None if cc else "the trace does not give the GPU's compute capability")
+    if why is not None or cc is None or mix is None or dt is None:
+        return _gpu_not_run(f, KERNELS, why or NO_KERNELS)
+    if cc < T.TENSOR_CORE_MIN_CC:
+        return []  # no tensor cores to use: nothing to check
+    return [_tensor_core_verdict(f, cc, mix, dt)]
+
+
+def _tensor_core_verdict(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime) -> Verdict:
+    """Passed when kernels use tensor cores already, or matmul/conv kernels are too small a
+    part of the step to be worth autocast."""
     eligible = mix.eligible_share * dt.utilization
-    if eligible < T.AMP_ELIGIBLE_MIN_SHARE:
-        return []
+    used = mix.tensor_core_share >= T.TENSOR_CORE_SHARE_MAX
+    if used or eligible < T.AMP_ELIGIBLE_MIN_SHARE:
+        few = "" if used else f", and matmul/conv kernels take {eligible:.0%} of the step"
+        return passed(KERNELS, f"{mix.tensor_core_share:.0%} of kernel time runs on tensor cores{few}")
+    return fired(KERNELS, [_autocast(f, cc, mix, dt, eligible)])
+
+
+def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime, eligible: float) -> Suggestion:
+    """Autocast to bf16 where the GPU has it, else fp16 with loss scaling."""
     bf16 = cc >= T.BF16_MIN_CC
     gain = amdahl(eligible, T.TENSOR_CORE_SPEEDUP_MAX)
     loader = f.main_loader.name if f.main_loader is not None and f.main_loader.name else "train_loader"
@@ -524,7 +614,7 @@ def amp_rule(f: Facts) -> list[Suggestion]:
             "    scaler.update()"
         )
     dtype = "bf16" if bf16 else "fp16"
-    return [Suggestion(
+    return Suggestion(
         kind="amp",
         title=f"No kernel uses tensor cores: run matmuls and convolutions in {dtype} with torch.autocast",
         severity=_severity(gain),
@@ -542,7 +632,7 @@ def amp_rule(f: Facts) -> list[Suggestion]:
         code=code,
         detail=(f"{mix.eligible_share:.0%} of kernel time comes from matmul/conv operators, all on the fp32 units; "
                 f"compute capability {cc[0]}.{cc[1]} has tensor cores" + (" and bf16" if bf16 else "")),
-    )]
+    )
 
 
 # -- host-device syncs -----------------------------------------------------------------------
@@ -575,23 +665,37 @@ _SYNC_FIXES = {
 }
 
 
-def sync_rule(f: Facts, skip_h2d: bool = False) -> list[Suggestion]:
+def sync_rule(f: Facts, skip_h2d: bool = False) -> list[Verdict]:
     """Syncs inside the step after which the GPU idles at least ``SYNC_IDLE_SHARE`` of it.
 
     ``skip_h2d`` leaves out blocking input copies when the DataLoader suggestion
-    already fixes them (pin_memory and non_blocking).
+    already fixes them (pin_memory and non_blocking). Without steps to judge, no
+    sync is vouched for: the check did not run.
     """
-    dt, points = f.device_time, f.syncs
-    if dt is None or points.empty or dt.span_us <= 0:
-        return []
+    dt = f.device_time
+    if dt is None or dt.span_us <= 0:
+        return _gpu_not_run(f, SYNCS, NO_DEVICE_TIME)
+    found = _sync_suggestion(f, dt, skip_h2d)
+    if found is not None:
+        return [fired(SYNCS, [found])]
+    why = _why_no_steps(f)
+    if why is not None:
+        return [not_run(SYNCS, why)]
+    return [passed(SYNCS, f"no host-device sync leaves the GPU idle {T.SYNC_IDLE_SHARE:.0%} of the step or more")]
+
+
+def _sync_suggestion(f: Facts, dt: M.DeviceTime, skip_h2d: bool) -> Suggestion | None:
+    """The syncs that cost the most idle GPU time, with the fix for the worst, or None
+    when they leave the GPU idle under ``SYNC_IDLE_SHARE`` of the step."""
+    points = f.syncs
     if skip_h2d:
         points = points[points["cause"] != "h2d"]
-        if points.empty:
-            return []
+    if points.empty:
+        return None
     idle = M.sync_idle_us(points)
     share = idle / dt.span_us
     if share < T.SYNC_IDLE_SHARE:
-        return []
+        return None
     places = pd.DataFrame(
         [(c, w, len(g), M.sync_idle_us(g)) for (c, w), g in points.groupby(["cause", "where"], sort=False)],
         columns=["cause", "where", "calls", "idle_us"],
@@ -609,7 +713,7 @@ def sync_rule(f: Facts, skip_h2d: bool = False) -> list[Suggestion]:
         detail = f"the wait happens inside {where}, not in your code: the library synchronizes there"
     listing = [f"{_SYNC_CAUSES[r.cause]} at {r.where}: {r.calls / dt.steps:g} per step, "
                f"GPU idle {r.idle_us / dt.steps / 1e3:.2f} ms per step after it" for r in places.head(5).itertuples()]
-    return [Suggestion(
+    return Suggestion(
         kind="sync",
         title=f"The host waits for the GPU {per_step:.0f}× per step, mostly at {where}",
         severity=_severity(gain),
@@ -622,20 +726,26 @@ def sync_rule(f: Facts, skip_h2d: bool = False) -> list[Suggestion]:
         gain=gain,
         code=code,
         detail=detail,
-    )]
+    )
 
 
 # -- launch-bound steps -----------------------------------------------------------------------
-def launch_bound_rule(f: Facts) -> list[Suggestion]:
+def launch_bound_rule(f: Facts) -> list[Verdict]:
     """GPU idle waiting on the host for more than ``LAUNCH_IDLE_SHARE`` of the step, with
     data waiting and syncs taken out (those have their own suggestions)."""
-    dt = f.device_time
-    if dt is None or dt.synthetic or dt.span_us <= 0 or dt.steps < T.MIN_STEPS_FOR_IDLE:
-        return []
+    dt, why = f.device_time, _why_not_timed(f)
+    if dt is None or why is not None:
+        return _gpu_not_run(f, GPU_IDLE, why or NO_DEVICE_TIME)
     idle = max(dt.host_wait_us - dt.dataloader_us - M.sync_idle_us(f.syncs), 0.0)
     share = idle / dt.span_us
     if share <= T.LAUNCH_IDLE_SHARE:
-        return []
+        return [passed(GPU_IDLE, f"the GPU is busy {dt.utilization:.0%} of the step and waits on the host under "
+                                 f"{T.LAUNCH_IDLE_SHARE:.0%} of it", gpu_utilization=round(dt.utilization, 4))]
+    return [fired(GPU_IDLE, [_fuse_kernels(f, dt, idle, share)])]
+
+
+def _fuse_kernels(f: Facts, dt: M.DeviceTime, idle: float, share: float) -> Suggestion:
+    """torch.compile, blamed on tiny kernels or on slow host code, whichever the kernels show."""
     mix = f.kernel_mix
     tiny = mix.tiny_share if mix is not None else 0.0
     gain = amdahl(share)
@@ -645,7 +755,7 @@ def launch_bound_rule(f: Facts) -> list[Suggestion]:
             "# model = torch.compile(model, mode=\"reduce-overhead\")")
     why = (f"{tiny:.0%} of kernels run under {T.TINY_KERNEL_US:g} µs, shorter than a launch takes"
            if many_tiny else "the host (Python, operator dispatch) is slower than the GPU it feeds")
-    return [Suggestion(
+    return Suggestion(
         kind="launch_bound",
         title=f"The GPU waits on the host {share:.0%} of the step: fuse kernels with torch.compile",
         severity=_severity(gain),
@@ -661,32 +771,36 @@ def launch_bound_rule(f: Facts) -> list[Suggestion]:
         gain=gain,
         code=code,
         detail=why,
-    )]
+    )
 
 
 # -- conv nets on GPU ---------------------------------------------------------------------------
-def conv_rule(f: Facts) -> list[Suggestion]:
+def conv_rule(f: Facts) -> list[Verdict]:
     """Convolutions at ``CONV_MIN_SHARE`` of kernel time or more: cudnn.benchmark, channels_last."""
-    if f.report.device.kind != "cuda":
-        return []
-    mix, dt = f.kernel_mix, f.device_time
-    if mix is None or dt is None:
-        return []
-    conv, transpose = mix.conv_share * dt.utilization, mix.layout_transpose_share * dt.utilization
+    why, mix, dt = _why_no_kernels(f), f.kernel_mix, f.device_time
+    if why is not None or mix is None or dt is None:
+        return _gpu_not_run(f, KERNELS, why or NO_KERNELS)
+    conv = mix.conv_share * dt.utilization
     if conv < T.CONV_MIN_SHARE:
-        return []
+        return [passed(KERNELS, f"convolutions take {conv:.0%} of the step")]
+    return [fired(KERNELS, [_cudnn_settings(mix, dt, conv, f.step)])]
+
+
+def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str) -> Suggestion:
+    """cudnn.benchmark and channels_last, bounded by the conv kernels and layout conversions."""
+    transpose = mix.layout_transpose_share * dt.utilization
     gain = 1.0 / max(1.0 - conv * (1.0 - 1.0 / T.CONV_TUNING_SPEEDUP_MAX) - transpose, 1e-9)
     code = ("torch.backends.cudnn.benchmark = True  # fixed input shapes: cuDNN tries its algorithms once, keeps the best\n"
             "model = model.to(memory_format=torch.channels_last)  # NHWC, the tensor cores' native layout\n"
             "x = x.to(device, memory_format=torch.channels_last, non_blocking=True)")
-    return [Suggestion(
+    return Suggestion(
         kind="conv",
         title=f"Convolutions take {conv:.0%} of the step: set cudnn.benchmark and use channels_last",
         severity=_severity(gain),
         evidence={"conv_step_share": round(conv, 4), "conv_kernel_share": round(mix.conv_share, 4),
                   "layout_transpose_share": round(mix.layout_transpose_share, 4),
                   "tensor_core_share": round(mix.tensor_core_share, 4)},
-        facts=(f"convolution kernels: {conv:.0%} of the step ({f.step}), {mix.conv_share:.0%} of kernel time",
+        facts=(f"convolution kernels: {conv:.0%} of the step ({step}), {mix.conv_share:.0%} of kernel time",
                f"NCHW↔NHWC conversion kernels: {transpose:.1%} of the step",
                f"tensor-core kernels: {mix.tensor_core_share:.0%} of kernel time"),
         expected_gain=(f"at most {gain:.2f}× step time: conv kernels ({conv:.0%} of the step) at most "
@@ -695,15 +809,34 @@ def conv_rule(f: Facts) -> list[Suggestion]:
         gain=gain,
         code=code,
         detail="channels_last pays off most with tensor cores (AMP, or TF32 on Ampere and later)",
-    )]
+    )
 
 
 # -- memory growth ---------------------------------------------------------------------------------
-def memory_growth_rule(f: Facts) -> list[Suggestion]:
-    """Memory that rises step after step (``report.memory_growth`` flags it)."""
+def memory_growth_rule(f: Facts) -> list[Verdict]:
+    """Memory that rises step after step (``report.memory_growth`` flags it). Each series
+    too short to judge is a check of its own that could not run."""
     growth = f.report.memory_growth
-    if growth.empty or not growth["flagged"].any():
-        return []
+    if growth.empty:
+        return [not_run(GROWTH, "no memory figures were recorded")]
+    if growth["flagged"].any():
+        return [fired(GROWTH, [_kept_tensors(f, growth)])]
+    judged, unjudged = growth[growth["judged"]], growth[~growth["judged"]]
+    what = "; ".join(f"{series_label(r.source, r.measure)} on {r.device} over {r.steps} steps"
+                     for r in judged.itertuples(index=False))
+    found = [passed(GROWTH, f"memory does not grow from step to step ({what})")] if len(judged) else []
+    return found + [not_run(f"{GROWTH} of {series_label(r.source, r.measure)} on {r.device}",
+                            f"{r.steps} step(s) to judge, it needs {_growth_steps_needed(r.source, r.measure)}")
+                    for r in unjudged.itertuples(index=False)]
+
+
+def _growth_steps_needed(source: str, measure: str) -> int:
+    """Steps a series needs to be judged: fewer for the trace's exact allocated bytes."""
+    return GROWTH_MIN_STEADY_STEPS if (source, measure) == ("trace", "allocated") else GROWTH_MIN_STEPS
+
+
+def _kept_tensors(f: Facts, growth: pd.DataFrame) -> Suggestion:
+    """The steepest flagged series, the usual cause (tensors kept with their graph) and its fixes."""
     flagged = growth[growth["flagged"]].sort_values(["steps", "slope_bytes_per_step"], ascending=False, kind="stable")
     row = flagged.iloc[0]
     slope = float(row["slope_bytes_per_step"])
@@ -731,7 +864,7 @@ def memory_growth_rule(f: Facts) -> list[Suggestion]:
             "hidden = hidden.detach()         # state carried across steps (RNNs) must drop its history\n"
             "with torch.no_grad():            # evaluation inside the loop: no graph to keep\n"
             "    val_loss = loss_fn(model(x_val), y_val)")
-    return [Suggestion(
+    return Suggestion(
         kind="memory_growth",
         title=f"Memory grows {fmt_bytes(slope)} per step on {row['device']}: tensors from earlier steps are kept alive",
         severity=severity,
@@ -742,7 +875,7 @@ def memory_growth_rule(f: Facts) -> list[Suggestion]:
         code=code,
         detail=("the usual cause is a tensor that carries its autograd graph, kept across steps (a running loss, "
                 "a list of outputs)"),
-    )]
+    )
 
 
 def growth_fact(row: Any, relative: set[str]) -> str:
@@ -757,36 +890,37 @@ def growth_fact(row: Any, relative: set[str]) -> str:
             f"{fmt_bytes(row.slope_bytes_per_step)} per step ({rises} rises in {max(row.steps - 1, 0)} changes)")
 
 
-def _loader_suggestions(f: Facts) -> list[Suggestion]:
-    return f.dataloader
-
-
-def _syncs_not_fixed_by_loader(f: Facts) -> list[Suggestion]:
+def _syncs_not_fixed_by_loader(f: Facts) -> list[Verdict]:
     """Blocking input copies are left to the DataLoader suggestion when it pins memory."""
     pins = any("pin_memory" in s.evidence.get("changed", ()) for s in f.dataloader)
     return sync_rule(f, skip_h2d=pins)
 
 
-RULES: tuple[Callable[[Facts], list[Suggestion]], ...] = (
-    _loader_suggestions, batch_size_up_rule, memory_near_limit_rule, cpu_batch_rule, amp_rule,
-    _syncs_not_fixed_by_loader, launch_bound_rule, conv_rule, memory_growth_rule,
+# In the order "nothing to improve" lists what they checked.
+RULES: tuple[Callable[[Facts], list[Verdict]], ...] = (
+    dataloader_rule, _syncs_not_fixed_by_loader, launch_bound_rule, batch_size_up_rule, memory_near_limit_rule,
+    amp_rule, conv_rule, cpu_batch_rule, memory_growth_rule,
 )
 
 
-def nothing_to_improve(f: Facts) -> Suggestion:
+def nothing_to_improve(checked: Sequence[Verdict]) -> Suggestion:
     """The one result of a run where no rule fired: the checks that ran, with the figures
     they saw, and those that could not run, with why, so that "nothing to improve"
-    never vouches for what was not looked at."""
-    passed, not_run, evidence = _checks_that_ran(f)
-    if not not_run:
+    never vouches for what was not looked at. Rules that could not run for the same
+    reason are listed once."""
+    passes, misses = _lines(checked, "passed"), _lines(checked, "not_run")
+    evidence: dict[str, object] = {}
+    for v in checked:
+        evidence.update(v.evidence)
+    if not misses:
         title = "Nothing to improve: every check passed"
-    elif passed:
-        title = (f"Nothing to improve in what could be checked: {len(not_run)} of {len(passed) + len(not_run)} "
+    elif passes:
+        title = (f"Nothing to improve in what could be checked: {len(misses)} of {len(passes) + len(misses)} "
                  "checks could not run")
     else:
         title = "No suggestion, but no check could run on this profile"
-    parts = ([f"Passed: {'; '.join(passed)}."] if passed else []) + (
-        [f"Could not check: {'; '.join(not_run)}."] if not_run else [])
+    parts = ([f"Passed: {'; '.join(passes)}."] if passes else []) + (
+        [f"Could not check: {'; '.join(misses)}."] if misses else [])
     return Suggestion(
         kind=NOTHING_TO_IMPROVE,
         title=title,
@@ -799,67 +933,26 @@ def nothing_to_improve(f: Facts) -> Suggestion:
     )
 
 
-def _checks_that_ran(f: Facts) -> tuple[list[str], list[str], dict[str, object]]:
-    """What each check that applies to this device saw when it passed, why the others
-    could not run, and the passed checks' figures. GPU checks are left out on a CPU run
-    and the CPU batch check on a GPU run: they do not apply, so they are neither passed
-    nor missed."""
-    passed: list[str] = []
-    not_run: list[str] = []
-    evidence: dict[str, object] = {}
-    wait = f.data_wait
-    if wait is None or not M.saw_dataloader(f.report):
-        not_run.append("data loading (no DataLoader was seen in the profiled steps)")
-    else:
-        waiting = measure_waiting(wait, wait.compute_ms, M.wait_per_step(f.report, None))
-        startup_ms, share = waiting.startup_ms, waiting.steady_share
-        evidence["data_wait_share"] = round(share, 4)
-        after = ", not counting one-time start-up waits" if startup_ms > 0 else ""
-        passed.append(f"the DataLoader keeps up (waiting {share:.1%} of the step{after}, "
-                      f"under {T.DATALOADER_WAIT_SHARE:.0%})")
-    no_steps = _why_no_steps(f)
-    dt, mix = f.device_time, f.kernel_mix
-    if f.on_gpu and dt is not None:
-        if no_steps is not None:
-            not_run.append(f"host-device syncs ({no_steps})")
-        else:
-            passed.append(f"no host-device sync leaves the GPU idle {T.SYNC_IDLE_SHARE:.0%} of the step or more")
-        too_few = no_steps or _why_too_few_steps(f, dt)
-        if too_few is not None:
-            not_run.append(f"GPU idle time and batch size ({too_few})")
-        else:
-            evidence["gpu_utilization"] = round(dt.utilization, 4)
-            passed.append(f"the GPU is busy {dt.utilization:.0%} of the step and waits on the host under "
-                          f"{T.LAUNCH_IDLE_SHARE:.0%} of it")
-        if f.memory is not None:
-            evidence["peak_memory_share"] = round(f.memory.peak_share, 4)
-            passed.append(f"peak memory is {f.memory.peak_share:.0%} of the device")
-        else:
-            not_run.append("device memory and batch size (the trace has no absolute device memory figures)")
-        if f.report.device.kind != "cuda":
-            not_run.append(f"tensor cores and cuDNN settings (these checks know CUDA devices only, not "
-                           f"{f.report.device.kind.upper()})")
-        elif mix is not None:
-            passed.append(f"{mix.tensor_core_share:.0%} of kernel time runs on tensor cores and convolutions take "
-                          f"{mix.conv_share * dt.utilization:.0%} of the step")
-    elif f.cpu is not None:
-        evidence["cpu_fixed_share"] = round(f.cpu.share, 4)
-        passed.append(f"fixed per-step cost is {f.cpu.share:.0%} of the step (under {T.CPU_OVERHEAD_SHARE:.0%})")
-    else:
-        not_run.append(f"the CPU batch size ({no_steps or 'no operator call on the step thread to measure'})")
-    growth = f.report.memory_growth
-    judged, unjudged = growth[growth["judged"] & ~growth["flagged"]], growth[~growth["judged"]]
-    if len(judged):
-        what = "; ".join(f"{series_label(r.source, r.measure)} on {r.device} over {r.steps} steps"
-                         for r in judged.itertuples(index=False))
-        passed.append(f"memory does not grow from step to step ({what})")
-    for r in unjudged.itertuples(index=False):
-        needed = GROWTH_MIN_STEADY_STEPS if (r.source, r.measure) == ("trace", "allocated") else GROWTH_MIN_STEPS
-        not_run.append(f"memory growth of {series_label(r.source, r.measure)} on {r.device} "
-                       f"({r.steps} step(s) to judge, it needs {needed})")
-    if growth.empty:
-        not_run.append("memory growth (no memory figures were recorded)")
-    return passed, not_run, evidence
+def _lines(checked: Sequence[Verdict], state: str) -> list[str]:
+    """The lines of the verdicts in ``state``, each once: rules that share a missing
+    measurement give the same line."""
+    return list(dict.fromkeys(v.line for v in checked if v.state == state))
+
+
+def _why_not_timed(f: Facts) -> str | None:
+    """Why the checks that judge the GPU's idle time within steps cannot run, or None when they can."""
+    dt = f.device_time
+    if dt is None or dt.span_us <= 0:
+        return NO_DEVICE_TIME
+    return _why_no_steps(f) or _why_too_few_steps(f, dt)
+
+
+def _why_no_kernels(f: Facts) -> str | None:
+    """Why the kernel checks (tensor cores, cuDNN) cannot run, or None when they can."""
+    kind = f.report.device.kind
+    if kind != "cuda":
+        return f"these checks know CUDA devices only, not {kind.upper()}"
+    return None if f.kernel_mix is not None and f.device_time is not None else NO_KERNELS
 
 
 def _why_no_steps(f: Facts) -> str | None:
