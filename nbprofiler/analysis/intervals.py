@@ -70,6 +70,30 @@ def climb(parent: np.ndarray, start: np.ndarray,
     return node, links
 
 
+def innermost_around(start: np.ndarray, end: np.ndarray, thread: np.ndarray, parent: np.ndarray,
+                     by_thread_and_start: np.ndarray, query_thread: np.ndarray, query_ts: np.ndarray) -> np.ndarray:
+    """Of ranges nested per thread (``parent``: ``parent_index``; ``by_thread_and_start``:
+    ``np.lexsort((start, thread))``), the innermost one around each (thread, time), or -1.
+
+    Vectorised: per thread (a trace has few), the last range that started at or
+    before each time; then every query climbs to the parent while its candidate
+    ended before it, all queries at once.
+    """
+    order = by_thread_and_start
+    key_thread, key_start = thread[order], start[order]
+    out = np.full(len(query_ts), -1, dtype=np.int64)
+    by_thread = np.argsort(query_thread, kind="stable")
+    threads, first = np.unique(query_thread[by_thread], return_index=True)
+    for t, queries in zip(threads, np.split(by_thread, first[1:])):
+        lo, hi = np.searchsorted(key_thread, t, side="left"), np.searchsorted(key_thread, t, side="right")
+        if lo == hi:
+            continue
+        k = np.searchsorted(key_start[lo:hi], query_ts[queries], side="right")
+        started = k > 0
+        out[queries[started]] = order[lo + k[started] - 1]
+    return climb(parent, out, lambda walks, nodes: end[nodes] < query_ts[walks])[0]
+
+
 def depth(parent: np.ndarray) -> np.ndarray:
     """How many ancestors each node has (0 at a root)."""
     return climb(parent, parent, lambda walks, _: np.ones(len(walks), dtype=bool))[1]

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..trace.module_names import RANGE_PREFIX as MODULE_RANGE_PREFIX
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
-from .intervals import accumulate_to_ancestors, children_sum, climb, parent_index
+from .intervals import accumulate_to_ancestors, children_sum, climb, innermost_around, parent_index
 from .links import launching_runtime, lookup
 
 OPERATOR_COLUMNS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
@@ -135,26 +135,8 @@ class OperatorTree:
         return np.lexsort((self.start, self.thread))
 
     def enclosing(self, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
-        """The innermost operator (position in ``index``) around each (thread, ts), or -1.
-
-        Vectorised: per thread (a trace has few), the last operator that started at or
-        before each time; then every query climbs to its parent while its candidate
-        ended before it, all queries at once, one tree level per round.
-        """
-        order = self._by_thread_and_start
-        key_thread, key_start = self.thread[order], self.start[order]
-        out = np.full(len(ts), -1, dtype=np.int64)
-        by_thread = np.argsort(thread, kind="stable")
-        threads, first = np.unique(thread[by_thread], return_index=True)
-        for t, queries in zip(threads, np.split(by_thread, first[1:])):
-            lo, hi = np.searchsorted(key_thread, t, side="left"), np.searchsorted(key_thread, t, side="right")
-            if lo == hi:
-                continue
-            k = np.searchsorted(key_start[lo:hi], ts[queries], side="right")
-            started = k > 0
-            out[queries[started]] = order[lo + k[started] - 1]
-        end = self.end
-        return climb(self.parent, out, lambda walks, nodes: end[nodes] < ts[walks])[0]
+        """The innermost operator (position in ``index``) around each (thread, ts), or -1."""
+        return innermost_around(self.start, self.end, self.thread, self.parent, self._by_thread_and_start, thread, ts)
 
     @cached_property
     def device_events(self) -> np.ndarray:

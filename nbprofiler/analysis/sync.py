@@ -35,7 +35,7 @@ import pandas as pd
 from ..capture.lines import NOT_IN_CELL, LineMarks
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
 from .frames import user_frame
-from .intervals import climb, covered_in_windows, has_ancestor, parent_index, union
+from .intervals import climb, covered_in_windows, has_ancestor, innermost_around, parent_index, union
 from .lines import line_at
 from .links import launching_runtime
 from .operators import OperatorTree
@@ -226,16 +226,14 @@ class SyncLocator:
     def __init__(self, table: EventTable, tree: OperatorTree, marks: LineMarks | None, cell_source: str) -> None:
         self.table, self.tree, self.marks = table, tree, marks
         self.cell_lines = cell_source.splitlines()
-        # Python frames sorted by (thread, start), with their nesting, so the frames around
-        # a sync are found by one binary search and a climb, not a scan of every frame.
-        py = np.flatnonzero(table.kind == Kind.PYTHON_FUNCTION)
-        thread = table.thread[py]
-        order = np.lexsort((table["ts"][py], thread))
-        self.py = py[order]
-        self.py_thread = thread[order]
+        # Python frames with their nesting, so the frames around a sync are found by a
+        # binary search and a climb, not a scan of every frame.
+        self.py = np.flatnonzero(table.kind == Kind.PYTHON_FUNCTION)
+        self.py_thread = table.thread[self.py]
         self.py_start = table["ts"][self.py]
         self.py_end = self.py_start + table["dur"][self.py]
         self.py_parent = parent_index(self.py_start, self.py_end, self.py_thread)
+        self.py_order = np.lexsort((self.py_start, self.py_thread))
         # Judged once per distinct name: a trace with stacks repeats its frames.
         self.py_user = np.array([user_frame(n) is not None for n in table.names], dtype=bool)[table.name_code[self.py]]
 
@@ -268,14 +266,8 @@ class SyncLocator:
 
     def _user_frames(self, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
         """The innermost Python frame of user code running on each ``thread`` at ``ts``, or -1."""
-        lo = np.searchsorted(self.py_thread, thread, side="left")
-        hi = np.searchsorted(self.py_thread, thread, side="right")
-        # The last frame on the thread to start by ts, then up while it had ended: the innermost around ts.
-        last = np.array([lo[i] + np.searchsorted(self.py_start[lo[i]:hi[i]], ts[i], side="right") - 1
-                         for i in range(len(ts))], dtype=np.int64)
-        last[last < lo] = -1
-        py_end, user = self.py_end, self.py_user
-        around = climb(self.py_parent, last, lambda walks, frames: py_end[frames] < ts[walks])[0]
+        around = innermost_around(self.py_start, self.py_end, self.py_thread, self.py_parent, self.py_order, thread, ts)
+        user = self.py_user
         return climb(self.py_parent, around, lambda _, frames: ~user[frames])[0]
 
     def _chain(self, pos: int, ev: int) -> str:
