@@ -217,13 +217,15 @@ def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
     if p is None:
         return None
     changes, preamble = _loader_changes(p, args)
-    evidence, facts = _loader_figures(f, p, record)
+    evidence, facts = _loader_figures(f, p, record, args.loader_name)
     evidence["changed"] = sorted(changes)
-    name = "of this trace" if record is None else f"`{args.loader_name}`" if record.name else f"over {record.dataset_type}"
+    name = "of this trace" if record is None else (f"`{args.loader_name}`" if record.name
+                                                    else f"over {record.dataset_type}")
     share, gain = wait.share, p.gain
     text = f"at most 1/(1-{share:.2f}) = {p.bound:.2f}× step time if data waiting disappears"
     if changes and gain < p.bound - 0.005:
-        text += f"; with these settings about {_ms(wait.step_ms)} → {_ms(wait.step_ms / gain)} per step ({gain:.2f}×)"
+        text += (f"; with these settings about {_ms(wait.step_ms)} → {_ms(wait.step_ms / gain)} per step "
+                 f"({gain:.2f}×)")
     return Suggestion(
         kind="dataloader",
         title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {_loader_verb(changes)}",
@@ -262,7 +264,8 @@ def _loader_changes(p: LoaderPlan, args: LoaderArgs) -> tuple[dict[str, object],
     return changes, preamble
 
 
-def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> tuple[dict[str, object], list[str]]:
+def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None,
+                    loader_name: str) -> tuple[dict[str, object], list[str]]:
     """The measured figures behind the plan: as raw numbers (evidence) and in words (facts)."""
     w = p.waiting
     wait = w.wait
@@ -281,7 +284,7 @@ def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> tup
     if record is not None:
         evidence.update(loader=record.name, dataset=record.dataset_name or record.dataset_type,
                         batch_size=record.batch_size, num_workers=record.num_workers)
-        facts.append(f"{args_from_record(record).loader_name} = DataLoader({record.dataset_name or record.dataset_type}, "
+        facts.append(f"{loader_name} = DataLoader({record.dataset_name or record.dataset_type}, "
                      f"batch_size={record.batch_size}, num_workers={record.num_workers}, "
                      f"persistent_workers={record.persistent_workers}, pin_memory={record.pin_memory})")
     elif p.workers == 0:
@@ -504,13 +507,14 @@ def cpu_batch_rule(f: Facts) -> list[Verdict]:
     co = f.cpu
     if co is None:
         return [not_run(CPU_BATCH, _why_no_steps(f) or "no operator call on the step thread to measure")]
-    cost = f"fixed per-step cost is {co.share:.0%} of the step"
-    if co.share <= T.CPU_OVERHEAD_SHARE:
-        return [passed(CPU_BATCH, f"{cost} (under {T.CPU_OVERHEAD_SHARE:.0%})", cpu_fixed_share=round(co.share, 4))]
-    found = _cpu_larger_batch(f, co)
-    return ([fired(CPU_BATCH, [found])] if found is not None else
-            [passed(CPU_BATCH, f"{cost}, but the dataset is too small for a batch {T.MIN_BATCH_GROWTH}× as large",
-                    cpu_fixed_share=round(co.share, 4))])
+    low = co.share <= T.CPU_OVERHEAD_SHARE
+    found = None if low else _cpu_larger_batch(f, co)
+    if found is not None:
+        return [fired(CPU_BATCH, [found])]
+    why = (f" (under {T.CPU_OVERHEAD_SHARE:.0%})" if low else
+           f", but the dataset is too small for a batch {T.MIN_BATCH_GROWTH}× as large")
+    return [passed(CPU_BATCH, f"fixed per-step cost is {co.share:.0%} of the step{why}",
+                   cpu_fixed_share=round(co.share, 4))]
 
 
 def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:

@@ -123,12 +123,15 @@ class Verdict:
 
 
 def fired(check: str, suggestions: list[Suggestion]) -> Verdict:
+    """The check found something to change: its suggestions."""
     return Verdict(check, "fired", suggestions=tuple(suggestions))
 
 
 def passed(check: str, figures: str, **evidence: Any) -> Verdict:
+    """The check ran and found nothing to change: what it saw, in words and as numbers."""
     return Verdict(check, "passed", figures=figures, evidence=evidence)
 
 
 def not_run(check: str, reason: str) -> Verdict:
+    """The check could not judge this report, and why: it vouches for nothing."""
     return Verdict(check, "not_run", reason=reason)
