@@ -86,16 +86,13 @@ class LoaderPlan:
 
     @property
     def changed(self) -> bool:
+        """Some setting changes; without one, a loader that only waited once keeps up."""
         return bool(self.sampler or self.num_workers is not None or self.all_cores or self.prefetch
                     or self.persistent or self.pin)
 
     @property
-    def at_limit(self) -> bool:
-        """Loading is slow, but the cores allow no more workers than the loader has."""
-        return self.waiting.slow and not (self.sampler or self.num_workers is not None or self.all_cores)
-
-    @property
     def still_waits(self) -> bool:
+        """Loading stays slower than compute with these settings: the samples must get cheaper."""
         return self.loaded_wait / self.waiting.step_ms > T.DATALOADER_WAIT_SHARE
 
     @property
