@@ -13,6 +13,8 @@ from ..trace.parser import parse_trace
 from ..trace.sources import find_trace_files, read_trace_file
 from ..trace.table import EventTable, Kind
 from .report import Report
+from .saved import SUFFIX as SAVED_SUFFIX
+from .saved import read_report
 
 # ``tensorboard_trace_handler`` names each file ``<worker>.<time>.pt.trace.json[.gz]``: the
 # worker (``<host>_<pid>`` unless given) is one process, the time tells its profiling cycles apart.
@@ -31,7 +33,8 @@ class _Process:
 
 
 def load(path: str | os.PathLike[str]) -> Report:
-    """Load a Chrome trace (``.json``/``.json.gz``) or a ``tensorboard_trace_handler`` directory.
+    """Load a Chrome trace (``.json``/``.json.gz``), a ``tensorboard_trace_handler`` directory,
+    or a report ``Report.save`` wrote (``.nbprof``: the run's data with its trace).
 
     In a directory, files are grouped by the process that wrote them: the worker
     in the file name and the rank in its ``distributedInfo``. A schedule with
@@ -49,6 +52,8 @@ def load(path: str | os.PathLike[str]) -> Report:
     the notes.
     """
     files = find_trace_files(path)
+    if files[0].name.endswith(SAVED_SUFFIX):  # only a file named itself: a directory yields trace files
+        return read_report(files[0])
     empty = [f for f in files if f.stat().st_size == 0] if len(files) > 1 else []
     if len(empty) == len(files):  # nothing else to load: the first file's own error says it is empty
         empty = []

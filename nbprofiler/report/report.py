@@ -423,6 +423,15 @@ class Report:
             return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
         raise ValueError("this report has no recorded trace to export (the run ended before any active step)")
 
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the whole report to one ``.nbprof`` file: the trace as recorded and what the
+        run measured (steps, loaders, cell lines, notes), which a trace file alone cannot
+        give back. ``nbprofiler.load(path)`` reads it into an equal Report (format:
+        ``nbprofiler.report.saved``)."""
+        from .saved import save_report
+
+        return save_report(self, path)
+
     def to_text(self) -> str:
         from ..render.text import render_text
 
