@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import json
 import textwrap
 import time
@@ -250,6 +251,31 @@ def test_the_trace_size_limit_holds_inside(tmp_path, saved_bytes, monkeypatch):
     (tmp_path / "big.nbprof").write_bytes(saved_bytes)
     monkeypatch.setenv("NBPROFILER_MAX_TRACE_BYTES", "1000")
     _load_error(tmp_path / "big.nbprof", "limit; profile fewer steps")
+
+
+def test_line_marks_must_be_plain_integers_never_pickles(tmp_path, live_report):
+    """A file from someone else cannot make load unpickle: an object array is refused."""
+    path = tmp_path / "marks.nbprof"
+    with zipfile.ZipFile(path, "w") as zf:
+        buffer = io.BytesIO()
+        np.save(buffer, np.array([object()], dtype=object), allow_pickle=True)
+        zf.writestr("lines/times_ns.npy", buffer.getvalue())
+        zf.writestr("lines/lines.npy", buffer.getvalue())
+        run = json.loads(zipfile.ZipFile(live_report.save(tmp_path / "live.nbprof")).read("nbprofiler.json"))
+        run["report"]["run"]["line_marks"] = {"times_ns": "lines/times_ns.npy", "lines": "lines/lines.npy"}
+        run["report"]["trace"] = None
+        zf.writestr("nbprofiler.json", json.dumps(run))
+    _load_error(path, "a malformed saved report .*allow_pickle=False")
+
+
+def test_a_trace_file_report_whose_file_is_gone_is_not_saved_half(tmp_path):
+    source = tmp_path / "cpu.pt.trace.json.gz"
+    source.write_bytes(shared_trace("cpu_only").read_bytes())
+    report = nbprofiler.load(source)
+    source.unlink()
+    with pytest.raises(nbprofiler.TraceError, match="trace file is gone"):
+        report.save(tmp_path / "cpu.nbprof")
+    assert not list(tmp_path.iterdir())
 
 
 def test_save_wants_the_extension_load_knows(tmp_path):

@@ -140,6 +140,11 @@ class _Writer:
             return None
         if report.source_path in self.traces:
             return self.traces[report.source_path]
+        if report.raw_trace is None and report.source_path is not None and not Path(report.source_path).is_file():
+            # A trace file's report reads its bytes from the file again, and a report without
+            # its trace could not be rebuilt: refuse rather than save half of it.
+            raise TraceError(report.source_path, "this report's trace file is gone (moved or deleted), so the "
+                                                 "report cannot be saved; load the trace from where it is now")
         member = prefix + "trace.json"
         self.zf.writestr(member, report._trace_bytes())
         if report.source_path is not None:
