@@ -277,10 +277,19 @@ def _await_profiled_cell(lines: list[str]) -> list[str]:
     IPython's ``run_cell`` catches only ``Exception`` from a transform, so a Ctrl-C while
     this one reads the cell would escape the shell: the cell raises it when it runs
     instead, as if the interrupt had come a moment later."""
+    global _reading_cell
+    if _reading_cell:  # the body, transformed again to see whether it awaits: the outer call decides
+        return _awaiting_form(lines)
     try:
+        _reading_cell = True
         return _awaiting_form(lines)
     except KeyboardInterrupt:
         return ["raise KeyboardInterrupt\n"]
+    finally:
+        _reading_cell = False
+
+
+_reading_cell = False  # whether _await_profiled_cell is reading a cell (it transforms the body once more)
 
 
 def _awaiting_form(lines: list[str]) -> list[str]:

@@ -170,6 +170,24 @@ def test_ctrl_c_as_the_run_cleans_up(shell, monkeypatch, owner, name, when):
     assert_recovered(shell)
 
 
+def test_ctrl_c_after_the_stop_still_gets_the_report(shell, monkeypatch):
+    """Pressed once the profiler is stopped and the hooks are gone, before the report is
+    built: the report of the whole run is still built and kept, then the interrupt comes."""
+    release = ProfileRun._release
+
+    def release_then_ctrl_c(self: ProfileRun) -> BaseException | None:
+        interrupt = release(self)
+        ctrl_c()
+        return interrupt
+
+    monkeypatch.setattr(ProfileRun, "_release", release_then_ctrl_c)
+    error, run = run_counting_cell(shell)
+    monkeypatch.undo()
+    assert isinstance(error, KeyboardInterrupt)
+    assert run is not None and len(run.steps) == 12 and list(run.trace_steps["step"]) == ACTIVE
+    assert_recovered(shell)
+
+
 def test_ctrl_c_as_the_run_starts(shell, monkeypatch):
     """Pressed while the run starts (the last thing before ``__enter__`` returns): the
     start is undone, so no cell is left refused as nested and no hook stays."""

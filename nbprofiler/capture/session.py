@@ -283,14 +283,17 @@ class ProfileRun:
         DataLoader worker, which fires in whatever the main thread runs next. It is
         held, the report built (once more if it struck the build), then re-raised.
         """
-        interrupt = self._release()
-        try:
-            self.report = self._build_report(_describe_failure(exc, interrupt))
-        except BaseException as e:  # noqa: BLE001 - the build is pure: a second try sees the same state
-            interrupt = interrupt or e
-            self.report = self._build_report(_describe_failure(exc, interrupt))
         global _last_report
-        _last_report = self.report
+        with ctrl_c_held() as held:  # a Ctrl-C between the stop and the report waits for the report too
+            interrupt = self._release()
+            if interrupt is None and held is not None and held.pending is not None:
+                interrupt = KeyboardInterrupt()  # pressed while the run stopped: the report says so
+            try:
+                self.report = self._build_report(_describe_failure(exc, interrupt))
+            except BaseException as e:  # noqa: BLE001 - the build is pure: a second try sees the same state
+                interrupt = interrupt or e
+                self.report = self._build_report(_describe_failure(exc, interrupt))
+            _last_report = self.report
         if interrupt is not None:
             raise interrupt
 
@@ -448,8 +451,10 @@ class _HeldCtrlC:
 
 
 @contextmanager
-def ctrl_c_held() -> Iterator[None]:
+def ctrl_c_held() -> Iterator[_HeldCtrlC | None]:
     """Hold Ctrl-C back for the duration; deliver it (KeyboardInterrupt) once the block ends.
+    The block gets the holder (whose ``pending`` says a Ctrl-C is waiting), or None where
+    this block does not hold.
 
     A KeyboardInterrupt half-way through torch's profiler changing state leaves kineto in
     a state that segfaults when stopped or leaves it running; half-way through installing
@@ -461,12 +466,12 @@ def ctrl_c_held() -> Iterator[None]:
     """
     previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
     if not callable(previous) or isinstance(previous, _HeldCtrlC):
-        yield
+        yield None
         return
     held = _HeldCtrlC()
     signal.signal(signal.SIGINT, held)
     try:
-        yield
+        yield held
     finally:
         signal.signal(signal.SIGINT, previous)
         if held.pending is not None:
