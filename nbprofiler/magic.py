@@ -173,9 +173,12 @@ class TorchProfileMagics(Magics):
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after the report is shown
             failure = exc
         try:
-            run.finish(failure)
-        except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the final export: show the report, then raise
-            failure = failure or exc
+            try:
+                run.finish(failure)
+            except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the final export: show the report, then raise
+                failure = failure or exc
+                if run.report is None:  # it came before finish could hold it: finish once more, for the report
+                    run.finish(failure)
         finally:
             status.close()
         report = run.report
