@@ -27,8 +27,8 @@ from nbprofiler.advice.loader_code import Expr, LoaderArgs, args_from_record, da
 from nbprofiler.advice.dataloader_plan import Waiting, measure_waiting, plan
 from nbprofiler.advice.rules import RULES, Facts, nothing_to_improve, suggest, verdicts
 from nbprofiler.advice.suggestion import NOTHING_TO_IMPROVE, Suggestion, Verdict
-from nbprofiler.capture.loaders import LoaderRecord
-from nbprofiler.capture.session import ProfileRun, RunRecord
+from nbprofiler.capture.session import ProfileRun
+from nbprofiler.records import LoaderRecord, RunRecord
 from nbprofiler.options import ProfileOptions
 from nbprofiler.report import Report
 from nbprofiler.trace.table import DeviceInfo

@@ -13,7 +13,8 @@ import pytest
 from IPython.utils.capture import capture_output
 
 from nbprofiler.analysis.lines import LINE_COLUMNS, line_at
-from nbprofiler.capture.lines import NOT_IN_CELL, LineMarks, LineRecorder
+from nbprofiler.capture.lines import LineRecorder
+from nbprofiler.records import NOT_IN_CELL, LineMarks
 
 SETUP = """
 import torch, torch.nn as nn

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..capture.loaders import LoaderRecord
+from ..records import LoaderRecord
 from . import measures as M
 from . import thresholds as T
 from .suggestion import amdahl

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from ..capture.loaders import LoaderRecord, name_in
+from ..capture.loaders import name_in
+from ..records import LoaderRecord
 
 # Arguments a snippet can show, in the order a DataLoader call usually lists them.
 ARG_ORDER = ("batch_size", "shuffle", "sampler", "drop_last", "num_workers", "pin_memory", "persistent_workers",

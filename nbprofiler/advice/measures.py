@@ -22,7 +22,7 @@ from ..analysis import sync as analysis_sync
 from ..analysis.cpu_overhead import CpuOverhead, cpu_overhead as analysis_cpu_overhead
 from ..analysis.steps import DATALOADER_PREFIX
 from ..analysis.sync import SYNC_POINT_COLUMNS, SyncLocator, sync_idle_us  # noqa: F401 - the rules read it here
-from ..capture.loaders import LoaderRecord
+from ..records import LoaderRecord
 from ..trace.table import Kind
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import pandas as pd
 
 from ..analysis.memory import GROWTH_MIN_STEADY_STEPS, GROWTH_MIN_STEPS, relative_devices, series_label
-from ..capture.loaders import LoaderRecord
+from ..records import LoaderRecord
 from ..render.format import fmt_bytes, fmt_us
 from . import measures as M
 from . import thresholds as T

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..capture.lines import NOT_IN_CELL, LineMarks
+from ..records import NOT_IN_CELL, LineMarks
 from ..trace.table import Kind
 from .frames import frame_file, user_frame
 from .intervals import climb, parent_index

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..capture.lines import NOT_IN_CELL, LineMarks
+from ..records import NOT_IN_CELL, LineMarks
 from .intervals import depth
 from .operators import OperatorTree
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..capture.lines import NOT_IN_CELL, LineMarks
+from ..records import NOT_IN_CELL, LineMarks
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
 from .frames import user_frame
 from .intervals import climb, covered_in_windows, has_ancestor, innermost_around, parent_index, union

@@ -28,7 +28,8 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from .loaders import LoaderRecord, samples_in
+from ..records import LoaderRecord
+from .loaders import samples_in
 from .module_ranges import ModuleRanges
 
 

@@ -19,29 +19,12 @@ from __future__ import annotations
 import sys
 import time
 from array import array
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Callable
 
 import numpy as np
 
-NOT_IN_CELL = -1  # the line value while no frame of the cell runs
-
-
-@dataclass(frozen=True, eq=False)
-class LineMarks:
-    """A step function: from ``times_ns[i]`` on, line ``lines[i]`` of the cell runs.
-
-    The line is that of the innermost running frame of the cell's file, so
-    code in other cells or in modules counts for the cell line that called it.
-    ``NOT_IN_CELL`` marks the stretches when no cell frame runs.
-    """
-
-    times_ns: np.ndarray  # int64, Unix time, non-decreasing
-    lines: np.ndarray  # int32, 1-based cell lines
-
-    def __len__(self) -> int:
-        return len(self.lines)
+from ..records import NOT_IN_CELL, LineMarks
 
 
 class LineRecorder:

@@ -36,8 +36,9 @@ from ..options import ProfileOptions
 from ..trace.table import DeviceInfo
 from ..trace.writers import write_tensorboard, write_trace
 from .hooks import StepHooks
-from .lines import LineMarks, LineRecorder
-from .loaders import LoaderRecord, name_in
+from ..records import RunRecord
+from .lines import LineRecorder
+from .loaders import name_in
 from .names import restore_names
 from .sampler import StepSampler
 from .stderr_filter import StderrFilter
@@ -48,25 +49,6 @@ _last_report: Any = None
 # True from the moment a run starts torch's profiler until one sees it off: a profiler
 # still on while no run is active was left by an interrupted run of ours, not the user's.
 _profiler_ours = False
-
-
-@dataclass
-class RunRecord:
-    """What a live run measured besides the trace; the Report's ``run``."""
-
-    options: ProfileOptions
-    device: DeviceInfo
-    steps: pd.DataFrame
-    loaders: tuple[LoaderRecord, ...]
-    step_source: str  # what ended the steps: "optimizer", "dataloader", "manual", "iterations", "none", "other thread"
-    error: str | None = None  # "KeyboardInterrupt", "ValueError: ..." when the code raised
-    cell_source: str | None = None
-    cell_filename: str | None = None
-    line_marks: LineMarks | None = None  # with --stack in a cell: which cell line ran when
-    sampler_bytes: int = 0
-    cpu_count: int = 1
-    wall_s: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
 
 class ProfileRun:

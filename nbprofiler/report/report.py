@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
     from ..analysis.memory import Allocations
     from ..analysis.step_window import StepWindow
-    from ..capture.session import RunRecord
+    from ..records import RunRecord
 
 
 

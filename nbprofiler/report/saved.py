@@ -37,21 +37,18 @@ import os
 import zipfile
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
 from ..options import ProfileOptions
+from ..records import LineMarks, LoaderRecord, RunRecord
 from ..trace.parser import parse_trace
 from ..trace.sources import _too_big, max_trace_bytes
 from ..trace.table import DeviceInfo, EventTable
 from .report import Report
-
-if TYPE_CHECKING:
-    from ..capture.lines import LineMarks
-    from ..capture.session import RunRecord
 
 SUFFIX = ".nbprof"
 FORMAT = "nbprofiler.report"
@@ -240,11 +237,6 @@ class _Reader:
 
     def run(self, doc: dict[str, Any]) -> RunRecord:
         """The RunRecord back; ProfileOptions re-validates the options, as for any caller."""
-        from ..capture.loaders import LoaderRecord
-        from ..capture.session import (
-            RunRecord,  # imports torch: only a saved live run needs it
-        )
-
         device = dict(doc["device"])
         if device["compute_capability"] is not None:
             device["compute_capability"] = tuple(device["compute_capability"])
@@ -262,8 +254,6 @@ class _Reader:
 
     def line_marks(self, members: dict[str, str]) -> LineMarks:
         """The marks, checked to be the integer arrays ``cell_lines`` indexes with."""
-        from ..capture.lines import LineMarks
-
         arrays = {key: np.load(io.BytesIO(self.member(members[key])), allow_pickle=False) for key in _LINE_ARRAYS}
         for key, dtype in _LINE_ARRAYS.items():
             if arrays[key].dtype != dtype or arrays[key].ndim != 1 or len(arrays[key]) != len(arrays["lines"]):

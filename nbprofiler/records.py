@@ -1,0 +1,121 @@
+"""What a live run measured besides the trace: the Report's ``run``, its DataLoaders and
+its cell lines.
+
+Capture fills these in while a cell runs; analysis, advice, the Report and its saved
+form read them. They live apart from capture so that reading them (a saved report,
+a test) never imports torch or the hooks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .options import ProfileOptions
+from .trace.table import DeviceInfo
+
+NOT_IN_CELL = -1  # the line value while no frame of the cell runs
+
+
+@dataclass(frozen=True, eq=False)
+class LineMarks:
+    """A step function: from ``times_ns[i]`` on, line ``lines[i]`` of the cell runs.
+
+    The line is that of the innermost running frame of the cell's file, so
+    code in other cells or in modules counts for the cell line that called it.
+    ``NOT_IN_CELL`` marks the stretches when no cell frame runs.
+    """
+
+    times_ns: np.ndarray  # int64, Unix time, non-decreasing
+    lines: np.ndarray  # int32, 1-based cell lines
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+@dataclass
+class LoaderRecord:
+    """One DataLoader seen during the run; ``wait_ms_by_step`` fills in as it is iterated."""
+
+    loader_id: int
+    batch_size: int | None
+    num_workers: int
+    pin_memory: bool
+    persistent_workers: bool
+    prefetch_factor: int | None
+    drop_last: bool
+    shuffle: bool | None
+    dataset_type: str
+    dataset_length: int | None
+    dataset_repr: str
+    name: str | None = None
+    dataset_name: str | None = None
+    iterations_started: int = 0
+    batches: int = 0
+    wait_ms_by_step: dict[int, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, loader: Any) -> "LoaderRecord":
+        dataset = loader.dataset
+        try:
+            length: int | None = len(dataset)
+        except Exception:  # IterableDataset without __len__, or a broken __len__
+            length = None
+        sampler_name = type(getattr(loader, "sampler", None)).__name__
+        shuffle = {"RandomSampler": True, "SequentialSampler": False}.get(sampler_name)
+        return cls(
+            loader_id=id(loader),
+            batch_size=loader.batch_size,
+            num_workers=int(loader.num_workers),
+            pin_memory=bool(loader.pin_memory),
+            persistent_workers=bool(getattr(loader, "persistent_workers", False)),
+            prefetch_factor=getattr(loader, "prefetch_factor", None),
+            drop_last=bool(loader.drop_last),
+            shuffle=shuffle,
+            dataset_type=type(dataset).__name__,
+            dataset_length=length,
+            dataset_repr=type(dataset).__name__,
+        )
+
+    @property
+    def wait_ms(self) -> float:
+        return float(sum(self.wait_ms_by_step.values()))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "dataset_name": self.dataset_name,
+            "batch_size": self.batch_size,
+            "num_workers": self.num_workers,
+            "pin_memory": self.pin_memory,
+            "persistent_workers": self.persistent_workers,
+            "prefetch_factor": self.prefetch_factor,
+            "drop_last": self.drop_last,
+            "shuffle": self.shuffle,
+            "dataset_type": self.dataset_type,
+            "dataset_length": self.dataset_length,
+            "iterations_started": self.iterations_started,
+            "batches": self.batches,
+            "wait_ms": self.wait_ms,
+        }
+
+
+@dataclass
+class RunRecord:
+    """What a live run measured besides the trace; the Report's ``run``."""
+
+    options: ProfileOptions
+    device: DeviceInfo
+    steps: pd.DataFrame
+    loaders: tuple[LoaderRecord, ...]
+    step_source: str  # what ended the steps: "optimizer", "dataloader", "manual", "iterations", "none", "other thread"
+    error: str | None = None  # "KeyboardInterrupt", "ValueError: ..." when the code raised
+    cell_source: str | None = None
+    cell_filename: str | None = None
+    line_marks: LineMarks | None = None  # with --stack in a cell: which cell line ran when
+    sampler_bytes: int = 0
+    cpu_count: int = 1
+    wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
