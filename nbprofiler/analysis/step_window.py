@@ -27,28 +27,27 @@ class StepWindow:
     steps: tuple[int, ...]
     avg_step_us: float | None
     label: str  # "the 3 profiled steps", for sentences that name the definition they use
-    stretched: bool  # step ends moved to the end of the device work they launched
 
     def of(self, per_step: pd.DataFrame) -> pd.DataFrame:
         """The rows of a per-step table (with a ``step`` column) that are in the window."""
         return per_step[per_step["step"].isin(self.steps)]
 
 
-def step_window(spans: pd.DataFrame, sampled: pd.DataFrame | None, on_device: bool) -> StepWindow:
+def step_window(spans: pd.DataFrame, sampled: pd.DataFrame | None) -> StepWindow:
     """The window from the breakdown's steps (``stretched_steps``), else the live
-    sampler's steps (``run.steps``); ``on_device`` says the spans were stretched."""
+    sampler's steps (``run.steps``)."""
     if len(spans):
         n = len(spans)
         avg = float((spans["end_us"] - spans["start_us"]).mean())
         label = f"the {n} profiled step{'s' if n != 1 else ''}"
-        return StepWindow(tuple(int(s) for s in spans["step"]), avg, label, on_device)
+        return StepWindow(tuple(int(s) for s in spans["step"]), avg, label)
     if sampled is None or sampled.empty:
-        return StepWindow((), None, "no step", False)
+        return StepWindow((), None, "no step")
     active = sampled[sampled["phase"] == "active"]
     rows, label = (active, "the {n} active step{s}") if len(active) else (sampled, "all {n} step{s} the cell ran")
     n = len(rows)
     return StepWindow(tuple(int(s) for s in rows["step"]), float(rows["wall_ms"].mean()) * 1e3,
-                      label.format(n=n, s="s" if n != 1 else ""), False)
+                      label.format(n=n, s="s" if n != 1 else ""))
 
 
 @dataclass(frozen=True)

@@ -337,8 +337,7 @@ class Report:
         definition of "the step" that the title, overview and suggestions share."""
         from ..analysis.step_window import step_window
 
-        return step_window(self.stretched_steps, None if self.run is None else self.run.steps,
-                           self.has_device_activity)
+        return step_window(self.stretched_steps, None if self.run is None else self.run.steps)
 
     @read_only_table
     def summary(self) -> dict[str, Any]:
