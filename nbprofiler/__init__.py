@@ -25,7 +25,7 @@ __all__ = [
 
 # What runs the user's code with torch is imported on first use, so that ``import nbprofiler``
 # and ``nbprofiler.load(trace)`` cost no torch import (hundreds of MB, seconds).
-_WITH_TORCH = {"profile": ".capture.session", "tune_dataloader": ".advice", "batch_size_curve": ".advice"}
+_WITH_TORCH = {"profile": ".capture.session", "tune_dataloader": ".measure", "batch_size_curve": ".measure"}
 _SESSION = __name__ + ".capture.session"
 
 

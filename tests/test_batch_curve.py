@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nbprofiler.advice import thresholds as T
-from nbprofiler.advice.batch_curve import _recommend, batch_size_curve, is_out_of_memory, plot_batch_curve
+from nbprofiler.measure.batch_curve import _recommend, batch_size_curve, is_out_of_memory, plot_batch_curve
 
 
 @pytest.fixture()

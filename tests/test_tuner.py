@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from nbprofiler.advice import tuner
-from nbprofiler.advice.tuner import default_candidates, plot_throughput, tune_dataloader
+from nbprofiler.measure import tuner
+from nbprofiler.measure.tuner import default_candidates, plot_throughput, tune_dataloader
 
 
 class SleepyDataset(Dataset):

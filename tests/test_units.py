@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT, shared_report
 from nbprofiler.render.charts import memory_figure, memory_timeline_figure
-from nbprofiler.render.format import byte_axis_unit, fmt_bytes
+from nbprofiler.format import byte_axis_unit, fmt_bytes
 from nbprofiler.render.html import render_html
 from nbprofiler.render.text import operator_view
 from nbprofiler.render.widget import Explorer

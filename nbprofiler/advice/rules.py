@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..analysis.memory import GROWTH_MIN_STEADY_STEPS, GROWTH_MIN_STEPS, relative_devices, series_label
 from ..records import LoaderRecord
-from ..render.format import fmt_bytes, fmt_us
+from ..format import fmt_bytes, fmt_us
 from . import measures as M
 from . import thresholds as T
 from .dataloader_plan import LoaderPlan, measure_waiting, plan

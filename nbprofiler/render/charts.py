@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .format import byte_axis_unit, shorten
+from ..format import byte_axis_unit, shorten
 from .views import COLORS, LABELS, PHASE_SHADES, breakdown_parts, memory_device
 
 if TYPE_CHECKING:

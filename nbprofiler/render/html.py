@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .charts import chart
-from .format import fmt_bytes, fmt_pct, fmt_us, shorten
+from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import operator_view, render_summary_line
 from .views import (LABELS, breakdown_parts, growth_warnings, headline, memory_device, memory_figures, phase_summary,
                     ranked_suggestions, throughput_detail)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .format import fmt_bytes, fmt_pct, fmt_us, shorten
+from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 
 if TYPE_CHECKING:
     from ..report import Report

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..analysis.breakdown import CATEGORIES
 from ..analysis.phases import PHASES
-from .format import fmt_bytes
+from ..format import fmt_bytes
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion

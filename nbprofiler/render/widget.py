@@ -35,7 +35,7 @@ import pandas as pd
 
 from .bundle import WIDGET_MIME, mimebundle
 from .charts import chart
-from .format import fmt_bytes, fmt_pct, shorten
+from ..format import fmt_bytes, fmt_pct, shorten
 from .html import (LINES_HOW, MODULES_HOW, STYLE, Col, breakdown_table, count, device_html, esc, html_table, img,
                    lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line

@@ -17,7 +17,7 @@ import pandas as pd
 import psutil
 import torch
 
-from . import thresholds as T
+from ..advice import thresholds as T
 from .feedback import Progress, in_kernel, show_figure
 
 if TYPE_CHECKING:

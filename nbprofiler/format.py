@@ -1,4 +1,8 @@
-"""Number formatting shared by every renderer, so text, HTML and widgets agree."""
+"""Number and name formatting shared by the renderers and the suggestions' wording.
+
+One place, so that the text report, the HTML, the widget and a suggestion's
+facts write the same figure the same way (IEC units, one rounding rule).
+"""
 from __future__ import annotations
 
 import math

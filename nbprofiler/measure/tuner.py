@@ -22,9 +22,10 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from . import thresholds as T
+from ..advice import thresholds as T
 from .feedback import Progress, in_kernel, show_figure
-from .loader_code import args_from_loader, dataloader_call
+from ..advice.loader_code import args_from_loader, dataloader_call
+from ..advice.rules import local_world_size
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -59,7 +60,6 @@ class Candidate:
 
 def usable_cpus() -> int:
     """CPU cores this process may run on, shared among the ranks of this machine."""
-    from .rules import local_world_size
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cpus // local_world_size())
