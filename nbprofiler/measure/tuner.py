@@ -60,7 +60,6 @@ class Candidate:
 
 def usable_cpus() -> int:
     """CPU cores this process may run on, shared among the ranks of this machine."""
-
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cpus // local_world_size())
 
