@@ -216,6 +216,36 @@ def test_a_live_trace_torch_wrote_badly_costs_its_tables_not_the_steps(monkeypat
             loss = model(torch.randn(4, 16)).sum()
             opt.zero_grad(); loss.backward(); opt.step()
     report = run.report
-    assert len(report.steps) == 3 and report.table is None and len(report.operators) == 0
+    assert len(report.steps) == 3 and not report.has_trace and len(report.table) == 0 and len(report.operators) == 0
     assert any("could not be read" in n and "truncated" in n for n in report.notes)
     assert "could not be read" in report.to_text()
+
+
+def test_a_run_that_recorded_no_trace_has_every_table_empty_with_its_columns():
+    """A cell that ends before its first active step has no trace; the Report still hands out
+    every table, empty, with the columns a traced run of the same loop has, so user code
+    that reads ``report.operators["host_self_us"]`` works on both. (Memory is off: its
+    columns in the operator table say what the trace recorded, and an untraced run recorded none.)"""
+    from nbprofiler.report.report import read_only_table
+
+    def loop(wait: int) -> nbprofiler.Report:
+        model, opt = _model()
+        with nbprofiler.profile(wait=wait, warmup=0, active=2, memory=False) as run:
+            for _ in range(3):
+                loss = model(torch.randn(4, 16)).sum()
+                opt.zero_grad(); loss.backward(); opt.step()
+        return run.report
+
+    untraced, traced = loop(wait=5), loop(wait=0)
+    assert not untraced.has_trace and traced.has_trace and len(untraced.steps) == len(traced.steps) == 3
+    assert len(untraced.operators) == 0 and len(traced.operators) > 0
+    tables = [name for name, attr in vars(nbprofiler.Report).items() if isinstance(attr, read_only_table)]
+    for name in tables:
+        empty, full = getattr(untraced, name), getattr(traced, name)
+        if isinstance(full, dict):
+            assert empty.keys() == full.keys(), name
+            continue
+        assert list(empty.columns) == list(full.columns), name
+        if name not in ("steps", "memory_steps", "memory_growth"):  # the per-step sampler fills these without a trace
+            assert empty.empty, name
+    assert "no step was profiled" in untraced.to_text()

@@ -100,10 +100,7 @@ def wait_per_step(report: "Report", record: LoaderRecord | None) -> np.ndarray:
 
 def trace_loader_workers(report: "Report") -> str | None:
     """What the trace's DataLoader iterator says about workers: "none", "some" or None (no loader seen)."""
-    t = report.table
-    if t is None:
-        return None
-    names = [str(n) for n in t.names if str(n).startswith(DATALOADER_PREFIX)]
+    names = [str(n) for n in report.table.names if str(n).startswith(DATALOADER_PREFIX)]
     if any("_MultiProcessingDataLoaderIter" in n for n in names):
         return "some"
     if any("_SingleProcessDataLoaderIter" in n for n in names):
@@ -174,7 +171,7 @@ class KernelMix:
 
 def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:
     kernels = report.kernels
-    if kernels.empty or report.table is None:
+    if kernels.empty:
         return None
     total = float(kernels["total_us"].sum())
     if total <= 0:
@@ -210,7 +207,7 @@ class H2DCopies:
 
 def h2d_copies(report: "Report") -> H2DCopies | None:
     t = report.table
-    if t is None or not report.has_device_activity:
+    if not report.has_device_activity:
         return None
     names = pd.Series(t.names, dtype=object).astype(str)
     is_h2d = names.str.contains("HtoD", regex=False).to_numpy()[t.name_code] & (t.kind == Kind.MEMCPY)
@@ -224,10 +221,9 @@ def h2d_copies(report: "Report") -> H2DCopies | None:
 def sync_points(report: "Report") -> pd.DataFrame:
     """``analysis.sync.sync_points`` for the report's trace and device, located with what the
     run recorded (see ``sync_locator``); empty without device activity."""
-    t, tree = report.table, report.operator_tree
-    if t is None or tree is None or not report.has_device_activity:
+    if not report.has_device_activity:
         return pd.DataFrame(columns=SYNC_POINT_COLUMNS)
-    return analysis_sync.sync_points(t, tree, report.trace_steps, report.device.index, sync_locator(report))
+    return analysis_sync.sync_points(report.table, report.operator_tree, report.trace_steps, report.device.index, sync_locator(report))
 
 
 def sync_locator(report: "Report") -> SyncLocator:
@@ -242,10 +238,9 @@ def sync_locator(report: "Report") -> SyncLocator:
 # -- CPU fixed cost per operator --------------------------------------------------------------
 def cpu_overhead(report: "Report", quantile: float) -> CpuOverhead | None:
     """``analysis.cpu_overhead`` for a CPU run's profiled steps; None on a device run."""
-    t, tree = report.table, report.operator_tree
-    if t is None or tree is None or report.has_device_activity:
+    if report.has_device_activity:
         return None
-    return analysis_cpu_overhead(t, tree, report.trace_steps, quantile)
+    return analysis_cpu_overhead(report.table, report.operator_tree, report.trace_steps, quantile)
 
 
 # -- memory for batch-size advice -------------------------------------------------------------
@@ -280,8 +275,6 @@ def device_memory(report: "Report") -> DeviceMemory | None:
         reserved = float(steps["mem_reserved_bytes"].max()) if "mem_reserved_bytes" in steps else None
         return DeviceMemory(float(total), float(steps["mem_allocated_bytes"].median()),
                             float(steps["mem_peak_bytes"].max()), reserved)
-    if report.table is None:
-        return None
     from ..analysis.memory import sampler_device
 
     label = sampler_device(report.device)

@@ -152,7 +152,7 @@ def _occupancy(start: np.ndarray, end: np.ndarray, occupancy: np.ndarray, lo: fl
     return float((occupancy[has] * weight).sum() / weight.sum() / 100.0)
 
 
-def gpu_summary(table: EventTable | None, spans: pd.DataFrame, device: int | None = None) -> dict[str, Any]:
+def gpu_summary(table: EventTable, spans: pd.DataFrame, device: int | None = None) -> dict[str, Any]:
     """``SUMMARY_KEYS`` as a plain dict: the mean step time, the number of steps it
     averages, and the metrics of ``device`` (the one with the most kernel time when
     ``device`` ran no kernels). Device metrics are None without device activity."""
@@ -160,8 +160,6 @@ def gpu_summary(table: EventTable | None, spans: pd.DataFrame, device: int | Non
     summary["steps"] = len(spans)
     if len(spans):
         summary["avg_step_us"] = float((spans["end_us"] - spans["start_us"]).mean())
-    if table is None:
-        return summary
     metrics = gpu_metrics(table, spans)
     if metrics.empty:
         return summary

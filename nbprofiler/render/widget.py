@@ -276,7 +276,7 @@ class OperatorsTab:
                                           value="device" if report.has_device_activity else "host",
                                           description="show", style={"button_width": "110px"})
         self.time.disabled = not report.has_device_activity
-        has_shapes = report.table is not None and report.table.input_dims is not None
+        has_shapes = report.table.input_dims is not None
         self.group = widgets.ToggleButtons(options=[("name", "name"), ("name + input shape", "shape")],
                                            value="name", description="group by", style={"button_width": "150px"})
         self.group.disabled = not has_shapes
@@ -337,8 +337,6 @@ class OperatorsTab:
         from ..analysis.callsites import operator_kernels, operator_mask
 
         tree = self.report.operator_tree
-        if tree is None:
-            return ""
         mask = operator_mask(tree, name, input_shapes)
         parts = [f'<div class="nbp"><h4>{esc(name)}</h4>']
         kernels = operator_kernels(tree, mask)
@@ -350,7 +348,7 @@ class OperatorsTab:
             parts.append("<div>It launched no device work.</div>")
         sites = self._call_sites
         run = self.report.run
-        if sites is not None and sites.has_frames:
+        if sites.has_frames:
             base = self.report.table.meta.base_time_ns
             table = sites.call_sites(mask, run.line_marks if run is not None else None, base,
                                      (run.cell_source or "") if run is not None else "")
@@ -371,13 +369,10 @@ class OperatorsTab:
         return "".join(parts)
 
     @cached_property
-    def _call_sites(self) -> "CallSites | None":
+    def _call_sites(self) -> "CallSites":
         from ..analysis.callsites import CallSites
 
-        tree = self.report.operator_tree
-        if tree is None:
-            return None
-        return CallSites(tree, self.report.run.cell_filename if self.report.run is not None else None)
+        return CallSites(self.report.operator_tree, self.report.run.cell_filename if self.report.run is not None else None)
 
 
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:

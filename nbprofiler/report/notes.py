@@ -52,7 +52,7 @@ def report_notes(report: "Report") -> list[str]:
         if report.trace_problem is not None:
             notes.append(f"The recorded trace could not be read ({report.trace_problem}); only per-step figures are shown.")
     notes.extend(report.load_notes)
-    if report.table is not None:
+    if report.has_trace:
         steps = report.trace_steps
         if len(steps) and bool(steps["synthetic"].iloc[0]):
             notes.append("The trace has no ProfilerStep annotations, so the whole trace is treated as one step.")

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from ..analysis.operators import OPERATOR_COLUMNS, OperatorTree, operator_table
+from ..analysis.operators import OperatorTree, operator_table
 from ..analysis.steps import dataloader_names, profiler_steps
 from ..errors import TraceError
 from ..trace.parser import parse_trace
-from ..trace.table import DeviceInfo, EventTable, Kind
+from ..trace.table import DeviceInfo, EventTable, Kind, TraceMeta
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
@@ -103,10 +103,21 @@ class Report:
         except TraceError as exc:
             return None, str(exc)
 
+    @cached_property
+    def table(self) -> EventTable:
+        """The recorded trace as an event table: an empty one when nothing was recorded
+        (a run that ended before its first active step, or a trace torch wrote badly),
+        so that every table of the report is there, empty, with its columns."""
+        table = self._live_trace[0]
+        if table is not None:
+            return table
+        return EventTable.empty(TraceMeta(source=self.source_path or "live", schema="current"))
+
     @property
-    def table(self) -> EventTable | None:
-        """The recorded trace as an event table, or None when nothing was recorded."""
-        return self._live_trace[0]
+    def has_trace(self) -> bool:
+        """Whether there are trace events to analyse (the per-step figures of a live run
+        are there without them)."""
+        return len(self.table) > 0
 
     @property
     def trace_problem(self) -> str | None:
@@ -120,7 +131,7 @@ class Report:
         if self.run is not None:
             return self.run.device
         t = self.table
-        if t is not None and t.meta.devices:
+        if t.meta.devices:
             kernels = t.kind == Kind.KERNEL
             used = t["device"][kernels]
             by_index = {d.index: d for d in t.meta.devices}
@@ -135,13 +146,11 @@ class Report:
 
     @property
     def has_device_activity(self) -> bool:
-        return self.table is not None and self.table.has_device
+        return self.table.has_device
 
     @read_only_table
     def trace_steps(self) -> pd.DataFrame:
         """The profiled steps as the trace records them (host ranges)."""
-        if self.table is None:
-            return pd.DataFrame(columns=["step", "start_us", "end_us", "pid", "tid", "synthetic"])
         steps = profiler_steps(self.table)
         if self.run is not None:
             # A step the run never completed (the cell raised, broke out, or ended
@@ -150,8 +159,8 @@ class Report:
         return steps
 
     @cached_property
-    def operator_tree(self) -> OperatorTree | None:
-        return None if self.table is None else OperatorTree(self.table)
+    def operator_tree(self) -> OperatorTree:
+        return OperatorTree(self.table)
 
     @read_only_table
     def operators(self) -> pd.DataFrame:
@@ -169,8 +178,6 @@ class Report:
         """``operators`` grouped by name, or by name and input shapes."""
         from ..analysis.memory import self_allocated_bytes
 
-        if self.operator_tree is None:
-            return pd.DataFrame(columns=OPERATOR_COLUMNS)
         return operator_table(self.operator_tree, by_shape=by_shape,
                               memory=self_allocated_bytes(self.operator_tree, self._allocation_owners))
 
@@ -191,7 +198,7 @@ class Report:
         from ..analysis.lines import LINE_COLUMNS, cell_lines
 
         run = self.run
-        if self.operator_tree is None or run is None or run.line_marks is None or self.raw_trace is None:
+        if run is None or run.line_marks is None:
             return pd.DataFrame(columns=LINE_COLUMNS)
         return cell_lines(self.operator_tree, run.line_marks, run.cell_source or "", self.table.meta.base_time_ns)
 
@@ -200,10 +207,8 @@ class Report:
         """Per ``nn.Module`` (``--modules`` or ``--stack``), a tree in call order:
         ``module, parent, type, depth, calls, forward_host_us, forward_device_us,
         backward_host_us, backward_device_us`` (each including its submodules)."""
-        from ..analysis.modules import MODULE_COLUMNS, module_table
+        from ..analysis.modules import module_table
 
-        if self.operator_tree is None:
-            return pd.DataFrame(columns=MODULE_COLUMNS)
         return module_table(self.table, self.operator_tree)
 
     @read_only_table
@@ -230,7 +235,7 @@ class Report:
         from ..analysis.steps import step_of
 
         t = self.table
-        if t is None or steps.empty:
+        if steps.empty:
             return np.zeros(len(steps))
         is_dl = dataloader_names(t)[t.name_code]
         is_dl &= np.isin(t.kind, [Kind.CPU_OP, Kind.USER_ANNOTATION])
@@ -243,19 +248,15 @@ class Report:
     def phases(self) -> pd.DataFrame:
         """Per step, host µs in ``dataloader, forward, backward, optimizer, other`` and
         ``total`` (the breakdown that means something on CPU-only runs). Shares: ``phase_shares``."""
-        from ..analysis.phases import PHASE_COLUMNS, step_phases
+        from ..analysis.phases import step_phases
 
-        if self.operator_tree is None:
-            return pd.DataFrame(columns=PHASE_COLUMNS)
         return step_phases(self.operator_tree, self.trace_steps)
 
     @read_only_table
     def memory(self) -> pd.DataFrame:
         """The ``[memory]`` timeline: ``ts, device, allocated_bytes, reserved_bytes, delta_bytes, reconstructed``."""
-        from ..analysis.memory import TIMELINE_COLUMNS, memory_timeline
+        from ..analysis.memory import memory_timeline
 
-        if self.table is None:
-            return pd.DataFrame(columns=TIMELINE_COLUMNS)
         return memory_timeline(self.table)
 
     @read_only_table
@@ -271,10 +272,8 @@ class Report:
     @read_only_table
     def memory_by_operator(self) -> pd.DataFrame:
         """Per operator and device: ``allocations, allocated_bytes, held_bytes`` (held at the step's end)."""
-        from ..analysis.memory import OPERATOR_COLUMNS, memory_by_operator
+        from ..analysis.memory import memory_by_operator
 
-        if self.operator_tree is None:
-            return pd.DataFrame(columns=OPERATOR_COLUMNS)
         return memory_by_operator(self.operator_tree, self.trace_steps, self._allocation_owners)
 
     @read_only_table
@@ -288,10 +287,8 @@ class Report:
     @read_only_table
     def communication(self) -> pd.DataFrame:
         """Per step: NCCL/gloo collectives' count, µs, share of the step, overlap with compute."""
-        from ..analysis.communication import COMMUNICATION_COLUMNS, step_communication
+        from ..analysis.communication import step_communication
 
-        if self.table is None:
-            return pd.DataFrame(columns=COMMUNICATION_COLUMNS)
         return step_communication(self.table, self.stretched_steps)
 
     @read_only_table
@@ -308,20 +305,16 @@ class Report:
     def stretched_steps(self) -> pd.DataFrame:
         """The steps the breakdown, summary and idle tables use: host ranges stretched
         to cover the device work they launched, trailing incomplete steps dropped."""
-        from ..analysis.breakdown import STEP_SPAN_COLUMNS, stretched_steps
+        from ..analysis.breakdown import stretched_steps
 
-        if self.table is None:
-            return pd.DataFrame(columns=STEP_SPAN_COLUMNS)
         return stretched_steps(self.table, self.trace_steps)
 
     @read_only_table
     def breakdown(self) -> pd.DataFrame:
         """Per step, µs by category: ``step, kernel, memcpy, memset, communication,
         runtime, dataloader, cpu_exec, other, total``. Shares: ``breakdown_shares()``."""
-        from ..analysis.breakdown import BREAKDOWN_COLUMNS, step_breakdown
+        from ..analysis.breakdown import step_breakdown
 
-        if self.table is None:
-            return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
         return step_breakdown(self.table, self.stretched_steps)
 
     def breakdown_shares(self, per_step: bool = False) -> pd.Series | pd.DataFrame:
@@ -360,28 +353,22 @@ class Report:
     @read_only_table
     def kernels(self) -> pd.DataFrame:
         """Per kernel name: calls, times, blocks per SM, occupancy, tensor cores, launching operator."""
-        from ..analysis.gpu import KERNEL_COLUMNS, kernel_table
+        from ..analysis.gpu import kernel_table
 
-        if self.operator_tree is None:
-            return pd.DataFrame(columns=KERNEL_COLUMNS)
         return kernel_table(self.operator_tree)
 
     @read_only_table
     def syncs(self) -> pd.DataFrame:
         """Per step and synchronising call (``cudaStreamSynchronize``, ``aten::item``, ...): calls and µs."""
-        from ..analysis.sync import SYNC_COLUMNS, sync_calls
+        from ..analysis.sync import sync_calls
 
-        if self.table is None:
-            return pd.DataFrame(columns=SYNC_COLUMNS)
         return sync_calls(self.table, self.trace_steps)
 
     @read_only_table
     def idle(self) -> pd.DataFrame:
         """Per step, device idle µs split into waiting for the host and other idle time."""
-        from ..analysis.sync import IDLE_COLUMNS, idle_time
+        from ..analysis.sync import idle_time
 
-        if self.table is None:
-            return pd.DataFrame(columns=IDLE_COLUMNS)
         return idle_time(self.table, self.stretched_steps, self.device.index)
 
     @cached_property

@@ -127,6 +127,16 @@ class EventTable:
         for arr in (self.names, self.kind, self.name_code, *self.columns.values()):
             arr.flags.writeable = False
 
+    @classmethod
+    def empty(cls, meta: TraceMeta) -> "EventTable":
+        """A table of no events with every column: it stands in for a trace that was never
+        recorded, so that each analysis returns its empty table instead of every caller
+        checking for a missing one."""
+        columns = {c: np.empty(0, dtype=np.int64) for c in INT_COLUMNS}
+        columns.update({c: np.empty(0, dtype=np.float64) for c in FLOAT_COLUMNS})
+        return cls(meta=meta, names=np.empty(0, dtype=object), kind=np.empty(0, dtype=np.int8),
+                   name_code=np.empty(0, dtype=np.int32), columns=columns)
+
     def __len__(self) -> int:
         return len(self.kind)
 
