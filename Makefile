@@ -26,8 +26,11 @@ demo: $(STAMP)
 	mkdir -p build
 	$(VPY) scripts/demo.py
 
+# The linters (configured in pyproject.toml) run before the tests, which take minutes.
 test: $(STAMP)
 	labextension/build.sh --install
+	$(VPY) -m ruff check nbprofiler tests bench scripts
+	$(VPY) -m mypy
 	$(VPY) -m pytest -q
 
 bench: $(STAMP)
