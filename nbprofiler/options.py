@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import OptionError
 
@@ -61,8 +61,12 @@ class ProfileOptions:
         if self.trace is not None and not str(self.trace).endswith((".json", ".json.gz")):
             raise OptionError("--trace", f"the file name must end in .json or .json.gz, got {self.trace!r}")
 
-    def replace(self, **changes: object) -> "ProfileOptions":
-        """A copy with ``changes``; an unknown name is an ``OptionError`` listing the options."""
+    def replace(self, **changes: Any) -> "ProfileOptions":
+        """A copy with ``changes``; an unknown name is an ``OptionError`` listing the options.
+
+        The values are typed ``Any`` because they come from users and configs unchecked:
+        ``__post_init__`` validates them, with an ``OptionError`` that names the flag.
+        """
         known = {f.name for f in dataclasses.fields(self)}
         for name in changes:
             if name not in known:

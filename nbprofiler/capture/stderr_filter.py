@@ -19,6 +19,7 @@ import re
 import sys
 import tempfile
 import threading
+from typing import IO
 
 _NOISE = re.compile(
     rb"^(?:USDT|STAGE):\S+ \S+ \d+:\d+ \S+\] (?:profiler_start|profiler_stop|Completed Stage: .*)$"
@@ -44,7 +45,7 @@ class StderrFilter:
 
     def __init__(self) -> None:
         self._saved: int | None = None
-        self._file = None
+        self._file: IO[bytes] | None = None
         self._offset = 0
         self._pending = b""
         self._done = threading.Event()
@@ -67,33 +68,35 @@ class StderrFilter:
         self._saved = saved
         self._file = file
         _filtering = self
-        os.dup2(self._file.fileno(), 2)
-        self._thread = threading.Thread(target=self._pump, name="nbprofiler-stderr", daemon=True)
+        os.dup2(file.fileno(), 2)
+        self._thread = threading.Thread(target=self._pump, args=(file, saved), name="nbprofiler-stderr", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         global _filtering
-        if self._saved is None:
+        saved, file = self._saved, self._file
+        if saved is None:
             return
-        os.dup2(self._saved, 2)
+        assert file is not None  # start sets both or neither
+        os.dup2(saved, 2)
         _filtering = None
         self._done.set()
         try:
             if self._thread is not None:
                 self._thread.join()
-            self._forward(final=True)
+            self._forward(file, saved, final=True)
         finally:  # even when interrupted while joining: no fd or temp file left open
-            os.close(self._saved)
-            self._file.close()
+            os.close(saved)
+            file.close()
             self._saved = None
 
-    def _pump(self) -> None:
+    def _pump(self, file: IO[bytes], saved: int) -> None:
         while not self._done.wait(_POLL_S):
-            self._forward(final=False)
+            self._forward(file, saved, final=False)
 
-    def _forward(self, final: bool) -> None:
-        """Copy what was written since the last call, less the noise, to the real stderr."""
-        fd = self._file.fileno()
+    def _forward(self, file: IO[bytes], saved: int, final: bool) -> None:
+        """Copy what was written to ``file`` since the last call, less the noise, to ``saved``, the real stderr."""
+        fd = file.fileno()
         data = self._pending
         while chunk := os.pread(fd, 1 << 16, self._offset):
             self._offset += len(chunk)
@@ -102,4 +105,4 @@ class StderrFilter:
         complete, self._pending = data[:cut], data[cut:]
         kept = [line for line in complete.splitlines(keepends=True) if not _NOISE.match(line.rstrip(b"\r\n"))]
         if kept:
-            os.write(self._saved, b"".join(kept))
+            os.write(saved, b"".join(kept))
