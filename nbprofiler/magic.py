@@ -158,20 +158,27 @@ class TorchProfileMagics(Magics):
         try:
             run = ProfileRun(options, namespace=namespace, cell_source=cell.source, cell_filename=cell.filename,
                              on_step=status.update)
-            status.start(run)
-            run.__enter__()
         except NbprofilerError as exc:
-            status.close()
             raise UsageError(f"%%torchprofile: {exc}") from None
         failure: BaseException | None = None
         value: Any = None
+        # The start is in the same ``try`` as the cell: a Ctrl-C just after the profiler started
+        # (before the cell's first line) is the cell's interrupt, and the run is finished below.
         try:
+            status.start(run)
+            run.__enter__()
             for _ in range(options.iterations or 1):
                 value = await cell.run(namespace)
                 if options.iterations:
                     run.on_boundary("iterations")
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after the report is shown
             failure = exc
+        if not run.in_progress:  # it never started (refused, or undone by a Ctrl-C in the start)
+            status.close()
+            if isinstance(failure, NbprofilerError):
+                raise UsageError(f"%%torchprofile: {failure}") from None
+            assert failure is not None
+            raise failure
         try:
             try:
                 run.finish(failure)

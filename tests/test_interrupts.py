@@ -204,6 +204,27 @@ def test_ctrl_c_as_the_run_starts(shell, monkeypatch):
     assert_recovered(shell)
 
 
+def test_ctrl_c_just_after_the_run_started_is_the_cells_interrupt(shell, monkeypatch):
+    """Pressed after ``__enter__`` returned, before the cell's first line: the run has
+    started, so the magic finishes it (a report of no steps) and nothing stays installed
+    for the next cell to find."""
+    enter = ProfileRun.__enter__
+
+    def enter_then_ctrl_c(self: ProfileRun) -> ProfileRun:
+        entered = enter(self)
+        ctrl_c()
+        return entered
+
+    monkeypatch.setattr(ProfileRun, "__enter__", enter_then_ctrl_c)
+    error, run = run_counting_cell(shell)
+    monkeypatch.undo()
+    assert isinstance(error, KeyboardInterrupt) and shell.user_ns["done"] == 0
+    assert nbprofiler.current_run() is None
+    assert_nothing_left([shell.user_ns["model"]])
+    assert run is not None and len(run.steps) == 0 and run.partial
+    assert_recovered(shell)
+
+
 def test_ctrl_c_before_the_finish_can_hold_it_still_gets_the_report(shell, monkeypatch):
     """Pressed between the cell's end and the finish (nothing of nbprofiler runs yet to
     hold it): the magic finishes the run once more, so the full report is kept and

@@ -82,6 +82,12 @@ class ProfileRun:
         self._other_thread_steps = 0
         self._output_errors: list[str] = []  # notes: a --trace / --tensorboard copy that could not be written
 
+    @property
+    def in_progress(self) -> bool:
+        """Whether this run holds the process (started, not finished): whoever entered it must
+        ``finish`` it. False after a refused or undone start."""
+        return _active is self
+
     # -- listener interface used by StepHooks -----------------------------------------------
     def on_boundary(self, source: str) -> None:
         if threading.get_ident() != self._cell_thread:
