@@ -591,6 +591,17 @@ def test_suggestion_validates_its_fields():
         Suggestion(kind="x", title="t", severity="low", gain=0.5)
 
 
+def test_a_claim_is_a_bound_or_an_estimate_with_its_range():
+    bound = Suggestion(kind="x", title="t", severity="low", gain=1.3)
+    assert bound.claim == "at_most" and bound.gain_range == (1.0, 1.3)
+    guess = Suggestion(kind="x", title="t", severity="low", gain=1.3, claim="estimate", gain_low=1.1, gain_high=1.6)
+    assert guess.gain_range == (1.1, 1.6) and guess.as_dict()["gain_range"] == [1.1, 1.6]
+    with pytest.raises(ValueError, match="estimate needs"):  # the estimate outside its own range
+        Suggestion(kind="x", title="t", severity="low", gain=2.0, claim="estimate", gain_low=1.1, gain_high=1.6)
+    with pytest.raises(ValueError, match="claim"):  # a bound has no range
+        Suggestion(kind="x", title="t", severity="low", gain=1.3, gain_low=1.1, gain_high=1.6)
+
+
 def test_sync_location_outside_a_cell_is_the_user_function():
     """A script profiled with stacks: the first Python frame outside library code."""
     model = nn.Linear(8, 2)

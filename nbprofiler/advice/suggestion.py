@@ -14,6 +14,10 @@ from typing import Any, Literal
 
 VerdictState = Literal["fired", "passed", "not_run"]
 
+# What a suggestion's ``gain`` is: a true upper bound ("at most": Amdahl's law on a measured
+# share), or an estimate with its range (an extrapolation, which can miss either way).
+Claim = Literal["at_most", "estimate"]
+
 Severity = Literal["high", "medium", "low"]
 SEVERITIES: tuple[Severity, ...] = ("high", "medium", "low")
 
@@ -28,9 +32,14 @@ class Suggestion:
     ``evidence`` holds the measured numbers that triggered the rule (plain
     floats, ints and strings), for programs; ``facts`` says the same in words with
     units ("data wait: 24% of the step, 49 ms of 205 ms"), for people: renderers
-    show the facts, never raw keys and ratios. ``expected_gain`` states an honest upper bound in
-    words, and ``gain`` is that bound as a speed-up factor (1.0 when the change
-    does not make steps faster, e.g. avoiding an out-of-memory error).
+    show the facts, never raw keys and ratios.
+
+    ``expected_gain`` states the claim in words, and ``gain`` is it as a speed-up
+    factor (1.0 when the change does not make steps faster, e.g. avoiding an
+    out-of-memory error), which orders the suggestions. With ``claim`` "at_most",
+    ``gain`` is a true upper bound; with "estimate", it is the central estimate,
+    ``gain_low``..``gain_high`` its range, and ``expected_gain`` says what it
+    assumes. ``bench/advice_accuracy.py`` holds each claim against a measurement.
     ``code`` is a snippet to paste, or None.
     """
 
@@ -43,12 +52,30 @@ class Suggestion:
     gain: float = 1.0
     code: str | None = None
     detail: str = ""
+    claim: Claim = "at_most"
+    gain_low: float | None = None  # an estimate's range; None for a bound
+    gain_high: float | None = None
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {', '.join(SEVERITIES)}, got {self.severity!r}")
         if not self.gain >= 1.0:
             raise ValueError(f"gain is a speed-up factor >= 1.0, got {self.gain!r}")
+        if self.claim == "estimate":
+            if self.gain_low is None or self.gain_high is None or not 0 < self.gain_low <= self.gain <= self.gain_high:
+                raise ValueError(f"an estimate needs 0 < gain_low <= gain <= gain_high, got "
+                                 f"{self.gain_low!r}, {self.gain!r}, {self.gain_high!r}")
+        elif self.claim != "at_most" or self.gain_low is not None or self.gain_high is not None:
+            raise ValueError(f"claim must be 'at_most' (no range) or 'estimate', got {self.claim!r}")
+
+    @property
+    def gain_range(self) -> tuple[float, float]:
+        """The speed-ups the claim allows: up to the bound for "at most" (from no gain:
+        a bound promises nothing below it), the estimate's range otherwise."""
+        if self.claim == "estimate":
+            assert self.gain_low is not None and self.gain_high is not None
+            return self.gain_low, self.gain_high
+        return 1.0, self.gain
 
     @property
     def nothing_to_improve(self) -> bool:
@@ -64,6 +91,8 @@ class Suggestion:
             "facts": list(self.facts),
             "expected_gain": self.expected_gain,
             "gain": float(self.gain),
+            "claim": self.claim,
+            "gain_range": [float(g) for g in self.gain_range],
             "code": self.code,
             "detail": self.detail,
         }
@@ -83,6 +112,12 @@ class Suggestion:
             lines.extend("    " + line for line in self.code.splitlines())
         return "\n".join(lines)
 
+
+
+def estimate_words(low: float, gain: float, high: float, what: str, assumes: str) -> str:
+    """An estimate's ``expected_gain``: the figure, its range, and what it assumes, so that
+    it never reads as a bound."""
+    return f"about {gain:.2f}× {what} (estimate, {low:.2f}–{high:.2f}×), assuming {assumes}"
 
 
 def amdahl(share: float, speedup: float = math.inf) -> float:
