@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..records import RunRecord
     from .report import Report
 
 
@@ -22,49 +23,71 @@ def is_partial(report: "Report") -> bool:
 
 
 def report_notes(report: "Report") -> list[str]:
-    notes: list[str] = []
+    """Every note, in the order a reader needs them: the run's, the load's, then the trace's."""
+    return [*_run_notes(report), *report.load_notes, *_trace_notes(report)]
+
+
+def _run_notes(report: "Report") -> list[str]:
+    """What the live run's end limits: an error, an unfinished schedule, no step boundary, an unreadable trace."""
     run = report.run
-    if run is not None:
-        o = run.options
-        done = len(run.steps)
-        if run.error is not None:
-            notes.append(f"Partial report: the cell stopped with {run.error} after {done} completed step(s).")
-        needed = o.steps_needed
-        if needed is not None and done < needed:
-            active_done = int((run.steps["phase"] == "active").sum()) if done else 0
-            if active_done == 0 and run.step_source != "other thread":  # that case has its own note
-                notes.append(
-                    f"The cell ran {done} step(s) but the schedule needs {needed} "
-                    f"(skip_first={o.skip_first}, wait={o.wait}, warmup={o.warmup}, active={o.active}, repeat={o.repeat}); "
-                    "no step was profiled. Run more steps, or lower --wait/--warmup (e.g. --wait 0 --warmup 0)."
-                )
-            elif run.error is None:
-                notes.append(
-                    f"The cell ended after {done} of the {needed} steps the schedule needs; "
-                    f"{active_done} active step(s) were profiled."
-                )
-        if run.step_source == "none":
-            notes.append(
-                "No step boundary was seen (no optimizer step, DataLoader batch or nbprofiler.step()); "
-                "the whole cell counted as one unfinished step. Use -n/--iterations for cells without a loop."
-            )
-        notes.extend(run.notes)
-        if report.trace_problem is not None:
-            notes.append(f"The recorded trace could not be read ({report.trace_problem}); only per-step figures are shown.")
-    notes.extend(report.load_notes)
-    if report.has_trace:
-        steps = report.trace_steps
-        if len(steps) and bool(steps["synthetic"].iloc[0]):
-            notes.append("The trace has no ProfilerStep annotations, so the whole trace is treated as one step.")
-        left_out = _left_out_of_breakdown(report)
-        if left_out:
-            notes.append(left_out)
-        repaired = report.table.meta.repaired_names
-        if repaired:
-            notes.append(f"{repaired} event name(s) had unescaped quotes (torch writes them as they are) and were repaired.")
-        skipped = report.table.meta.skipped_events
-        if skipped:
-            notes.append(f"{skipped} malformed trace event(s) were skipped.")
+    if run is None:
+        return []
+    notes: list[str] = []
+    if run.error is not None:
+        notes.append(f"Partial report: the cell stopped with {run.error} after {len(run.steps)} completed step(s).")
+    schedule = _schedule_note(run)
+    if schedule is not None:
+        notes.append(schedule)
+    if run.step_source == "none":
+        notes.append(
+            "No step boundary was seen (no optimizer step, DataLoader batch or nbprofiler.step()); "
+            "the whole cell counted as one unfinished step. Use -n/--iterations for cells without a loop."
+        )
+    notes.extend(run.notes)
+    if report.trace_problem is not None:
+        notes.append(f"The recorded trace could not be read ({report.trace_problem}); "
+                     "only per-step figures are shown.")
+    return notes
+
+
+def _schedule_note(run: "RunRecord") -> str | None:
+    """Why fewer steps than the schedule needs were profiled: none at all says how to fix the
+    schedule; some says how many, unless the error note already said the cell stopped."""
+    o = run.options
+    done = len(run.steps)
+    needed = o.steps_needed
+    if needed is None or done >= needed:
+        return None
+    active_done = int((run.steps["phase"] == "active").sum()) if done else 0
+    if active_done == 0 and run.step_source != "other thread":  # that case has its own note
+        return (f"The cell ran {done} step(s) but the schedule needs {needed} "
+                f"(skip_first={o.skip_first}, wait={o.wait}, warmup={o.warmup}, active={o.active}, "
+                f"repeat={o.repeat}); no step was profiled. "
+                "Run more steps, or lower --wait/--warmup (e.g. --wait 0 --warmup 0).")
+    if run.error is None:
+        return (f"The cell ended after {done} of the {needed} steps the schedule needs; "
+                f"{active_done} active step(s) were profiled.")
+    return None
+
+
+def _trace_notes(report: "Report") -> list[str]:
+    """What the trace itself limits: no step annotations, steps left out, names mended, events skipped."""
+    if not report.has_trace:
+        return []
+    notes: list[str] = []
+    steps = report.trace_steps
+    if len(steps) and bool(steps["synthetic"].iloc[0]):
+        notes.append("The trace has no ProfilerStep annotations, so the whole trace is treated as one step.")
+    left_out = _left_out_of_breakdown(report)
+    if left_out:
+        notes.append(left_out)
+    repaired = report.table.meta.repaired_names
+    if repaired:
+        notes.append(f"{repaired} event name(s) had unescaped quotes (torch writes them as they are) "
+                     "and were repaired.")
+    skipped = report.table.meta.skipped_events
+    if skipped:
+        notes.append(f"{skipped} malformed trace event(s) were skipped.")
     return notes
 
 
