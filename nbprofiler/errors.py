@@ -5,7 +5,7 @@ cannot drift apart: every message is built here.
 """
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 
 class NbprofilerError(Exception):
@@ -19,7 +19,7 @@ class TraceError(NbprofilerError, ValueError):
     input with ``except ValueError`` keep working.
     """
 
-    def __init__(self, path: str | Path | None, problem: str) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, problem: str) -> None:
         self.path = None if path is None else str(path)
         self.problem = problem
         where = f"{self.path}: " if self.path else ""

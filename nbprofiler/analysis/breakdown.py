@@ -191,7 +191,7 @@ def step_breakdown(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
     lo = spans["start_us"].to_numpy(dtype=np.float64)
     hi = spans["end_us"].to_numpy(dtype=np.float64)
     ts, dur = table["ts"], table["dur"]
-    out: dict[str, object] = {"step": spans["step"].to_numpy()}
+    out: dict[str, np.ndarray] = {"step": spans["step"].to_numpy()}
     out.update({c: np.zeros(len(lo)) for c in CATEGORIES})
     acc_start, acc_end = np.empty(0), np.empty(0)
     covered_so_far = np.zeros(len(lo))

@@ -31,7 +31,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -43,7 +43,9 @@ from .loaders import name_in
 
 # torch < 2.1 has no always_call: a forward that raises then leaves its range open
 # until an enclosing module's call returns, or the run ends.
-_ALWAYS_CALL = {"always_call": True} if "always_call" in inspect.signature(register_module_forward_hook).parameters else {}
+_ALWAYS_CALL = (
+    {"always_call": True} if "always_call" in inspect.signature(register_module_forward_hook).parameters else {}
+)
 _COMPILE_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks on modules"
 
 
@@ -51,9 +53,10 @@ def _compiling() -> bool:
     """True while dynamo traces. torch.compiler.is_compiling is torch >= 2.3; dynamo's own,
     older, is imported only there (importing dynamo takes about a second)."""
     is_compiling = getattr(torch.compiler, "is_compiling", None)
-    if is_compiling is None:
-        from torch._dynamo import is_compiling
-    return is_compiling()
+    if is_compiling is not None:
+        return is_compiling()
+    from torch._dynamo import is_compiling as dynamo_is_compiling
+    return dynamo_is_compiling()
 
 
 @dataclass
@@ -139,7 +142,8 @@ class ModuleRanges:
 def _remove_filter(entry: Any) -> None:
     """Undo one ``warnings.filterwarnings`` (gone already if the user reset the filters)."""
     with contextlib.suppress(ValueError):
-        warnings.filters.remove(entry)
+        # A list, as the warnings module documents; typeshed declares it a read-only Sequence.
+        cast("list[Any]", warnings.filters).remove(entry)
 
 
 def _close(stack: list[_Open], down_to: int) -> None:

@@ -252,6 +252,7 @@ def _finish(result: pd.DataFrame, current: Candidate) -> pd.DataFrame:
         result[col] = pd.to_numeric(result[col], errors="coerce").astype("float64")
     ok = result[result["status"] == "ok"]
     base = ok[(ok["num_workers"] == current.num_workers) & (ok["pin_memory"] == current.pin_memory)]
+    reference: float | None  # None when nothing was measured
     if len(base):
         reference = float(base["batches_per_s"].iloc[0])
     else:

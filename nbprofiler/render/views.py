@@ -45,10 +45,10 @@ def batch_size(report: "Report") -> int | None:
     """The batch size of the DataLoader that fed the most batches, when a live run saw one."""
     if report.run is None:
         return None
-    loaders = [r for r in report.run.loaders if r.batch_size and r.batches]
-    if not loaders:
+    fed = [(r.batches, r.batch_size) for r in report.run.loaders if r.batch_size and r.batches]
+    if not fed:
         return None
-    return int(max(loaders, key=lambda r: r.batches).batch_size)
+    return int(max(fed, key=lambda batches_size: batches_size[0])[1])
 
 
 def headline(report: "Report") -> dict[str, Any]:

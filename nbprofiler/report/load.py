@@ -28,6 +28,7 @@ class _Process:
     """The traces one process (a worker, as one rank or none) wrote: its latest cycle parsed."""
 
     latest: Report
+    path: Path  # the latest cycle's file
     time: int
     earlier: list[Path] = field(default_factory=list)
 
@@ -69,30 +70,30 @@ def load(path: str | os.PathLike[str]) -> Report:
         key = (worker, report.table.meta.rank)
         seen = processes.get(key)
         if seen is None:
-            processes[key] = _Process(report, time)
+            processes[key] = _Process(report, f, time)
         elif time > seen.time:
-            seen.earlier.append(Path(seen.latest.source_path))
-            seen.latest, seen.time = report, time
+            seen.earlier.append(seen.path)
+            seen.latest, seen.path, seen.time = report, f, time
         else:
             seen.earlier.append(f)
     without_rank = [p for (_, rank), p in processes.items() if rank is None]
     if len(processes) > 1 and without_rank:
-        names = _names([Path(p.latest.source_path) for p in without_rank])
+        names = _names([p.path for p in without_rank])
         raise TraceError(path, f"{len(processes)} processes wrote traces here and {names} "
                                f"{'has' if len(without_rank) == 1 else 'have'} no distributedInfo, so they are "
                                "separate runs, not ranks of one; pass one file's path to nbprofiler.load")
-    by_rank: dict[int, Report] = {}
+    by_rank: dict[int, _Process] = {}
     for (_, rank), p in processes.items():
-        key = 0 if rank is None else rank
-        if key in by_rank:
-            raise TraceError(path, f"two trace files claim rank {key}: {by_rank[key].source_path} and "
-                                   f"{p.latest.source_path}; load them one at a time")
-        by_rank[key] = p.latest
+        number = 0 if rank is None else rank
+        if number in by_rank:
+            raise TraceError(path, f"two trace files claim rank {number}: {by_rank[number].path} and "
+                                   f"{p.path}; load them one at a time")
+        by_rank[number] = p
     first = by_rank[min(by_rank)]
     notes += _cycles_note(path, processes)
-    ranks = by_rank if len(by_rank) > 1 else None
-    return replace(Report.from_trace(first.table, first.source_path, ranks=ranks),
-                   load_notes=notes + _lost_names_note(first.table))
+    ranks = {number: p.latest for number, p in by_rank.items()} if len(by_rank) > 1 else None
+    return replace(Report.from_trace(first.latest.table, str(first.path), ranks=ranks),
+                   load_notes=notes + _lost_names_note(first.latest.table))
 
 
 def _parse(f: Path) -> Report:
@@ -147,7 +148,7 @@ def _cycles_note(path: str | os.PathLike[str], processes: dict[tuple[str, int | 
     cycled = sorted(((rank, p) for (_, rank), p in processes.items() if p.earlier), key=lambda rp: rp[0] or 0)
     if not cycled:
         return ()
-    chosen = "; ".join(f"{'' if rank is None else f'rank {rank}: '}{Path(p.latest.source_path).name}, "
+    chosen = "; ".join(f"{'' if rank is None else f'rank {rank}: '}{p.path.name}, "
                        f"the latest of {len(p.earlier) + 1} cycles" for rank, p in cycled)
     earlier = sum(len(p.earlier) for _, p in cycled)
     return (f"{path} holds several profiling cycles (schedule repeat); loaded the latest: {chosen}. The other "

@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from itertools import repeat
+from typing import cast
 
 import msgspec
 import numpy as np
@@ -52,7 +53,8 @@ _CATEGORY_KIND: dict[object, Kind] = {
 }
 _OLD_SCHEMA_CATEGORIES = {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"}
 _KEPT_PHASES = {"X", "i", "I"}
-_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError, OverflowError, ValueError)
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError, OverflowError,
+                  ValueError)
 _EMPTY_ARGS = Args()
 # Integers past this are not ids or byte counts a trace can really hold.
 _INT_LIMIT = float(2**62)
@@ -68,6 +70,7 @@ _XLA_PROCESS_PREFIXES = ("/host:", "/device:", "/job:")  # TensorFlow's and JAX'
 _header_decoder = msgspec.json.Decoder(Header)
 _batch_decoder = msgspec.json.Decoder(list[Event])
 _event_decoder = msgspec.json.Decoder(Event)
+_FREED = msgspec.Raw()  # stands in for each event's raw JSON once its batch is decoded
 
 
 def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
@@ -95,7 +98,7 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         for start in range(0, len(raws), BATCH):
             stop = min(start + BATCH, len(raws))
             builder.add(_decode_batch(raws[start:stop]))
-            raws[start:stop] = [None] * (stop - start)  # free each batch's slices once decoded
+            raws[start:stop] = [_FREED] * (stop - start)  # free each batch's slices once decoded
     del raws
     if builder.count == 0:
         raise TraceError(source, "the trace holds no profiler events (was the profiler stopped before any step?)")
@@ -165,9 +168,11 @@ def _decode_header(data: bytes | memoryview, source: str) -> Header:
         if bytes(data[:64]).lstrip().startswith(b"["):
             raise TraceError(source, "a JSON list, not a torch.profiler trace object with 'traceEvents'; "
                                      "load a file that prof.export_chrome_trace wrote") from None
-        raise TraceError(source, f"not a torch.profiler trace ({exc}); load a file that prof.export_chrome_trace wrote") from None
+        raise TraceError(source, f"not a torch.profiler trace ({exc}); "
+                                 "load a file that prof.export_chrome_trace wrote") from None
     except RecursionError:
-        raise TraceError(source, "JSON nested too deeply to be a profiler trace; load a trace torch.profiler wrote") from None
+        raise TraceError(source, "JSON nested too deeply to be a profiler trace; "
+                                 "load a trace torch.profiler wrote") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         if _is_protobuf_trace(data):
             raise TraceError(source, "a Perfetto protobuf trace, not a torch.profiler JSON trace; export the JSON "
@@ -243,11 +248,12 @@ def _not_torch(data: bytes | memoryview) -> str:
             f"no ProfilerStep ranges); {_LOAD_TORCH_TRACE}")
 
 
-def _decode_batch(raws: Sequence[msgspec.Raw]) -> list[Event]:
+def _decode_batch(raws: Sequence[msgspec.Raw]) -> Sequence[Event | None]:
+    """The batch's events; None for each one that does not decode, when the whole batch does not."""
     try:
         return _batch_decoder.decode(b"[" + b",".join(raws) + b"]")
     except _DECODE_ERRORS:
-        events = []
+        events: list[Event | None] = []
         for raw in raws:
             try:
                 events.append(_event_decoder.decode(raw))
@@ -289,7 +295,7 @@ class _ColumnBuilder:
         self.skipped = 0
         self.old_schema = False
 
-    def add(self, batch: list[Event | None]) -> None:
+    def add(self, batch: Sequence[Event | None]) -> None:
         events = self._keep(batch)
         if not events:
             return
@@ -364,7 +370,7 @@ class _ColumnBuilder:
             names = [n if type(n) is str else str(n) for n in names]
             uniques = dict.fromkeys(names)
         index = self.name_index
-        for name in uniques:
+        for name in cast("dict[str, int | None]", uniques):  # all str now, as checked above
             uniques[name] = index.setdefault(name, len(index))
         return np.fromiter(map(uniques.__getitem__, names), dtype=np.int32, count=len(names))
 
@@ -383,7 +389,7 @@ class _ColumnBuilder:
             self.old_schema = True
         return np.fromiter(map(_CATEGORY_KIND.get, cats, repeat(Kind.OTHER)), dtype=np.int8, count=len(cats))
 
-    def _keep(self, batch: list[Event | None]) -> list[Event]:
+    def _keep(self, batch: Sequence[Event | None]) -> list[Event]:
         kept = [e for e in batch if e is not None and e.ph in _KEPT_PHASES]
         if len(kept) == len(batch):
             return kept
@@ -508,9 +514,10 @@ def _devices(header: Header, saw_hip: bool) -> tuple[DeviceInfo, ...]:
         name = _as_str(p.name) or f"device {i}"
         major, minor = _as_int(p.computeMajor), _as_int(p.computeMinor)
         rocm = saw_hip or "AMD" in name or "Radeon" in name or "Instinct" in name
+        device_id = _as_int(p.id)
         out.append(
             DeviceInfo(
-                index=_as_int(p.id) if _as_int(p.id) is not None else i,
+                index=i if device_id is None else device_id,
                 name=name,
                 kind="rocm" if rocm else "cuda",
                 total_memory_bytes=_as_int(p.totalGlobalMem),
