@@ -223,7 +223,8 @@ def sync_points(report: "Report") -> pd.DataFrame:
     run recorded (see ``sync_locator``); empty without device activity."""
     if not report.has_device_activity:
         return pd.DataFrame(columns=SYNC_POINT_COLUMNS)
-    return analysis_sync.sync_points(report.table, report.operator_tree, report.trace_steps, report.device.index, sync_locator(report))
+    return analysis_sync.sync_points(report.table, report.operator_tree, report.trace_steps, report.device.index,
+                                     sync_locator(report))
 
 
 def sync_locator(report: "Report") -> SyncLocator:

@@ -441,7 +441,8 @@ def _larger_batch(f: Facts, util: float, mem: M.DeviceMemory) -> Suggestion | No
         facts=tuple(facts),
         expected_gain=(f"at most {gain:.2f}× samples/s: min(1/{util:.2f} GPU utilization, {factor:g}× batch); "
                        f"estimated peak {fmt_bytes(peak)} of {fmt_bytes(mem.total)} "
-                       f"({T.MEMORY_TARGET_SHARE:.0%} target). Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
+                       f"({T.MEMORY_TARGET_SHARE:.0%} target). "
+                       "Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
         gain=gain,
         code=code,
         detail=(f"activation memory {fmt_bytes(mem.activations)} per step (peak {fmt_bytes(mem.peak)} minus "
@@ -556,8 +557,9 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
                f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, "
                f"{_ms(co.python_us / 1e3)} of Python and {_ms(co.optimizer_us / 1e3)} of optimizer per step",
                f"batch size {batch}" if batch else "batch size unknown (no DataLoader was seen)"),
-        expected_gain=(f"at most {gain:.2f}× samples/s with a {k}× batch ({k}/({o:.2f} + {k}×{1 - o:.2f})); never more "
-                       f"than 1/(1-{o:.2f}) = {amdahl(o):.2f}×. Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
+        expected_gain=(f"at most {gain:.2f}× samples/s with a {k}× batch ({k}/({o:.2f} + {k}×{1 - o:.2f})); "
+                       f"never more than 1/(1-{o:.2f}) = {amdahl(o):.2f}×. "
+                       "Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
         gain=gain,
         code=code,
         detail=(f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, plus "
@@ -794,7 +796,8 @@ def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str) 
     """cudnn.benchmark and channels_last, bounded by the conv kernels and layout conversions."""
     transpose = mix.layout_transpose_share * dt.utilization
     gain = 1.0 / max(1.0 - conv * (1.0 - 1.0 / T.CONV_TUNING_SPEEDUP_MAX) - transpose, 1e-9)
-    code = ("torch.backends.cudnn.benchmark = True  # fixed input shapes: cuDNN tries its algorithms once, keeps the best\n"
+    code = ("torch.backends.cudnn.benchmark = True  "
+            "# fixed input shapes: cuDNN tries its algorithms once, keeps the best\n"
             "model = model.to(memory_format=torch.channels_last)  # NHWC, the tensor cores' native layout\n"
             "x = x.to(device, memory_format=torch.channels_last, non_blocking=True)")
     return Suggestion(

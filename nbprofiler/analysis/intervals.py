@@ -144,7 +144,8 @@ def union_length(start: np.ndarray, end: np.ndarray) -> float:
     return float((e - s).sum())
 
 
-def subtract(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def subtract(a_start: np.ndarray, a_end: np.ndarray,
+             b_start: np.ndarray, b_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint intervals ``a`` minus disjoint intervals ``b`` (both sorted)."""
     if len(a_start) == 0 or len(b_start) == 0:
         return a_start, a_end

@@ -185,5 +185,6 @@ def operator_table(tree: OperatorTree, by_shape: bool = False,
     out = frame.groupby(keys, observed=True, sort=False).sum().reset_index()
     out["name"] = out["name"].astype(object)
     sort_key = "device_self_us" if out["device_self_us"].sum() > 0 else "host_self_us"
-    cols = ["name", "calls", *(["input_shapes"] if "input_shapes" in out else []), *OPERATOR_COLUMNS[2:], *(memory or {})]
+    cols = ["name", "calls", *(["input_shapes"] if "input_shapes" in out else []), *OPERATOR_COLUMNS[2:],
+            *(memory or {})]
     return out[cols].sort_values(sort_key, ascending=False, kind="stable").reset_index(drop=True)

@@ -73,10 +73,12 @@ def sync_calls(table: EventTable, host_steps: pd.DataFrame) -> pd.DataFrame:
     idx, step = idx[inside], step[inside]
     if len(idx) == 0:
         return pd.DataFrame(columns=SYNC_COLUMNS)
-    frame = pd.DataFrame({"step": step, "name": table.names[table.name_code[idx]].astype(object), "dur": table["dur"][idx]})
+    frame = pd.DataFrame({"step": step, "name": table.names[table.name_code[idx]].astype(object),
+                          "dur": table["dur"][idx]})
     out = frame.groupby(["step", "name"], sort=False)["dur"].agg(calls="count", total_us="sum").reset_index()
     out["calls"] = out["calls"].astype(np.int64)
-    return out.sort_values(["step", "total_us"], ascending=[True, False], kind="stable").reset_index(drop=True)[SYNC_COLUMNS]
+    out = out.sort_values(["step", "total_us"], ascending=[True, False], kind="stable")
+    return out.reset_index(drop=True)[SYNC_COLUMNS]
 
 
 def idle_time(table: EventTable, spans: pd.DataFrame, device: int | None = None) -> pd.DataFrame:
@@ -176,7 +178,8 @@ def sync_points(table: EventTable, tree: OperatorTree, steps: pd.DataFrame, devi
     if not keep.any():
         return empty
     events, positions, causes, start, end, step = (a[keep] for a in (events, positions, causes, start, end, step))
-    step_end = steps["end_us"].to_numpy(dtype=np.float64)[np.searchsorted(steps["start_us"].to_numpy(), start, side="right") - 1]
+    step_row = np.searchsorted(steps["start_us"].to_numpy(), start, side="right") - 1
+    step_end = steps["end_us"].to_numpy(dtype=np.float64)[step_row]
     work = np.isin(table.kind, DEVICE_WORK_KINDS) & (table["device"] == device)
     busy_start, busy_end = union(table["ts"][work], table["ts"][work] + table["dur"][work])
     frame = pd.DataFrame(

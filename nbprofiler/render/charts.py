@@ -280,7 +280,8 @@ def kernel_pie_figure(report: "Report") -> "Figure | None":
     fig = Figure(figsize=(5.5, 3.2), dpi=DPI)
     ax = fig.subplots()
     ax.pie(by_kind.to_numpy(), labels=[shorten(str(k), 20) for k in by_kind.index], autopct="%1.0f%%",
-           startangle=90, counterclock=False, textprops={"fontsize": 9}, wedgeprops={"linewidth": 1, "edgecolor": "white"})
+           startangle=90, counterclock=False, textprops={"fontsize": 9},
+           wedgeprops={"linewidth": 1, "edgecolor": "white"})
     ax.set_aspect("equal")
     ax.set_title(f"Kernel time by category (total {total / 1e3:.1f} ms)", fontsize=10)
     return fig

@@ -33,16 +33,23 @@ TOP_MEMORY_OPS = 15
 MAX_MODULE_ROWS = 200
 
 STYLE = """
-.nbp{font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.45;max-width:1100px;color:#222}
-.nbp h3{font-size:16px;margin:6px 0 4px}.nbp h4{font-size:14px;margin:16px 0 4px;border-bottom:1px solid #ddd;padding-bottom:2px}
-.nbp table{border-collapse:collapse;margin:4px 0}.nbp td,.nbp th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
+.nbp{font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.45;max-width:1100px;
+  color:#222}
+.nbp h3{font-size:16px;margin:6px 0 4px}
+.nbp h4{font-size:14px;margin:16px 0 4px;border-bottom:1px solid #ddd;padding-bottom:2px}
+.nbp table{border-collapse:collapse;margin:4px 0}
+.nbp td,.nbp th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
 .nbp th{background:#f6f6f6;font-weight:600}.nbp td{white-space:nowrap}
-.nbp td.n,.nbp th.n{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace;max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.nbp .how{color:#666;margin:2px 0 6px}.nbp .note{color:#8a5a00;margin:2px 0}.nbp .warn{color:#b00020;margin:4px 0;font-weight:600}
-.nbp .metrics{display:flex;flex-wrap:wrap;gap:8px;margin:6px 0}.nbp .metric{border:1px solid #ddd;border-radius:6px;padding:4px 10px;min-width:110px}
+.nbp td.n,.nbp th.n{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace;max-width:420px;overflow:hidden;
+  text-overflow:ellipsis;white-space:nowrap}
+.nbp .how{color:#666;margin:2px 0 6px}.nbp .note{color:#8a5a00;margin:2px 0}
+.nbp .warn{color:#b00020;margin:4px 0;font-weight:600}
+.nbp .metrics{display:flex;flex-wrap:wrap;gap:8px;margin:6px 0}
+.nbp .metric{border:1px solid #ddd;border-radius:6px;padding:4px 10px;min-width:110px}
 .nbp .metric b{display:block;font-size:16px}.nbp .metric span{color:#666;font-size:11px}
 .nbp .card{border:1px solid #ddd;border-left:4px solid #999;border-radius:4px;padding:6px 10px;margin:6px 0}
-.nbp .card ul.evidence{margin:2px 0 4px;padding-left:20px}.nbp .card.high{border-left-color:#c0392b}.nbp .card.medium{border-left-color:#e67e22}.nbp .card.low{border-left-color:#7f8c8d}
+.nbp .card ul.evidence{margin:2px 0 4px;padding-left:20px}.nbp .card.high{border-left-color:#c0392b}
+.nbp .card.medium{border-left-color:#e67e22}.nbp .card.low{border-left-color:#7f8c8d}
 .nbp pre{background:#f6f8fa;padding:6px 8px;border-radius:4px;overflow-x:auto;margin:4px 0;font-size:12px}
 .nbp .bar{display:inline-block;height:10px;vertical-align:middle}.nbp img{max-width:100%}
 .nbp code{font-family:ui-monospace,Menlo,Consolas,monospace}.nbp td.src{white-space:pre}
@@ -50,8 +57,10 @@ STYLE = """
 .nbp .mtree .tw{display:inline-block;width:14px;color:#666}.nbp .mtree summary .tw::before{content:"▸"}
 .nbp .mtree details[open]>summary .tw::before{content:"▾"}.nbp .mtree .mt{color:#666}
 .nbp .mrow{display:grid;width:100%}
-.nbp .mrow.m3{grid-template-columns:minmax(200px,1fr) repeat(3,100px)}.nbp .mrow.m5{grid-template-columns:minmax(200px,1fr) repeat(5,100px)}
-.nbp .mrow>span{text-align:right;padding:1px 4px;border-bottom:1px solid #eee;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.nbp .mrow.m3{grid-template-columns:minmax(200px,1fr) repeat(3,100px)}
+.nbp .mrow.m5{grid-template-columns:minmax(200px,1fr) repeat(5,100px)}
+.nbp .mrow>span{text-align:right;padding:1px 4px;border-bottom:1px solid #eee;white-space:nowrap;overflow:hidden;
+  text-overflow:ellipsis}
 .nbp .mrow>span:first-child{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace}
 .nbp .mhead{font-weight:600}
 """
@@ -172,7 +181,8 @@ def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
     if s.expected_gain:
         parts.append(f"<div>Expected gain: {esc(s.expected_gain)}</div>")
     if s.code:
-        button = f'<button class="nbp-copy-code" type="button" onclick="{esc(_COPY_ONCLICK)}">Copy</button>' if copy_button else ""
+        button = (f'<button class="nbp-copy-code" type="button" onclick="{esc(_COPY_ONCLICK)}">Copy</button>'
+                  if copy_button else "")
         parts.append(f"<div>{button}<pre>{esc(s.code)}</pre></div>")
     parts.append("</div>")
     return "".join(parts)
@@ -197,8 +207,10 @@ def steps_section(report: "Report") -> str:
     steps = report.steps
     if steps.empty:
         return ""
-    fmts = [Col("step", "step"), Col("phase", "phase"), Col("wall_ms", "wall", _ms), Col("dataloader_ms", "data wait", _ms)]
-    fmts += [Col(c, c.removesuffix("_bytes").replace("_", " "), fmt_bytes) for c in steps.columns if c.endswith("_bytes")]
+    fmts = [Col("step", "step"), Col("phase", "phase"), Col("wall_ms", "wall", _ms),
+            Col("dataloader_ms", "data wait", _ms)]
+    fmts += [Col(c, c.removesuffix("_bytes").replace("_", " "), fmt_bytes)
+             for c in steps.columns if c.endswith("_bytes")]
     out = ["<h4>Steps</h4>", how("Every step the cell ran, by schedule phase; only the active steps are traced.")]
     out.append(html_table(phase_summary(steps), [Col("phase", "phase"), Col("steps", "steps", count),
                                                  Col("mean_wall_ms", "mean wall", _ms),
@@ -215,7 +227,8 @@ def operators_section(report: "Report") -> str:
     ops = operator_view(report)  # --top and --sort, as in the text report
     if ops.empty:
         return ""
-    cols = [Col("name", "operator", name=True), Col("calls", "calls", count), Col("input_shapes", "input shapes", name=True),
+    cols = [Col("name", "operator", name=True), Col("calls", "calls", count),
+            Col("input_shapes", "input shapes", name=True),
             us_col("host_self_us", "host self"), us_col("host_total_us", "host total")]
     if report.has_device_activity:
         cols += [us_col("device_self_us", "device self"), us_col("device_total_us", "device total")]
@@ -223,7 +236,8 @@ def operators_section(report: "Report") -> str:
               if f"{side}_self_alloc_bytes" in ops and (side == "host" or report.has_device_activity)]
     return (f"<h4>Top operators ({len(ops)} of {len(report.operators)})</h4>"
             + how("Self time excludes the ops an operator calls; total includes them. Device time is the work an "
-                  "operator launched. Allocated: bytes its calls allocated themselves.") + html_table(ops, cols + memory))
+                  "operator launched. Allocated: bytes its calls allocated themselves.")
+            + html_table(ops, cols + memory))
 
 
 def kernels_section(report: "Report") -> str:
@@ -232,7 +246,8 @@ def kernels_section(report: "Report") -> str:
         return ""
     cols = [Col("name", "kernel", name=True), Col("calls", "calls", count), us_col("total_us", "total"),
             us_col("mean_us", "mean"), us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct),
-            Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"), Col("operator", "launched by", name=True)]
+            Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"),
+            Col("operator", "launched by", name=True)]
     return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them; the pie groups "
                                       "them by what they compute.")
             + img(chart(report, "kernels"), "kernel time by category") + html_table(k.head(TOP_KERNELS), cols, 60))
@@ -255,7 +270,8 @@ def memory_section(report: "Report") -> str:
     if len(ops):
         out.append(f"<div>Allocations on {esc(device)} by operator (held = still allocated at the step's end):</div>")
         out.append(html_table(ops, [Col("name", "operator", name=True), Col("allocations", "allocations", count),
-                                    Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]))
+                                    Col("allocated_bytes", "allocated", fmt_bytes),
+                                    Col("held_bytes", "held", fmt_bytes)]))
     return "".join(out)
 
 
@@ -288,8 +304,10 @@ def lines_table(report: "Report") -> str:
         if device:
             figures += f"<td>{esc(fmt_us(r.device_us) if r.device_us else '')}</td>"
         bar = heat_bar(getattr(r, key) / top, "#d62728")
-        body.append(f'<tr><td>{r.line}</td><td>{bar}</td>{figures}<td class="n src"><code>{esc(r.source)}</code></td></tr>')
-    head = "<th>line</th><th>share</th><th>host</th>" + ("<th>device</th>" if device else "") + '<th class="n">source</th>'
+        source = f'<td class="n src"><code>{esc(r.source)}</code></td>'
+        body.append(f"<tr><td>{r.line}</td><td>{bar}</td>{figures}{source}</tr>")
+    head = ("<th>line</th><th>share</th><th>host</th>" + ("<th>device</th>" if device else "")
+            + '<th class="n">source</th>')
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 

@@ -85,7 +85,8 @@ def _breakdown_lines(report: "Report") -> list[str]:
     for col, us in means.items():
         if us > 0:
             share = us / total if total > 0 else 0.0
-            out.append(f"  {LABELS.get(col, col):<{width}}  {fmt_us(us):>9}  {fmt_pct(share):>6}  {'█' * round(share * 30)}")
+            bar = "█" * round(share * 30)
+            out.append(f"  {LABELS.get(col, col):<{width}}  {fmt_us(us):>9}  {fmt_pct(share):>6}  {bar}")
     return out
 
 

@@ -54,7 +54,8 @@ MAX_LIVE_CELLS = 10
 
 _WIDGET_STYLE = STYLE + """
 .nbp-grid{display:grid;column-gap:0;font-size:12px}
-.nbp-grid>div{padding:2px 6px;border-bottom:1px solid #eee;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;text-align:right}
+.nbp-grid>div{padding:2px 6px;border-bottom:1px solid #eee;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;
+  text-align:right}
 .nbp-grid>div.n{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace}
 .nbp-grid>div.odd{background:#fafafa}
 """
@@ -141,7 +142,8 @@ class PagedTable:
         self.prev.on_click(lambda _: self._turn(-1))
         self.next.on_click(lambda _: self._turn(1))
         self.box = widgets.VBox([
-            widgets.HBox([self.filter, self.sort, self.descending, self.top], layout=widgets.Layout(flex_flow="row wrap")),
+            widgets.HBox([self.filter, self.sort, self.descending, self.top],
+                         layout=widgets.Layout(flex_flow="row wrap")),
             widgets.HBox([self.prev, self.next, self.status]),
             self.header, self.body,
         ])
@@ -253,13 +255,16 @@ class PagedTable:
                 value = values.get(col.key)
                 text = "–" if value is None or pd.isna(value) else col.fmt(value)
                 title = f' title="{esc(value)}"' if col.name else ""
-                cells.append(f'<div class="{"n" if col.name else ""}{odd}"{title}>{esc(shorten(text, 90) if col.name else text)}</div>')
+                shown = shorten(text, 90) if col.name else text
+                cells.append(f'<div class="{"n" if col.name else ""}{odd}"{title}>{esc(shown)}</div>')
         empty = "" if len(rows) else f'<div class="how">No {esc(self.noun)} match.</div>'
         self.body.value = (f'<div class="nbp"><div class="nbp-grid" style="grid-template-columns:{self._template()}">'
                            f'{"".join(cells)}</div>{empty}</div>')
         first = self.page * PAGE_ROWS + 1 if len(rows) else 0
-        self.status.value = (f'<div class="nbp" style="padding:4px 8px">rows {first:,}–{first + len(rows) - 1 if len(rows) else 0:,} '
-                             f"of {len(view):,} shown · {len(self._frame):,} {esc(self.noun)} · page {self.page + 1} of {self.pages}</div>")
+        last = first + len(rows) - 1 if len(rows) else 0
+        self.status.value = (f'<div class="nbp" style="padding:4px 8px">rows {first:,}–{last:,} '
+                             f"of {len(view):,} shown · {len(self._frame):,} {esc(self.noun)} · "
+                             f"page {self.page + 1} of {self.pages}</div>")
         self.prev.disabled = self.page == 0
         self.next.disabled = self.page >= self.pages - 1
         if self.on_change is not None:
@@ -357,8 +362,8 @@ class OperatorsTab:
             if self.report.has_device_activity:
                 cols.append(us_col("device_us", "device"))
             if run is not None and run.line_marks is not None:
-                cols = [Col("line", "cell line", lambda v: str(v) if v > 0 else "–"), Col("source", "source", name=True),
-                        *cols]
+                cols = [Col("line", "cell line", lambda v: str(v) if v > 0 else "–"),
+                        Col("source", "source", name=True), *cols]
             parts.append("<div>Where it was called from: the cell line running, and the innermost function of your "
                          "own code around the call (<code>In [n]</code> is an earlier cell; the line is that of the "
                          "<code>def</code>):</div>")
@@ -372,7 +377,8 @@ class OperatorsTab:
     def _call_sites(self) -> "CallSites":
         from ..analysis.callsites import CallSites
 
-        return CallSites(self.report.operator_tree, self.report.run.cell_filename if self.report.run is not None else None)
+        run = self.report.run
+        return CallSites(self.report.operator_tree, run.cell_filename if run is not None else None)
 
 
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
@@ -391,8 +397,9 @@ def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
 def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
     device = memory_device(report)
     if device is None:
-        return widgets.VBox([how_html("Memory"), widgets.HTML(
-            '<div class="nbp how">No memory was recorded (the run used --no-memory, or no step was profiled).</div>')]), None
+        nothing = widgets.HTML('<div class="nbp how">No memory was recorded (the run used --no-memory, '
+                               'or no step was profiled).</div>')
+        return widgets.VBox([how_html("Memory"), nothing]), None
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in growth_warnings(report))
     figures = memory_figures(report, device)
     headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
@@ -441,7 +448,8 @@ class ExportTab:
 
     def __init__(self, report: "Report") -> None:
         self.report = report
-        has_trace = report.raw_trace is not None or (report.source_path is not None and Path(report.source_path).is_file())
+        has_trace = report.raw_trace is not None or (
+            report.source_path is not None and Path(report.source_path).is_file())
         self.trace_path = widgets.Text(value="nbprofiler_trace.json.gz", description="trace file",
                                        layout=widgets.Layout(width="420px"))
         self.tb_dir = widgets.Text(value="nbprofiler_tb", description="directory", layout=widgets.Layout(width="420px"))
