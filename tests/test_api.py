@@ -21,7 +21,9 @@ def test_profile_context_manager_counts_optimizer_steps():
     with nbprofiler.profile(wait=0, warmup=1, active=2) as run:
         for _ in range(6):
             loss = model(torch.randn(4, 16)).sum()
-            opt.zero_grad(); loss.backward(); opt.step()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     report = run.report
     assert report is nbprofiler.last()
     assert list(report.steps["phase"]) == ["warmup", "active", "active", "none", "none", "none"]
@@ -35,7 +37,9 @@ def test_optimizer_range_does_not_straddle_steps():
     with nbprofiler.profile(wait=0, warmup=0, active=3) as run:
         for _ in range(3):
             loss = model(torch.randn(4, 16)).sum()
-            opt.zero_grad(); loss.backward(); opt.step()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     frame = run.report.table.frame()
     steps = run.report.trace_steps
     opt_ranges = frame[frame["name"] == "Optimizer.step#Adam.step"]
@@ -65,7 +69,9 @@ def test_exception_in_api_keeps_report_and_propagates():
         with nbprofiler.profile(wait=0, warmup=0, active=5) as run:
             for i in range(5):
                 loss = model(torch.randn(4, 16)).sum()
-                opt.zero_grad(); loss.backward(); opt.step()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
                 if i == 1:
                     raise RuntimeError("boom")
     assert run.report.partial and len(run.report.steps) == 2
@@ -122,7 +128,9 @@ def test_live_cuda_run_records_kernels_and_device_memory():
     with nbprofiler.profile(wait=1, warmup=1, active=3) as run:
         for _ in range(6):
             loss = model(torch.randn(64, 256, device="cuda")).sum()
-            opt.zero_grad(); loss.backward(); opt.step()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     report = run.report
     assert report.device.kind == "cuda"
     assert {"mem_allocated_bytes", "mem_peak_bytes", "mem_reserved_bytes"} <= set(report.steps.columns)
@@ -214,7 +222,9 @@ def test_a_live_trace_torch_wrote_badly_costs_its_tables_not_the_steps(monkeypat
     with nbprofiler.profile(wait=0, warmup=0, active=2) as run:
         for _ in range(3):
             loss = model(torch.randn(4, 16)).sum()
-            opt.zero_grad(); loss.backward(); opt.step()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     report = run.report
     assert len(report.steps) == 3 and not report.has_trace and len(report.table) == 0 and len(report.operators) == 0
     assert any("could not be read" in n and "truncated" in n for n in report.notes)
@@ -233,7 +243,9 @@ def test_a_run_that_recorded_no_trace_has_every_table_empty_with_its_columns():
         with nbprofiler.profile(wait=wait, warmup=0, active=2, memory=False) as run:
             for _ in range(3):
                 loss = model(torch.randn(4, 16)).sum()
-                opt.zero_grad(); loss.backward(); opt.step()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
         return run.report
 
     untraced, traced = loop(wait=5), loop(wait=0)

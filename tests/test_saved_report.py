@@ -75,7 +75,9 @@ def live_report(tmp_path_factory) -> nbprofiler.Report:
                             trace=str(not_a_folder / "trace.json")) as run:
         for x, y in loader:
             loss = F.cross_entropy(model(x), y)
-            opt.zero_grad(); loss.backward(); opt.step()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     return run.report
 
 
