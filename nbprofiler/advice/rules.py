@@ -18,7 +18,6 @@ a documented factor (tensor cores). It is a bound, not a promise.
 """
 from __future__ import annotations
 
-import os
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -31,6 +30,7 @@ from . import measures as M
 from . import thresholds as T
 from .dataloader_plan import LoaderPlan, measure_waiting, plan
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
+from .machine import local_world_size
 from .suggestion import NOTHING_TO_IMPROVE, Severity, Suggestion, Verdict, amdahl, fired, not_run, passed
 
 if TYPE_CHECKING:
@@ -130,14 +130,6 @@ class Facts:
         """The step time every suggestion quotes, named: "avg step 205 ms over the 3 profiled steps"."""
         window = self.report.step_window
         return f"avg step {_ms(window.avg_step_us / 1e3)} over {window.label}" if window.avg_step_us else window.label
-
-
-def local_world_size() -> int:
-    """Ranks on this machine (torchrun sets LOCAL_WORLD_SIZE); 1 when unset or unreadable."""
-    try:
-        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        return 1
 
 
 # The checks as "nothing to improve" names them. Rules that need the same measurement name

@@ -11,7 +11,6 @@ loader's own generators) are put back, also when it raises or is interrupted.
 """
 from __future__ import annotations
 
-import os
 import random
 import sys
 import time
@@ -25,7 +24,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from ..advice import thresholds as T
 from .feedback import Progress, in_kernel, show_figure
 from ..advice.loader_code import args_from_loader, dataloader_call
-from ..advice.rules import local_world_size
+from ..advice.machine import usable_cpus
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -56,12 +55,6 @@ class Candidate:
 
     def label(self) -> str:
         return f"num_workers={self.num_workers}" + (", pin_memory" if self.pin_memory else "")
-
-
-def usable_cpus() -> int:
-    """CPU cores this process may run on, shared among the ranks of this machine."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cpus // local_world_size())
 
 
 def default_candidates(loader: DataLoader) -> list[dict[str, Any]]:

@@ -1,0 +1,73 @@
+"""How many CPU cores this process may really use, in one place.
+
+``os.cpu_count()`` counts the machine's cores, not the ones a process may run
+on: a container limited to 2 CPUs on a 64-core host sees 64. The DataLoader
+rule and ``tune_dataloader`` both size worker counts from this module, so they
+never disagree about the machine.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+# Where the cgroup CPU limits are mounted; a module constant so tests can point it at a fake tree.
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+# cgroup v1 mounts the cpu controller under either name, depending on the distribution.
+_V1_DIRS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
+
+
+def local_world_size() -> int:
+    """Ranks on this machine (torchrun sets LOCAL_WORLD_SIZE); 1 when unset or unreadable."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def process_cpus() -> int:
+    """Cores this process may run on: its CPU affinity, capped by the cgroup CPU quota."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        cpus = min(cpus, max(1, math.floor(quota)))
+    return max(1, cpus)
+
+
+def usable_cpus() -> int:
+    """Cores for this process, shared among the ranks on this machine (at least 1)."""
+    return max(1, process_cpus() // local_world_size())
+
+
+def cgroup_cpu_quota(root: Path | None = None) -> float | None:
+    """CPUs' worth of time the cgroup allows per period (quota / period); None when unlimited or unknown.
+
+    cgroup v2 writes ``"<quota> <period>"`` (or ``"max <period>"``) to ``cpu.max``; v1 writes
+    ``cpu.cfs_quota_us`` (-1 when unlimited) and ``cpu.cfs_period_us``.
+    """
+    base = CGROUP_ROOT if root is None else root
+    v2 = _read(base / "cpu.max")
+    if v2 is not None:
+        parts = v2.split()
+        return _ratio(parts[0], parts[1]) if len(parts) == 2 and parts[0] != "max" else None
+    for name in _V1_DIRS:
+        quota = _read(base / name / "cpu.cfs_quota_us")
+        period = _read(base / name / "cpu.cfs_period_us")
+        if quota is not None and period is not None:
+            return _ratio(quota, period)
+    return None
+
+
+def _ratio(quota: str, period: str) -> float | None:
+    try:
+        q, p = int(quota), int(period)
+    except ValueError:
+        return None
+    return q / p if q > 0 and p > 0 else None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
