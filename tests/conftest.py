@@ -52,16 +52,15 @@ def leftover_state(modules: Iterable[Any] = ()) -> list[str]:
     wrappers, DataLoader patches) and what it must never leave on: the torch profiler,
     the active run, global module and optimizer hooks, and hooks on ``modules``.
     """
-    import torch
-    import torch.nn.modules.module as module_hooks
-    import torch.optim.optimizer as optimizer_hooks
+    return [*_wrapped_methods(), *_global_hooks(), *_module_hooks(modules), *_running_state()]
+
+
+def _wrapped_methods() -> list[str]:
+    """DataLoader and optimizer methods still wrapped by nbprofiler's hooks."""
     from torch.utils.data import DataLoader
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-    from nbprofiler.capture import hooks, session, stderr_filter
-    from nbprofiler.capture.lines import LineRecorder
-
-    problems: list[str] = []
+    from nbprofiler.capture import hooks
 
     def ours(fn: Any) -> bool:  # an nbprofiler wrapper anywhere in a functools.wraps chain
         while fn is not None:
@@ -73,17 +72,42 @@ def leftover_state(modules: Iterable[Any] = ()) -> list[str]:
 
     patched = [(DataLoader, "__iter__"), (_BaseDataLoaderIter, "__next__")]
     patched += [(cls, "step") for cls in hooks._optimizer_classes() if "step" in cls.__dict__]
-    problems += [f"{cls.__name__}.{attr} is still wrapped" for cls, attr in patched if ours(cls.__dict__[attr])]
+    return [f"{cls.__name__}.{attr} is still wrapped" for cls, attr in patched if ours(cls.__dict__[attr])]
+
+
+def _global_hooks() -> list[str]:
+    """torch's global optimizer and module hook registries that are not empty."""
+    import torch.nn.modules.module as module_hooks
+    import torch.optim.optimizer as optimizer_hooks
+
+    problems: list[str] = []
     for holder, prefix in ((optimizer_hooks, "_global_optimizer_"), (module_hooks, "_global_")):
         for name in dir(holder):
             value = getattr(holder, name)
             if name.startswith(prefix) and name.endswith("hooks") and len(value):
                 problems.append(f"{holder.__name__}.{name} holds {len(value)} hook(s)")
+    return problems
+
+
+def _module_hooks(modules: Iterable[Any]) -> list[str]:
+    """Hooks left on ``modules`` or any of their submodules."""
+    problems: list[str] = []
     for module in modules:
         for sub in module.modules():
             for name, value in vars(sub).items():
                 if name.endswith("hooks") and isinstance(value, dict) and value:
                     problems.append(f"{type(sub).__name__}.{name} holds {len(value)} hook(s)")
+    return problems
+
+
+def _running_state() -> list[str]:
+    """What must stop with the run: the torch profiler, the active run, the line tracer, the stderr filter."""
+    import torch
+
+    from nbprofiler.capture import session, stderr_filter
+    from nbprofiler.capture.lines import LineRecorder
+
+    problems: list[str] = []
     if torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled():
         problems.append("the torch profiler is still running")
     if session._active is not None:

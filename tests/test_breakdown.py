@@ -67,12 +67,25 @@ def reference_breakdown(name: str | Path) -> list[dict]:
     events = [e for e in raw["traceEvents"] if e.get("ph") == "X"]
     steps = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
                    if e.get("cat") in _HOST_CATS and e["name"].startswith("ProfilerStep#"))
+    if not steps:
+        return []
+    spans = _reference_spans(steps, *_reference_launches(events, steps))
+    roles, nccl_kernels = _reference_roles(events)
+    merged = {r: _merge(v) for r, v in roles.items()}
+    starts = {r: [m[0] for m in v] for r, v in merged.items()}
+    compute = _merge(iv for iv in roles["Kernel"] if iv not in set(nccl_kernels))
+    compute_starts = [m[0] for m in compute]
+    return [_reference_row(lo, hi, step, merged, starts, compute, compute_starts) for lo, hi, step in spans]
+
+
+def _reference_launches(events: list[dict], steps: list[tuple]) -> tuple[list[int], list[float | None]]:
+    """Per step, the device events its host ranges launched (matched by correlation id) and
+    the latest end among them: the plugin stretches a step to its last kernel and trims
+    steps at the end that launched little or nothing."""
     runtime_by_corr = {}
     for e in events:
         if e.get("cat") in _RUNTIME_CATS and "correlation" in e.get("args", {}):
             runtime_by_corr.setdefault(e["args"]["correlation"], e)
-    if not steps:
-        return []
     count, device_end = [0] * len(steps), [None] * len(steps)
     for e in events:
         if e.get("cat") not in _DEVICE_CATS:
@@ -84,6 +97,13 @@ def reference_breakdown(name: str | Path) -> list[dict]:
             if s <= rt["ts"] and rt["ts"] + rt["dur"] <= end:
                 count[i] += 1
                 device_end[i] = max(device_end[i] or -1e300, e["ts"] + e["dur"])
+    return count, device_end
+
+
+def _reference_spans(steps: list[tuple], count: list[int], device_end: list[float | None]) -> list[tuple]:
+    """The steps' ``(start, stop, step)`` as the plugin measures them: each starts where the
+    previous one stopped and stops at its last kernel; steps at the end that launched no device
+    work, and a last step that launched under 80% of the one before, are dropped."""
     spans = []
     prev_end = steps[0][0]
     for i, (s, end, step_name) in enumerate(steps):
@@ -95,8 +115,12 @@ def reference_breakdown(name: str | Path) -> list[dict]:
         spans.pop()
     if len(spans) > 1 and count[len(spans) - 1] < 0.8 * count[len(spans) - 2]:
         spans.pop()
+    return spans
 
-    # The plugin's roles, in its priority order; every kernel is Kernel there.
+
+def _reference_roles(events: list[dict]) -> tuple[dict[str, list], list]:
+    """Every event's interval under the plugin's role for it (every kernel is Kernel there),
+    and the NCCL kernels' intervals apart, to tell compute kernels from them."""
     roles = {r: [] for r in PLUGIN_ROLES}
     nccl_kernels = []
     for e in events:
@@ -108,35 +132,40 @@ def reference_breakdown(name: str | Path) -> list[dict]:
         elif cat in _RUNTIME_CATS:
             roles["Runtime"].append(iv)
         elif cat in _HOST_CATS and not nm.startswith("ProfilerStep#"):
-            if nm.startswith(("nccl:", "gloo:")):
-                roles["Communication"].append(iv)
-            elif nm.startswith("enumerate(DataLoader)#") and nm.endswith(".__next__"):
-                roles["DataLoader"].append(iv)
-            else:
-                roles["CpuOp"].append(iv)
-    merged = {r: _merge(v) for r, v in roles.items()}
-    starts = {r: [m[0] for m in v] for r, v in merged.items()}
-    compute = _merge(iv for iv in roles["Kernel"] if iv not in set(nccl_kernels))
-    compute_starts = [m[0] for m in compute]
-    rows = []
-    for lo, hi, step in spans:
-        points = {lo, hi}
-        for v in (*merged.values(), compute):
-            for s, e in v:
-                if e > lo and s < hi:
-                    points.update((max(s, lo), min(e, hi)))
-        points = sorted(points)
-        row = dict.fromkeys([*PLUGIN_ROLES, "Other", "Kernel (NCCL only)", "Memcpy under NCCL only"], 0.0)
-        for a, b in zip(points, points[1:]):
-            owner = next((r for r in PLUGIN_ROLES if _covers(merged[r], starts[r], a)), "Other")
-            row[owner] += b - a
-            if owner == "Kernel" and not _covers(compute, compute_starts, a):
-                row["Kernel (NCCL only)"] += b - a
-                if _covers(merged["Memcpy"], starts["Memcpy"], a):
-                    row["Memcpy under NCCL only"] += b - a
-        row.update(step=step, total=hi - lo, start=lo, end=hi)
-        rows.append(row)
-    return rows
+            roles[_reference_host_role(nm)].append(iv)
+    return roles, nccl_kernels
+
+
+def _reference_host_role(name: str) -> str:
+    """The plugin's role for a host range: a collective, the DataLoader's next(), or an operator."""
+    if name.startswith(("nccl:", "gloo:")):
+        return "Communication"
+    if name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__"):
+        return "DataLoader"
+    return "CpuOp"
+
+
+def _reference_row(lo: float, hi: float, step: int, merged: dict[str, list], starts: dict[str, list],
+                   compute: list, compute_starts: list) -> dict:
+    """One step's time by role: every instant goes to the first role in the plugin's priority
+    order that covers it, else Other; the NCCL-only parts are counted on the side. ``merged``
+    and ``compute`` are merged intervals, ``starts`` and ``compute_starts`` their starts."""
+    points = {lo, hi}
+    for v in (*merged.values(), compute):
+        for s, e in v:
+            if e > lo and s < hi:
+                points.update((max(s, lo), min(e, hi)))
+    cuts = sorted(points)
+    row = dict.fromkeys([*PLUGIN_ROLES, "Other", "Kernel (NCCL only)", "Memcpy under NCCL only"], 0.0)
+    for a, b in zip(cuts, cuts[1:]):
+        owner = next((r for r in PLUGIN_ROLES if _covers(merged[r], starts[r], a)), "Other")
+        row[owner] += b - a
+        if owner == "Kernel" and not _covers(compute, compute_starts, a):
+            row["Kernel (NCCL only)"] += b - a
+            if _covers(merged["Memcpy"], starts["Memcpy"], a):
+                row["Memcpy under NCCL only"] += b - a
+    row.update(step=step, total=hi - lo, start=lo, end=hi)
+    return row
 
 
 # -- real traces -------------------------------------------------------------------------
@@ -289,7 +318,8 @@ def hand_made_events(last_step_kernels: int = 4) -> list[dict]:
     kernels = [(150, 10), (160, 10), (170, 10), (200, 10)][:last_step_kernels]
     for i, (ts, dur) in enumerate(kernels):
         ev.append(_x("cuda_runtime", "cudaLaunchKernel", 140 + i, 0.5, correlation=5 + i, **{"External id": 20}))
-        ev.append(_device("kernel", "volta_sgemm_128x64_nn", ts, dur, 5 + i, **{"External id": 20, "blocks per SM": 1.0}))
+        ev.append(_device("kernel", "volta_sgemm_128x64_nn", ts, dur, 5 + i,
+                          **{"External id": 20, "blocks per SM": 1.0}))
     return ev
 
 
@@ -308,7 +338,8 @@ def test_priority_attribution_on_a_hand_made_trace(tmp_path):
     expected = {
         1: dict(kernel=40, memcpy=10, memset=5, communication=24, runtime=5.5, dataloader=8, cpu_exec=17, other=20.5,
                 total=130),
-        2: dict(kernel=40, memcpy=0, memset=0, communication=0, runtime=2, dataloader=0, cpu_exec=6, other=32, total=80),
+        2: dict(kernel=40, memcpy=0, memset=0, communication=0, runtime=2, dataloader=0, cpu_exec=6, other=32,
+                total=80),
     }
     for step, cols in expected.items():
         for col, value in cols.items():
