@@ -105,7 +105,8 @@ def print_stages(stages: dict[str, float]) -> None:
 # -- the generated trace -------------------------------------------------------------------
 _OPS = [("aten::linear", "aten::addmm"), ("aten::conv2d", "aten::cudnn_convolution"),
         ("aten::relu", "aten::clamp_min"), ("aten::add", "aten::add_")]
-_KERNELS = ["volta_sgemm_128x64_nn", "void implicit_convolve_sgemm<float, float, 128, 6, 7, 3, 3, 5, 1, false, true, true>",
+_KERNELS = ["volta_sgemm_128x64_nn",
+            "void implicit_convolve_sgemm<float, float, 128, 6, 7, 3, 3, 5, 1, false, true, true>",
             "void at::native::vectorized_elementwise_kernel<4, at::native::clamp_min_scalar_kernel_impl>",
             "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"]
 
@@ -146,18 +147,23 @@ def synthetic_trace(path: Path, events: int) -> int:
                 allocated += 4096 if layer % 2 else -4096
                 chunk.append(
                     f'{{"ph":"X","cat":"cpu_op","name":"{outer}","pid":100,"tid":100,"ts":{host_t:.3f},"dur":18.250,'
-                    f'"args":{{"External id":{ext - 1},"Sequence number":{layer},"Fwd thread id":0,"Record function id":0}}}},\n'
-                    f'{{"ph":"X","cat":"cpu_op","name":"{inner}","pid":100,"tid":100,"ts":{host_t + 1:.3f},"dur":15.500,'
-                    f'"args":{{"External id":{ext},"Sequence number":{layer},"Fwd thread id":0,"Record function id":0}}}},\n'
-                    f'{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":{host_t + 4:.3f},'
-                    f'"dur":6.125,"args":{{"External id":{ext},"cbid":211,"correlation":{corr}}}}},\n'
+                    f'"args":{{"External id":{ext - 1},"Sequence number":{layer},"Fwd thread id":0,'
+                    '"Record function id":0}},\n'
+                    f'{{"ph":"X","cat":"cpu_op","name":"{inner}","pid":100,"tid":100,"ts":{host_t + 1:.3f},'
+                    f'"dur":15.500,"args":{{"External id":{ext},"Sequence number":{layer},"Fwd thread id":0,'
+                    '"Record function id":0}},\n'
+                    '{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,'
+                    f'"ts":{host_t + 4:.3f},"dur":6.125,'
+                    f'"args":{{"External id":{ext},"cbid":211,"correlation":{corr}}}}},\n'
                     f'{{"ph":"X","cat":"kernel","name":"{kernel}","pid":0,"tid":7,"ts":{gpu_t:.3f},"dur":{kdur:.3f},'
                     f'"args":{{"External id":{ext},"queued":0,"device":0,"context":1,"stream":7,"correlation":{corr},'
                     f'"registers per thread":64,"shared memory":0,"blocks per SM":{0.5 + layer % 9:.6f},'
-                    f'"warps per SM":8.0,"grid":[128,1,1],"block":[256,1,1],"est. achieved occupancy %":{layer % 100}}}}},\n'
+                    '"warps per SM":8.0,"grid":[128,1,1],"block":[256,1,1],'
+                    f'"est. achieved occupancy %":{layer % 100}}}}},\n'
                     f'{{"ph":"f","id":{corr},"pid":0,"tid":7,"ts":{gpu_t:.3f},"cat":"ac2g","name":"ac2g","bp":"e"}},\n'
                     f'{{"ph":"s","id":{corr},"pid":100,"tid":100,"ts":{host_t + 4:.3f},"cat":"ac2g","name":"ac2g"}},\n'
-                    f'{{"ph":"i","cat":"cpu_instant_event","s":"t","name":"[memory]","pid":100,"tid":100,"ts":{host_t + 2:.3f},'
+                    '{"ph":"i","cat":"cpu_instant_event","s":"t","name":"[memory]","pid":100,"tid":100,'
+                    f'"ts":{host_t + 2:.3f},'
                     f'"args":{{"Total Reserved":67108864,"Total Allocated":{(1 << 24) + allocated},"Bytes":4096,'
                     f'"Addr":{139_000_000_000 + layer * 4096},"Device Type":1,"Device Id":0}}}}'
                 )

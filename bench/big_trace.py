@@ -100,8 +100,8 @@ def main() -> int:
             ratio = rise / size
             ok &= ratio <= TARGET_RATIO
             print(f"{p.name}: {r['events']:,} events kept; load {r['load_s']:.1f} s, load + {len(r['tables'])} tables "
-                  f"+ text + HTML {r['seconds']:.1f} s; peak RSS rise {rise / 1e6:.0f} MB over {r['before'] / 1e6:.0f} MB "
-                  f"before = {ratio:.2f}x the JSON size (target <= {TARGET_RATIO:g}x)")
+                  f"+ text + HTML {r['seconds']:.1f} s; peak RSS rise {rise / 1e6:.0f} MB "
+                  f"over {r['before'] / 1e6:.0f} MB before = {ratio:.2f}x the JSON size (target <= {TARGET_RATIO:g}x)")
 
         limit = size // 2
         r = probe(path, {"NBPROFILER_MAX_TRACE_BYTES": str(limit)})

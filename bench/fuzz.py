@@ -39,9 +39,11 @@ def main() -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
-        tests = [(f"named: {case}", lambda case=case: fuzz.test_named_hostile_input(case, scratch)) for case in fuzz.NAMED]
+        tests = [(f"named: {case}", lambda case=case: fuzz.test_named_hostile_input(case, scratch))
+                 for case in fuzz.NAMED]
         tests += [(t.__name__, lambda t=t: t(scratch=scratch)) for t in
-                  (fuzz.test_byte_level_mutations, fuzz.test_json_level_mutations, fuzz.test_timing_mutations_still_load)]
+                  (fuzz.test_byte_level_mutations, fuzz.test_json_level_mutations,
+                   fuzz.test_timing_mutations_still_load)]
         for label, run in tests:
             before = fuzz.Outcome.cases
             start = time.perf_counter()

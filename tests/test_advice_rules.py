@@ -93,7 +93,8 @@ def test_amp_uses_bf16_from_compute_capability_8(traces):
     """The V100's fp32 kernels on a device that reports compute capability 8.0."""
     v100 = traces["v100_resnet50_train_num_workers_4"]
     a100 = DeviceInfo(index=0, name="A100", kind="cuda", total_memory_bytes=40 * 2**30, compute_capability=(8, 0))
-    report = Report.from_live(v100.table, _record(a100, v100.steps[["step", "phase", "wall_ms", "dataloader_ms"]]), None)
+    steps = v100.steps[["step", "phase", "wall_ms", "dataloader_ms"]]
+    report = Report.from_live(v100.table, _record(a100, steps), None)
     s = only(report.suggestions, "amp")
     assert "dtype=torch.bfloat16" in s.code and "GradScaler" not in s.code
 

@@ -60,12 +60,14 @@ def _stale_install() -> str | None:
     installed = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "nbprofiler"
     if not (built / "package.json").is_file():
         return "the extension is not built"
-    newest_source = max(p.stat().st_mtime for d in ("src", "style", "schema") for p in (ROOT / "labextension" / d).rglob("*") if p.is_file())
+    newest_source = max(p.stat().st_mtime for d in ("src", "style", "schema")
+                        for p in (ROOT / "labextension" / d).rglob("*") if p.is_file())
     if newest_source > (built / "static" / "style.js").stat().st_mtime:
         return "labextension/ sources are newer than the built extension"
     if installed.is_dir() and not installed.is_symlink():
         built_files = sorted(p.name for p in (built / "static").iterdir())
-        installed_files = sorted(p.name for p in (installed / "static").iterdir()) if (installed / "static").is_dir() else []
+        installed_static = installed / "static"
+        installed_files = sorted(p.name for p in installed_static.iterdir()) if installed_static.is_dir() else []
         if built_files != installed_files:
             return f"the installed copy in {installed} differs from the build"
     return None
@@ -113,7 +115,8 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
         pytest.fail(f"{stale}: run labextension/build.sh --install")
     listing = _extension_installed()
     if not any("nbprofiler" in line and "enabled" in line and "OK" in line for line in listing.splitlines()):
-        pytest.fail(f"the nbprofiler JupyterLab extension is not installed: run labextension/build.sh --install\n{listing}")
+        pytest.fail("the nbprofiler JupyterLab extension is not installed: run labextension/build.sh --install\n"
+                    f"{listing}")
 
     root = tmp_path / "notebooks"
     (root / "build").mkdir(parents=True)
@@ -152,7 +155,8 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
         old.unlink(missing_ok=True)
     t0 = time.monotonic()
     with log.open("w") as log_file:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     try:
         _wait_for_server(url, token, proc, log)
         server_s = time.monotonic() - t0

@@ -77,7 +77,8 @@ def text_only_display(ip):
 
 def shown_report(captured: Any) -> str:
     """The text of the report displayed under the cell (the last one shown)."""
-    texts = [o.data["text/plain"] for o in captured.outputs if o.data.get("text/plain", "").startswith("nbprofiler report")]
+    texts = [o.data["text/plain"] for o in captured.outputs
+             if o.data.get("text/plain", "").startswith("nbprofiler report")]
     assert texts, "no report was displayed"
     return texts[-1]
 

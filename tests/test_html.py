@@ -136,8 +136,10 @@ def test_hundreds_of_steps_still_chart_every_step():
     events = []
     for step in range(300):
         t = step * 100.0
-        events += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "ts": t, "dur": 90, "pid": 1, "tid": 1},
-                   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": t + 5, "dur": 40 + step % 7, "pid": 1, "tid": 1}]
+        events += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "ts": t, "dur": 90,
+                    "pid": 1, "tid": 1},
+                   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": t + 5, "dur": 40 + step % 7,
+                    "pid": 1, "tid": 1}]
     report = Report.from_trace(parse_trace(json.dumps({"traceEvents": events}).encode(), "many"), "many")
     assert len(report.phases) == 300
     fig = charts.breakdown_figure(report)

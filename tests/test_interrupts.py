@@ -274,7 +274,8 @@ class UnprintableError(Exception):
 
 def test_exception_whose_str_raises_keeps_the_report(shell):
     shell.user_ns["UnprintableError"] = UnprintableError
-    body = COUNTING_CELL.replace("    done += 1\n", "    done += 1\n    if done == 4:\n        raise UnprintableError()\n")
+    body = COUNTING_CELL.replace("    done += 1\n",
+                                 "    done += 1\n    if done == 4:\n        raise UnprintableError()\n")
     shell.user_ns.update(done=0, run=None)
     with capture_output():
         result = shell.run_cell(f"%%torchprofile -q -o run\n{body}")

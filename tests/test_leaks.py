@@ -75,7 +75,8 @@ def test_repeated_cells_free_what_they_made(shell):
     # 7 runs is a few MB, so 3 MB a run is the bound that still fails a per-run leak of
     # the raw trace plus its event table (several MB each on this cell).
     growth = rss[-1] - rss[0]
-    assert growth < 3e6 * (RUNS - 1), f"RSS grew {growth / 1e6:.1f} MB over {RUNS - 1} runs: {[r // 10**6 for r in rss]}"
+    assert growth < 3e6 * (RUNS - 1), (f"RSS grew {growth / 1e6:.1f} MB over {RUNS - 1} runs: "
+                                       f"{[r // 10**6 for r in rss]}")
 
 
 def test_a_kept_report_is_kept(shell):

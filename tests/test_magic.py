@@ -140,7 +140,10 @@ def test_line_magic_statement_may_start_with_or_hold_a_minus(shell):
 
 
 def test_too_few_steps_still_report_what_ran(shell):
-    cell = "for i, (x, y) in enumerate(train_loader):\n    loss = F.cross_entropy(model(x), y)\n    opt.zero_grad(); loss.backward(); opt.step()\n    if i == 2: break\n"
+    cell = ("for i, (x, y) in enumerate(train_loader):\n"
+            "    loss = F.cross_entropy(model(x), y)\n"
+            "    opt.zero_grad(); loss.backward(); opt.step()\n"
+            "    if i == 2: break\n")
     captured = run_magic(shell, "-o run --wait 1 --warmup 1 --active 5", cell)
     run = shell.user_ns["run"]
     assert len(run.steps) == 3
@@ -151,7 +154,10 @@ def test_too_few_steps_still_report_what_ran(shell):
 
 
 def test_cell_ending_in_warmup_says_nothing_was_profiled(shell):
-    cell = "for i, (x, y) in enumerate(train_loader):\n    loss = F.cross_entropy(model(x), y)\n    opt.zero_grad(); loss.backward(); opt.step()\n    if i == 1: break\n"
+    cell = ("for i, (x, y) in enumerate(train_loader):\n"
+            "    loss = F.cross_entropy(model(x), y)\n"
+            "    opt.zero_grad(); loss.backward(); opt.step()\n"
+            "    if i == 1: break\n")
     captured = run_magic(shell, "-o run --wait 1 --warmup 1 --active 3", cell)
     run = shell.user_ns["run"]
     assert len(run.trace_steps) == 0  # the step that had just begun is not a whole step
@@ -277,7 +283,10 @@ def test_sort_and_top_shape_the_shown_table(shell):
 
 
 def test_a_cell_that_profiled_no_step_claims_nothing_about_improvements(shell):
-    cell = "for i, (x, y) in enumerate(train_loader):\n    loss = F.cross_entropy(model(x), y)\n    opt.zero_grad(); loss.backward(); opt.step()\n    if i == 1: break\n"
+    cell = ("for i, (x, y) in enumerate(train_loader):\n"
+            "    loss = F.cross_entropy(model(x), y)\n"
+            "    opt.zero_grad(); loss.backward(); opt.step()\n"
+            "    if i == 1: break\n")
     run_magic(shell, "-q -o run --wait 1 --warmup 1 --active 3", cell)
     kinds = {s.kind for s in shell.user_ns["run"].suggestions}
     assert "nothing_to_improve" not in kinds
@@ -301,7 +310,8 @@ def test_paths_with_spaces_are_given_in_quotes(shell, tmp_path):
     shell.run_cell("x0 = torch.randn(16, 20)").raise_error()
     line_trace = tmp_path / "line trace.json.gz"
     with capture_output():
-        shell.run_line_magic("torchprofile", f'-q -n 2 --wait 0 --warmup 0 --active 2 --trace "{line_trace}" y = model(x0)')
+        shell.run_line_magic("torchprofile",
+                             f'-q -n 2 --wait 0 --warmup 0 --active 2 --trace "{line_trace}" y = model(x0)')
     assert line_trace.stat().st_size > 0 and shell.user_ns["y"].shape == (16, 4)
     with pytest.raises(UsageError, match="^%%torchprofile: No closing quotation"):
         shell.run_cell_magic("torchprofile", f'-q --trace "{trace}', TRAIN_CELL)

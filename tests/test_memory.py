@@ -328,7 +328,8 @@ def test_cpu_peak_is_the_rise_within_a_step_and_identical_reruns_agree(ip):
     # so its peak is a and b together: 8 MiB over its start, in every step of every run.
     for rise in rises:
         assert list(rise) == [8 << 20] * 3
-    assert "largest rise within a step after the first profiled one, over its starting level (traced) 8.0 MiB" in texts[0]
+    assert ("largest rise within a step after the first profiled one, over its starting level (traced) 8.0 MiB"
+            in texts[0])
     assert texts[0] == texts[1] == texts[2]
 
 

@@ -67,7 +67,8 @@ def _tags(section: list[Tag], name: str) -> list[Tag]:
 
 def _images(section: list[Tag]) -> list[str]:
     """The alt texts of the section's inline (data: URI) PNG images."""
-    return [img.get("alt", "") for img in _tags(section, "img") if img.get("src", "").startswith("data:image/png;base64,")]
+    return [img.get("alt", "") for img in _tags(section, "img")
+            if img.get("src", "").startswith("data:image/png;base64,")]
 
 
 def test_nbconvert_html_holds_a_complete_report(exported_report):
@@ -92,6 +93,7 @@ def test_nbconvert_report_needs_no_network(exported_report):
     remote = [(el.name, attr, el[attr]) for el in report.find_all(True) for attr in _FETCHING_ATTRS
               if el.has_attr(attr) and _REMOTE.search(str(el[attr]))]
     assert remote == []
-    styles = " ".join([s.get_text() for s in report.find_all("style")] + [el["style"] for el in report.find_all(style=True)])
+    styles = " ".join([s.get_text() for s in report.find_all("style")]
+                      + [el["style"] for el in report.find_all(style=True)])
     assert not re.search(r"@import|url\(\s*['\"]?(?:https?:|ftp:|//)", styles, re.I)
     assert len(report.find_all("img")) >= 3 and all(img["src"].startswith("data:") for img in report.find_all("img"))
