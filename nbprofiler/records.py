@@ -116,6 +116,9 @@ class RunRecord:
     cell_filename: str | None = None
     line_marks: LineMarks | None = None  # with --stack in a cell: which cell line ran when
     sampler_bytes: int = 0
-    cpu_count: int = 1
+    cpu_count: int = 1  # CPU cores the process may use (affinity, cgroup quota)
+    # torch's intra-op threads (torch.get_num_threads()) while the cell ran: the cores the step's own
+    # compute keeps busy, which DataLoader workers would compete for; None where not recorded
+    intra_op_threads: int | None = None
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)

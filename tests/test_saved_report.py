@@ -108,6 +108,7 @@ def test_every_field_of_the_run_record_comes_back(live_report, tmp_path):
         else:
             assert after == before, f.name
     assert loaded.cpu_count == live_report.run.cpu_count and loaded.loaders[0].wait_ms > 0
+    assert loaded.intra_op_threads == live_report.run.intra_op_threads >= 1
 
 
 def test_the_archive_holds_the_trace_as_recorded_and_a_json_document(live_report, tmp_path):

@@ -346,6 +346,7 @@ class ProfileRun:
             line_marks=self.lines.marks() if self.lines is not None and not self.lines.skipped else None,
             sampler_bytes=self.sampler.nbytes(),
             cpu_count=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+            intra_op_threads=torch.get_num_threads(),  # what the loop ran with, if the cell set it
             wall_s=time.perf_counter() - self._t_start,
         )
         if self.lines is not None and self.lines.skipped:

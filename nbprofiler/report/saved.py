@@ -57,7 +57,7 @@ DOCUMENT = "nbprofiler.json"
 _ZIP_MAGIC = b"PK\x03\x04"
 # The fields of RunRecord stored as JSON values as they are; the others have codecs below.
 _PLAIN_RUN_FIELDS = ("step_source", "error", "cell_source", "cell_filename", "sampler_bytes", "cpu_count",
-                     "wall_s", "notes")
+                     "intra_op_threads", "wall_s", "notes")
 _LINE_ARRAYS = {"times_ns": np.dtype(np.int64), "lines": np.dtype(np.int32)}
 
 
@@ -249,7 +249,8 @@ class _Reader:
                                                                         loader["wait_ms_by_step"]}})
                           for loader in doc["loaders"]),
             line_marks=None if marks is None else self.line_marks(marks),
-            **{name: doc[name] for name in _PLAIN_RUN_FIELDS},
+            # A field a file from before it existed lacks keeps the record's default.
+            **{name: doc[name] for name in _PLAIN_RUN_FIELDS if name in doc},
         )
 
     def line_marks(self, members: dict[str, str]) -> LineMarks:
