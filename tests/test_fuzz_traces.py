@@ -159,10 +159,13 @@ NAMED: dict[str, tuple[Any, str]] = {
     "timestamp -1e400": (lambda: _with_first_op(lambda e: e.update(ts=Raw("-1e400"))), "loads"),
     "timestamp 2**70": (lambda: _with_first_op(lambda e: e.update(ts=2**70)), "loads"),
     "pid, tid, ids 2**70": (lambda: _with_first_op(lambda e: e.update(
-        pid=2**70, tid=-(2**70), args={"External id": 2**70, "correlation": 2**70, "Sequence number": 2**200})), "loads"),
+        pid=2**70, tid=-(2**70), args={"External id": 2**70, "correlation": 2**70, "Sequence number": 2**200})),
+        "loads"),
     "integer with 5000 digits": (lambda: _with_first_op(lambda e: e.update(dur=Raw("9" * 5000))), "either"),
-    "non-UTF-8 bytes in a name": (lambda: raw_trace(SMALL_TRACES[0]).replace(b"aten::", b"aten\xff\xfe::", 1), "either"),
-    "non-UTF-8 file (Latin-1)": (lambda: raw_trace(SMALL_TRACES[0]).replace(b'"name": "', b'"name": "\xe9', 5), "either"),
+    "non-UTF-8 bytes in a name": (
+        lambda: raw_trace(SMALL_TRACES[0]).replace(b"aten::", b"aten\xff\xfe::", 1), "either"),
+    "non-UTF-8 file (Latin-1)": (
+        lambda: raw_trace(SMALL_TRACES[0]).replace(b'"name": "', b'"name": "\xe9', 5), "either"),
     "UTF-16 file": (lambda: raw_trace(SMALL_TRACES[1]).decode().encode("utf-16"), "refused"),
     "NUL bytes": (lambda: b"\x00" * 4096, "refused"),
     "args nested 100k levels": (lambda: raw_trace(SMALL_TRACES[0]).replace(
@@ -183,7 +186,8 @@ NAMED: dict[str, tuple[Any, str]] = {
     "a JSON string": (b'"traceEvents"', "refused"),
     "a JSON number": (b"1e400", "refused"),
     "trailing garbage": (lambda: raw_trace(SMALL_TRACES[1]) + b"\n{\"traceEvents\": []}", "refused"),
-    "truncated mid-number": (lambda: raw_trace(SMALL_TRACES[1])[: raw_trace(SMALL_TRACES[1]).find(b'"ts": ') + 8], "refused"),
+    "truncated mid-number": (
+        lambda: raw_trace(SMALL_TRACES[1])[: raw_trace(SMALL_TRACES[1]).find(b'"ts": ') + 8], "refused"),
 }
 
 
@@ -297,8 +301,8 @@ positions = st.floats(min_value=0, max_value=1, allow_nan=False)
 byte_edits = st.one_of(
     st.tuples(st.just("flip"), positions, st.integers(0, 255)),
     st.tuples(st.just("truncate"), positions, st.just(0)),
-    st.tuples(st.just("insert"), positions, st.sampled_from([b"{", b"}", b"[", b"]", b",", b'"', b"\\", b"\xff", b"\x00",
-                                                             b"1e400", b"-", b":", b"null", b"\\ud800"])),
+    st.tuples(st.just("insert"), positions, st.sampled_from([b"{", b"}", b"[", b"]", b",", b'"', b"\\", b"\xff",
+                                                             b"\x00", b"1e400", b"-", b":", b"null", b"\\ud800"])),
     st.tuples(st.just("delete"), positions, st.integers(1, 64)),
     st.tuples(st.just("repeat"), positions, st.integers(1, 256)),
 )
@@ -371,49 +375,69 @@ event_edits = st.one_of(
     st.tuples(st.just("replace"), positions, st.none(), values),
     st.tuples(st.just("top"), positions, st.sampled_from(["deviceProperties", "distributedInfo", "schemaVersion",
                                                           "baseTimeNanoseconds", "displayTimeUnit"]),
-              st.one_of(values, st.lists(st.dictionaries(st.sampled_from(["id", "name", "totalGlobalMem", "computeMajor",
-                                                                          "computeMinor", "numSms", "rank",
-                                                                          "world_size"]), values), max_size=3))),
+              st.one_of(values, st.lists(st.dictionaries(st.sampled_from(["id", "name", "totalGlobalMem",
+                                                                          "computeMajor", "computeMinor", "numSms",
+                                                                          "rank", "world_size"]), values),
+                                         max_size=3))),
 )
 
 
 def apply_event_edits(trace: dict[str, Any], edits: list[tuple[str, float, Any, Any]]) -> dict[str, Any]:
+    """``edits`` in order: ``top`` sets a top-level field, ``rename_step`` renames a step range,
+    and the other kinds change the event at ``where`` (a fraction of the list); once no event
+    is left, the edits stop."""
     events = trace["traceEvents"]
     for kind, where, key, value in edits:
         if kind == "top":
             trace[key] = value
-            continue
-        if not events:
+        elif not events:
             break
-        if kind == "rename_step":  # one of the ProfilerStep#N ranges, if any is left
-            steps = [e for e in events if isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#")]
-            if steps:
-                steps[min(int(where * len(steps)), len(steps) - 1)]["name"] = value
-            continue
-        i = min(int(where * len(events)), len(events) - 1)
-        event = events[i]
-        if kind == "replace" or not isinstance(event, dict):
-            events[i] = value
-        elif kind == "set":
-            event[key] = value
-        elif kind == "remove":
-            event.pop(key, None)
-        elif kind == "set_arg":
-            args = event.get("args")
-            event["args"] = {**(args if isinstance(args, dict) else {}), key: value}
-        elif kind == "swap_cat":
-            event["cat"] = key
-        elif kind == "rename":
-            event["name"] = value
-        elif kind == "end_before_start":
-            ts = event.get("ts")
-            event["ts"] = (ts if isinstance(ts, (int, float)) and math.isfinite(ts) else 0) + value
-            event["dur"] = -value - 1
-        elif kind == "duplicate":
-            events.insert(i, dict(event))
-        elif kind == "drop":
-            del events[i]
+        elif kind == "rename_step":
+            _rename_step(events, where, value)
+        else:
+            _edit_event(events, min(int(where * len(events)), len(events) - 1), kind, key, value)
     return trace
+
+
+def _rename_step(events: list[Any], where: float, name: Any) -> None:
+    """Rename one of the ProfilerStep#N ranges, if any is left: the steps decide how every other event is counted."""
+    steps = [e for e in events if isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#")]
+    if steps:
+        steps[min(int(where * len(steps)), len(steps) - 1)]["name"] = name
+
+
+def _edit_event(events: list[Any], i: int, kind: str, key: Any, value: Any) -> None:
+    """Replace, duplicate or drop ``events[i]``, or change its fields; an event that is not an
+    object can only be replaced."""
+    event = events[i]
+    if kind == "replace" or not isinstance(event, dict):
+        events[i] = value
+    elif kind == "duplicate":
+        events.insert(i, dict(event))
+    elif kind == "drop":
+        del events[i]
+    else:
+        _edit_fields(event, kind, key, value)
+
+
+def _edit_fields(event: dict[str, Any], kind: str, key: Any, value: Any) -> None:
+    """Change one event's fields: set or remove one, set an arg, swap its category, rename it,
+    or make it end before it starts."""
+    if kind == "set":
+        event[key] = value
+    elif kind == "remove":
+        event.pop(key, None)
+    elif kind == "set_arg":
+        args = event.get("args")
+        event["args"] = {**(args if isinstance(args, dict) else {}), key: value}
+    elif kind == "swap_cat":
+        event["cat"] = key
+    elif kind == "rename":
+        event["name"] = value
+    elif kind == "end_before_start":
+        ts = event.get("ts")
+        event["ts"] = (ts if isinstance(ts, (int, float)) and math.isfinite(ts) else 0) + value
+        event["dur"] = -value - 1
 
 
 @fuzz(0.75)

@@ -31,6 +31,19 @@ def reference_metrics(name: str) -> dict:
         spans = report(name).stretched_steps
         lo, hi = float(spans["start_us"].iloc[0]), float(spans["end_us"].iloc[-1])
     kernels = [e for e in raw_events(name) if e.get("cat") in _KERNEL_CATS]
+    total = sum(k["dur"] for k in kernels)
+    # The headline share keeps the plugin's own name markers, for figures that carry over.
+    tc = sum(k["dur"] for k in kernels if plugin_tensor_core_kernel(k["name"]))
+    return {
+        "gpu_utilization": _reference_busy(kernels, lo, hi) / (hi - lo),
+        "sm_efficiency": _reference_sm_efficiency(kernels, lo, hi),
+        "achieved_occupancy": _reference_occupancy(kernels, lo, hi),
+        "tensor_core_share": tc / total,
+    }
+
+
+def _reference_busy(kernels: list[dict], lo: float, hi: float) -> float:
+    """Time within ``lo..hi`` that at least one kernel ran: the kernels' union, merged in a loop."""
     busy, cur = 0.0, None
     for s, e in sorted((max(k["ts"], lo), min(k["ts"] + k["dur"], hi)) for k in kernels):
         if e <= s:
@@ -41,32 +54,38 @@ def reference_metrics(name: str) -> dict:
             if cur:
                 busy += cur[1] - cur[0]
             cur = [s, e]
-    busy += cur[1] - cur[0] if cur else 0.0
+    return busy + (cur[1] - cur[0] if cur else 0.0)
+
+
+def _reference_sm_efficiency(kernels: list[dict], lo: float, hi: float) -> float | None:
+    """The share of ``lo..hi`` weighted by the SMs busy (blocks per SM, at most 1, summed over
+    the kernels running and capped at 1), swept over the kernels' starts and ends; None
+    when no kernel says how many blocks per SM it ran."""
     points = []
     for k in kernels:
         bps = k["args"].get("blocks per SM")
         if bps is not None and bps > 0:
             points += [(k["ts"], 0, min(bps, 1.0)), (k["ts"] + k["dur"], 1, -min(bps, 1.0))]
+    if not points:
+        return None
     points.sort()
     sm, level = 0.0, 0.0
     for (t0, _, dv), (t1, _, _) in zip(points, points[1:]):
         level += dv
         sm += min(max(level, 0.0), 1.0) * max(0.0, min(t1, hi) - max(t0, lo))
+    return sm / (hi - lo)
+
+
+def _reference_occupancy(kernels: list[dict], lo: float, hi: float) -> float | None:
+    """The kernels' estimated achieved occupancy, weighted by their time within ``lo..hi``;
+    None when no kernel has one."""
     occ_w = occ_t = 0.0
     for k in kernels:
         occ = k["args"].get("est. achieved occupancy %")
         w = max(0.0, min(k["ts"] + k["dur"], hi) - max(k["ts"], lo))
         if occ is not None and occ >= 0:
             occ_w, occ_t = occ_w + occ * w, occ_t + w
-    total = sum(k["dur"] for k in kernels)
-    # The headline share keeps the plugin's own name markers, for figures that carry over.
-    tc = sum(k["dur"] for k in kernels if plugin_tensor_core_kernel(k["name"]))
-    return {
-        "gpu_utilization": busy / (hi - lo),
-        "sm_efficiency": sm / (hi - lo) if points else None,
-        "achieved_occupancy": occ_w / occ_t / 100 if occ_t else None,
-        "tensor_core_share": tc / total,
-    }
+    return occ_w / occ_t / 100 if occ_t else None
 
 
 @pytest.mark.parametrize("name", GPU_TRACES)
@@ -126,10 +145,12 @@ def test_summary_on_the_hand_made_trace(tmp_path):
 @pytest.mark.parametrize("name", [
     "volta_h884gemm_64x64_ldg8_nn", "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn",
     "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn",
-    "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4::Params)",
+    "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>"
+    "(cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4::Params)",
     "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_alignc4_execute_kernel_cudnn",
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-    "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT", "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>",
+    "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT",
+    "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>",
     "Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB0",
     "_ZN19cutlass_cudnn_train6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS_4gemm4warp11MmaTensorOpE",
 ])
@@ -139,7 +160,8 @@ def test_tensor_core_kernel_names(name):
 
 @pytest.mark.parametrize("name", [
     "volta_sgemm_128x64_nn", "ampere_sgemm_32x32_sliced1x4_tn", "cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1",
-    "void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(cutlass_80_simt_sgemm_128x32_8x5_nn_align1::Params)",
+    "void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>"
+    "(cutlass_80_simt_sgemm_128x32_8x5_nn_align1::Params)",
     "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
     "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>",
     "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
@@ -165,7 +187,8 @@ def innermost_launcher(name: str, kernel_name: str) -> str:
 @pytest.mark.parametrize("name, kernel_prefix, operator", [
     ("v100_resnet50_train_num_workers_0", "void implicit_convolve_sgemm<float, float, 1024", "aten::cudnn_convolution"),
     ("v100_resnet50_train_num_workers_0", "void cudnn::detail::dgrad_engine", "aten::cudnn_convolution_backward_input"),
-    ("v100_resnet50_train_num_workers_0", "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7", "aten::cudnn_convolution_backward_weight"),
+    ("v100_resnet50_train_num_workers_0", "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7",
+     "aten::cudnn_convolution_backward_weight"),
     ("v100_resnet50_train_num_workers_0", "void cudnn::bn_fw_tr_1C11_kernel_NCHW", "aten::cudnn_batch_norm"),
     ("a100_alexnet_small", "sm80_xmma_fprop_implicit_gemm", "aten::cudnn_convolution"),
     ("a100_alexnet_small", "ampere_sgemm_32x32_sliced1x4_tn", "aten::addmm"),
