@@ -24,14 +24,16 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import pandas as pd
 
 from ..analysis.memory import GROWTH_MIN_STEADY_STEPS, GROWTH_MIN_STEPS, relative_devices, series_label
+from ..analysis.retention import KEPT_LINE_COLUMNS, LeakLine, fixed_statement, kept_bytes_by_line, leak_line
 from ..records import LoaderRecord
 from ..format import fmt_bytes, fmt_us
 from . import measures as M
 from . import thresholds as T
-from .dataloader_plan import LoaderPlan, measure_waiting, plan
+from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
 from .machine import local_world_size
-from .suggestion import NOTHING_TO_IMPROVE, Severity, Suggestion, Verdict, amdahl, fired, not_run, passed
+from .suggestion import (NOTHING_TO_IMPROVE, Severity, Suggestion, Verdict, amdahl, estimate_words, fired, not_run,
+                         passed)
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -108,18 +110,26 @@ class Facts:
         return max(run.loaders, key=lambda r: r.batches)
 
     @cached_property
-    def cores(self) -> tuple[int, int] | None:
-        """(CPUs this process may use, local ranks sharing them); None for trace files,
-        which come from a machine we cannot see."""
+    def cores(self) -> Cores | None:
+        """The cores a live run's loader shares with its compute; None for trace files, which
+        come from a machine we cannot see. Compute keeps torch's intra-op threads busy on a
+        CPU run; where it runs on a GPU, or the threads were not recorded, the main process
+        keeps ``CORES_KEPT_FOR_MAIN``."""
         run = self.report.run
         if run is None:
             return None
-        return run.cpu_count, local_world_size()
+        threads = run.intra_op_threads if run.intra_op_threads and not self.on_gpu else T.CORES_KEPT_FOR_MAIN
+        return Cores(run.cpu_count, local_world_size(), threads)
+
+    @cached_property
+    def loader_plans(self) -> list[tuple[LoaderPlan, LoaderRecord | None]]:
+        """The plan for each loader that keeps the steps waiting, with its record (None: a trace)."""
+        return _loader_plans(self)
 
     @cached_property
     def dataloader(self) -> list[Suggestion]:
         """The DataLoader suggestions (the sync rule needs to know whether they pin memory)."""
-        return _loader_suggestions(self)
+        return [s for p, record in self.loader_plans if (s := _loader_suggestion(self, p, record)) is not None]
 
     @property
     def on_gpu(self) -> bool:
@@ -166,13 +176,19 @@ def _ms(value: float) -> str:
 def dataloader_rule(f: Facts) -> list[Verdict]:
     """Loaders whose waiting exceeds ``DATALOADER_WAIT_SHARE`` of the step.
 
-    Passed only where a DataLoader was seen: a run without one has nothing to vouch for.
+    Passed only where a DataLoader was seen: a run without one has nothing to vouch for;
+    or where more workers would only take cores from compute (``_contended_figures``).
     """
     if f.dataloader:
         return [fired(DATA_LOADING, f.dataloader)]
     wait = f.data_wait
     if wait is None or not M.saw_dataloader(f.report):
         return [not_run(DATA_LOADING, "no DataLoader was seen in the profiled steps")]
+    contended = [p for p, _ in f.loader_plans if p.contended]
+    if contended and f.cores is not None:
+        p = contended[0]
+        return [passed(DATA_LOADING, _contended_figures(p, f.cores), data_wait_share=round(p.waiting.wait.share, 4),
+                       usable_cpus=f.cores.cpus, intra_op_threads=f.cores.threads)]
     waiting = measure_waiting(wait, wait.compute_ms, M.wait_per_step(f.report, None))
     after = ", not counting one-time start-up waits" if waiting.startup_ms > 0 else ""
     return [passed(DATA_LOADING, f"the DataLoader keeps up (waiting {waiting.steady_share:.1%} of the step{after}, "
@@ -180,8 +196,22 @@ def dataloader_rule(f: Facts) -> list[Verdict]:
                    data_wait_share=round(waiting.steady_share, 4))]
 
 
-def _loader_suggestions(f: Facts) -> list[Suggestion]:
-    """A suggestion for each loader that keeps the steps waiting.
+def _contended_figures(p: LoaderPlan, cores: Cores) -> str:
+    """Why a loader that keeps the steps waiting gets no more workers: each would take a core
+    from compute, which, if it slows in proportion to its threads, costs more than the wait."""
+    w = p.waiting
+    n = (p.workers or 0) + 1
+    threads = cores.per_rank - n
+    step = split_step(w, p.load_ms or 0.0, n, cores)
+    return (f"the DataLoader keeps each step waiting {w.wait.share:.0%} ({_ms(w.wait.wait_ms)} of {_ms(w.step_ms)}), "
+            f"but compute's {cores.compute} intra-op thread(s) use all {cores.per_rank} core(s) this process may use: "
+            f"num_workers={n} with torch.set_num_threads({threads}) gives about {w.step_ms / step:.2f}× if compute "
+            f"slows in proportion to its threads, so no change is proposed (measure it: "
+            "nbprofiler.tune_dataloader(loader, step=...))")
+
+
+def _loader_plans(f: Facts) -> list[tuple[LoaderPlan, LoaderRecord | None]]:
+    """A plan for each loader that keeps the steps waiting.
 
     Live runs judge each recorded loader by its own waiting; a trace (which has
     no loader records) is judged by its DataLoader time, with generic code.
@@ -194,41 +224,64 @@ def _loader_suggestions(f: Facts) -> list[Suggestion]:
     run = f.report.run
     pairs = ([(M.loader_wait(f.report, r), r) for r in run.loaders] if run is not None and run.loaders
              else [(total, None)])
-    found = [_loader_suggestion(f, wait, total.compute_ms, record) for wait, record in pairs
-             if wait is not None and wait.share > T.DATALOADER_WAIT_SHARE]
-    return [s for s in found if s is not None]
+    plans = []
+    for wait, record in pairs:
+        if wait is None or wait.share <= T.DATALOADER_WAIT_SHARE:
+            continue
+        workers = record.num_workers if record is not None else _trace_loader_args(f)[1]
+        waiting = measure_waiting(wait, total.compute_ms, M.wait_per_step(f.report, record))
+        pin = f.on_gpu and not (record is not None and record.pin_memory) and f.h2d is not None
+        p = plan(waiting, record, workers, f.cores, pin)
+        if p is not None:
+            plans.append((p, record))
+    return plans
 
 
-def _loader_suggestion(f: Facts, wait: M.DataWait, compute_ms: float,
-                       record: LoaderRecord | None) -> Suggestion | None:
-    """One loader's plan (``dataloader_plan``) in words, or None when it keeps up."""
-    args, workers = (args_from_record(record), record.num_workers) if record is not None else _trace_loader_args(f)
-    waiting = measure_waiting(wait, compute_ms, M.wait_per_step(f.report, record))
-    pin = f.on_gpu and not (record is not None and record.pin_memory) and f.h2d is not None
-    p = plan(waiting, record, workers, f.cores, pin)
-    if p is None:
+def _loader_suggestion(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> Suggestion | None:
+    """One loader's plan (``dataloader_plan``) in words; None when it changes nothing
+    because more workers would only take cores from compute."""
+    if p.contended and not p.changed:
         return None
+    args = args_from_record(record) if record is not None else _trace_loader_args(f)[0]
     changes, preamble = _loader_changes(p, args)
     evidence, facts = _loader_figures(f, p, record, args.loader_name)
     evidence["changed"] = sorted(changes)
     name = "of this trace" if record is None else (f"`{args.loader_name}`" if record.name
                                                     else f"over {record.dataset_type}")
-    share, gain = wait.share, p.gain
-    text = f"at most 1/(1-{share:.2f}) = {p.bound:.2f}× step time if data waiting disappears"
-    if changes and gain < p.bound - 0.005:
-        text += (f"; with these settings about {_ms(wait.step_ms)} → {_ms(wait.step_ms / gain)} per step "
-                 f"({gain:.2f}×)")
     return Suggestion(
         kind="dataloader",
-        title=f"DataLoader {name} keeps each step waiting {share:.0%} of its time: {_loader_verb(changes)}",
+        title=f"DataLoader {name} keeps each step waiting {p.waiting.wait.share:.0%} of its time: "
+              f"{_loader_verb(changes)}",
         severity=_severity(p.bound),  # what is at stake; ``gain`` is what these settings can win
         evidence=evidence,
         facts=tuple(facts),
-        expected_gain=f"{text}. Measure it: nbprofiler.tune_dataloader({args.loader_name})",
-        gain=gain,
         code=_loader_code(args, changes, preamble),
         detail="; ".join(_loader_reasons(p)),
+        **_loader_claim(p, bool(changes), args.loader_name),
     )
+
+
+def _loader_claim(p: LoaderPlan, changed: bool, loader_name: str) -> dict[str, Any]:
+    """What the settings can give. Workers on cores compute does not use: at most all data
+    waiting gone (Amdahl on the measured share holds while compute keeps its cores). With a
+    thread split compute may slow down, so the figure is an estimate between compute at
+    its speed and compute slowed in proportion to the threads it gives up."""
+    wait = p.waiting.wait
+    measure = f"Measure it: nbprofiler.tune_dataloader({loader_name}, step=...)"
+    if p.split is not None and p.num_workers is not None:
+        low, high = min(p.gain_low, p.gain), p.gain
+        mid = (low + high) / 2
+        assumes = (f"{p.num_workers} worker(s) load a batch as fast as the main process did, and compute on "
+                   f"{p.split.threads} thread(s) instead of {p.cores.compute if p.cores else '?'} takes between the "
+                   f"same time and {p.split.slowdown:.2f}× as long")
+        return dict(claim="estimate", gain=mid, gain_low=low, gain_high=high,
+                    expected_gain=f"{estimate_words(low, mid, high, 'step time', assumes)}. {measure}")
+    text = (f"at most 1/(1-{wait.share:.2f}) = {p.bound:.2f}× step time if data waiting disappears "
+            "and compute keeps its cores")
+    if changed and p.gain < p.bound - 0.005:
+        text += (f"; with these settings about {_ms(wait.step_ms)} → {_ms(wait.step_ms / p.gain)} per step "
+                 f"({p.gain:.2f}×)")
+    return dict(gain=p.bound if changed else 1.0, expected_gain=f"{text}. {measure}")
 
 
 def _loader_changes(p: LoaderPlan, args: LoaderArgs) -> tuple[dict[str, object], str]:
@@ -858,23 +911,79 @@ def _kept_tensors(f: Facts, growth: pd.DataFrame) -> Suggestion:
                  f"{left:,} steps)")
         if left < 10_000:
             severity = "high"
-    code = ("total_loss += loss.item()        # not `total_loss += loss`: that keeps every step's graph alive\n"
-            "outputs.append(out.detach())     # not `outputs.append(out)`\n"
-            "hidden = hidden.detach()         # state carried across steps (RNNs) must drop its history\n"
-            "with torch.no_grad():            # evaluation inside the loop: no graph to keep\n"
-            "    val_loss = loss_fn(model(x_val), y_val)")
+    leak = _leak_line(f)
+    evidence.update(_leak_evidence(leak))
+    code, detail = _leak_fix(f, leak)
+    where = "tensors from earlier steps are kept alive" if leak is None else \
+        f"cell line {leak.line} keeps tensors from every step alive"
     return Suggestion(
         kind="memory_growth",
-        title=f"Memory grows {fmt_bytes(slope)} per step on {row['device']}: tensors from earlier steps are kept alive",
+        title=f"Memory grows {fmt_bytes(slope)} per step on {row['device']}: {where}",
         severity=severity,
         evidence=evidence,
-        facts=tuple(facts),
+        facts=tuple(facts if leak is None else [_leak_fact(leak), *facts]),
         expected_gain=text,
         gain=1.0,
         code=code,
-        detail=("the usual cause is a tensor that carries its autograd graph, kept across steps (a running loss, "
-                "a list of outputs)"),
+        detail=detail,
     )
+
+
+def _leak_line(f: Facts) -> LeakLine | None:
+    """The cell line that keeps the tensors: from the trace's line marks (``--stack``) where
+    the run has them, confirmed or overruled by them, else from the cell's source."""
+    run = f.report.run
+    if run is None or not run.cell_source:
+        return None
+    by_line = pd.DataFrame(columns=KEPT_LINE_COLUMNS)
+    if run.line_marks is not None and f.report.raw_trace is not None:
+        by_line = kept_bytes_by_line(f.report.table, f.report.trace_steps, run.line_marks)
+    return leak_line(run.cell_source, by_line)
+
+
+def _leak_evidence(leak: LeakLine | None) -> dict[str, object]:
+    if leak is None:
+        return {}
+    return {"line": leak.line, "line_source": leak.text, "line_found_in": "source" if leak.steps is None else "trace",
+            "kept_bytes": leak.kept_bytes}
+
+
+def _leak_fact(leak: LeakLine) -> str:
+    """The line in words, with what shows it keeps the tensors."""
+    head = f"cell line {leak.line}: `{leak.text.strip()}`"
+    keeps = "" if leak.kept is None else \
+        f" {leak.kept.how} `{leak.kept.holder}` a value that carries its autograd graph (`{leak.kept.value}`)"
+    if leak.steps is None:
+        return f"{head}{keeps}; found in the cell's source (profile with --stack to confirm it from the trace)"
+    made = "the line" if leak.made_line in (None, leak.line) else \
+        f"line {leak.made_line}, whose result it keeps,"
+    return (f"{head}{keeps}; the trace confirms it: {made} made {fmt_bytes(leak.kept_bytes or 0)} in "
+            f"{leak.steps} profiled steps that was never freed")
+
+
+def _leak_fix(f: Facts, leak: LeakLine | None) -> tuple[str | None, str]:
+    """The edit for the line, in the cell's names (to paste in place of the statement), and why it
+    works; with no statement to edit, no code (generic names would not run) and the fixes in words."""
+    if leak is None or leak.kept is None or f.report.run is None or not f.report.run.cell_source:
+        where = "this line" if leak is not None else "the loop"
+        return None, (f"tensors made in {where} outlive their step; the usual cause is a tensor that carries its "
+                      "autograd graph, kept across steps: a running total (`total += loss`), a list of outputs, "
+                      "state carried to the next step (an RNN's hidden state). Keep `.item()` (a number) or "
+                      "`.detach()` (a tensor without its history) of what is kept, and compute what needs no "
+                      "gradient under `torch.no_grad()`" + ("" if leak is not None else
+                                                            "; profile with --stack to find the line"))
+    kept = leak.kept
+    code = fixed_statement(f.report.run.cell_source, kept, on_device=f.on_gpu)
+    lines = f"line {kept.line}" if kept.end_line == kept.line else f"lines {kept.line}-{kept.end_line}"
+    if kept.validation:
+        why = (f"`{kept.value}` is computed on validation data with autograd on, so each one keeps its graph "
+               "(every activation of that forward pass); under `torch.no_grad()` no graph is built")
+    elif ".item()" in code:
+        why = (f"`.item()` keeps the number, not the graph behind it (use `.detach()` if the rest of the cell "
+               f"needs `{kept.holder}` to hold tensors)")
+    else:
+        why = "`.detach()` keeps the tensor without the graph that made it"
+    return code, f"{why}. The code replaces {lines} of the cell, as indented there"
 
 
 def growth_fact(row: Any, relative: set[str]) -> str:

@@ -219,6 +219,17 @@ def allocation_owners(tree: OperatorTree) -> Allocations:
     return Allocations(idx, owners)
 
 
+def allocation_lifetimes(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
+    """Every allocation event (time-sorted) and the time of the free paired with it (+inf: not
+    freed in the trace), for the leak advice to find which cell line made what was never freed."""
+    idx = _memory_events(table)
+    delta = np.nan_to_num(table["bytes"][idx])
+    device = device_label(table["mem_device_type"][idx], table["mem_device_id"][idx])
+    free_ts = _paired_free_time(table["ts"][idx], delta, device, table["addr"][idx])
+    alloc = delta > 0
+    return idx[alloc], free_ts[alloc]
+
+
 def self_allocated_bytes(tree: OperatorTree, allocations: Allocations) -> dict[str, np.ndarray] | None:
     """Bytes each operator call allocated itself (not in the operators it called), on the host
     and on devices: the operator table's memory columns. None when the trace recorded no memory."""
