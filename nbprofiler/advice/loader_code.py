@@ -94,9 +94,11 @@ def args_from_record(record: LoaderRecord) -> LoaderArgs:
 def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) -> LoaderArgs:
     """A live DataLoader's arguments; names come from ``namespace`` (the notebook's) when given.
 
-    Arguments the record does not keep (a custom ``collate_fn``, ``sampler`` or
-    ``worker_init_fn``) are passed on from the old loader by name, so the new
-    call keeps them without the user having to retype them.
+    Arguments the record does not keep (a custom ``sampler``, ``batch_sampler``,
+    ``collate_fn``, ``worker_init_fn``, ``generator`` or ``multiprocessing_context``)
+    are passed on from the old loader by name, so the new call keeps them without
+    the user having to retype them; ``timeout``, ``pin_memory_device`` and
+    ``in_order`` away from their defaults are written as values.
     """
     from torch.utils.data import RandomSampler, SequentialSampler
     from torch.utils.data._utils.collate import default_collate, default_convert
@@ -107,16 +109,20 @@ def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) ->
     record.dataset_name = name_in(ns, loader.dataset)
     base = args_from_record(record)
     owner = record.name or "loader"
-    extra: list[tuple[str, Expr]] = []
-    if loader.batch_size is not None and not isinstance(loader.sampler, (RandomSampler, SequentialSampler)) \
-            and type(loader.sampler).__name__ != "_InfiniteConstantSampler":
-        extra.append(("sampler", Expr(f"{owner}.sampler")))
-    if loader.batch_size is None and loader.batch_sampler is not None:
-        extra.append(("batch_sampler", Expr(f"{owner}.batch_sampler")))
-    if loader.collate_fn not in (default_collate, default_convert):
-        extra.append(("collate_fn", Expr(f"{owner}.collate_fn")))
-    if loader.worker_init_fn is not None:
-        extra.append(("worker_init_fn", Expr(f"{owner}.worker_init_fn")))
+    passed_on = {
+        # a sampler of the user's own (the default ones follow from shuffle)
+        "sampler": not isinstance(loader.sampler, (RandomSampler, SequentialSampler))
+        and type(loader.sampler).__name__ != "_InfiniteConstantSampler",
+        "batch_sampler": loader.batch_size is None and loader.batch_sampler is not None,
+        "collate_fn": loader.collate_fn not in (default_collate, default_convert),
+        "worker_init_fn": loader.worker_init_fn is not None,
+        "generator": loader.generator is not None,
+        "multiprocessing_context": loader.multiprocessing_context is not None,
+    }
+    extra = [(arg, Expr(f"{owner}.{arg}")) for arg, passed in passed_on.items() if passed]
+    literals = {"timeout": (loader.timeout, 0), "pin_memory_device": (getattr(loader, "pin_memory_device", ""), ""),
+                "in_order": (getattr(loader, "in_order", True), True)}
+    extra += [(arg, Expr(repr(value))) for arg, (value, default) in literals.items() if value != default]
     return replace(base, extra=tuple(extra))
 
 
@@ -146,6 +152,8 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
             continue  # a sampler of its own: passed on in ``extra``, kept by the user, or the new one
         if arg == "drop_last" and new["batch_size"] is None:
             continue  # no auto-batching: a batch sampler decides, drop_last goes there
+        if arg == "batch_size" and not changed and "batch_sampler" in dict(args.extra):
+            continue  # DataLoader rejects batch_size beside a batch_sampler
         if not changed and (unknown or (arg != "batch_size" and _is_default(arg, value))):
             continue
         note = ("# changed" if unknown else f"{CHANGED}{old!r}") if changed else ""

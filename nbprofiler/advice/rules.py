@@ -18,6 +18,7 @@ a documented factor (tensor cores). It is a bound, not a promise.
 """
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -25,6 +26,7 @@ import pandas as pd
 
 from ..analysis.memory import GROWTH_MIN_STEADY_STEPS, GROWTH_MIN_STEPS, relative_devices, series_label
 from ..analysis.retention import KEPT_LINE_COLUMNS, LeakLine, fixed_statement, kept_bytes_by_line, leak_line
+from ..analysis.sync_source import SyncLine, sync_lines
 from ..records import LoaderRecord
 from ..format import fmt_bytes, fmt_us
 from . import measures as M
@@ -755,29 +757,63 @@ def _sync_suggestion(f: Facts, dt: M.DeviceTime, skip_h2d: bool) -> Suggestion |
     cause, where = str(top["cause"]), str(top["where"])
     per_step = len(points) / dt.steps
     gain = amdahl(share)
-    in_user_code = where.startswith("cell line") or ".py" in where
-    if in_user_code or cause != "explicit":
-        code: str | None = _SYNC_FIXES[cause]
-        detail = f"{_SYNC_CAUSES[cause]} makes the host wait until the GPU has finished all queued work"
-    else:
-        code = None
-        detail = f"the wait happens inside {where}, not in your code: the library synchronizes there"
+    line, found_in = _sync_line(f, cause, where)
+    code, detail = _sync_fix(cause, where, line)
     listing = [f"{_SYNC_CAUSES[r.cause]} at {r.where}: {r.calls / dt.steps:g} per step, "
                f"GPU idle {r.idle_us / dt.steps / 1e3:.2f} ms per step after it" for r in places.head(5).itertuples()]
+    evidence: dict[str, Any] = {"syncs_per_step": round(per_step, 2),
+                                "idle_ms_per_step": round(idle / dt.steps / 1e3, 3), "idle_share": round(share, 4),
+                                "top_cause": cause, "top_where": where, "places": listing}
+    named = []
+    if line is not None:
+        evidence.update(line=line.line, line_source=line.text, line_found_in=found_in)
+        where = f"cell line {line.line}: {line.text.strip()}"
+        if found_in == "source":
+            named = [f"{where}: {_SYNC_CAUSES[cause]}, found in the cell's source (the trace places the sync at "
+                     f"{evidence['top_where']}; profile with --stack to see it on its line)"]
     return Suggestion(
         kind="sync",
         title=f"The host waits for the GPU {per_step:.0f}× per step, mostly at {where}",
         severity=_severity(gain),
-        evidence={"syncs_per_step": round(per_step, 2), "idle_ms_per_step": round(idle / dt.steps / 1e3, 3),
-                  "idle_share": round(share, 4), "top_cause": cause, "top_where": where, "places": listing},
+        evidence=evidence,
         facts=(f"{per_step:.0f} syncs per step leave the GPU idle {_ms(idle / dt.steps / 1e3)} per step: "
-               f"{share:.1%} of the step ({f.step})", *listing),
+               f"{share:.1%} of the step ({f.step})", *named, *listing),
         expected_gain=(f"at most 1/(1-{share:.3f}) = {gain:.2f}× step time: the GPU sits idle {share:.1%} of the step "
                        "after these syncs, until the host queues work again"),
         gain=gain,
         code=code,
         detail=detail,
     )
+
+
+def _sync_line(f: Facts, cause: str, where: str) -> tuple[SyncLine | None, str]:
+    """The cell statement of the worst sync, and what placed it there: the trace's line marks
+    (``where`` is then "cell line N: ..."), else the first loop statement of the cell's source
+    that makes this kind of sync. (None, "") for trace files, and where neither finds it."""
+    run = f.report.run
+    lines = sync_lines(run.cell_source) if run is not None and run.cell_source else []
+    marked = re.match(r"cell line (\d+):", where)
+    if marked is not None:
+        n = int(marked.group(1))
+        text = (run.cell_source or "").splitlines()[n - 1] if run is not None else ""
+        return next((s for s in lines if s.line <= n <= s.end_line), SyncLine(n, n, text, frozenset(), None)), "trace"
+    found = next((s for s in lines if cause in s.causes), None)
+    return found, "" if found is None else "source"
+
+
+def _sync_fix(cause: str, where: str, line: SyncLine | None) -> tuple[str | None, str]:
+    """The code for the worst sync and why: the cell's own statement kept on the device where
+    that edit is safe (``total += loss.item()``), else the pattern for its cause, headed by the line."""
+    if line is not None and line.fixed is not None and cause == "item":
+        span = f"line {line.line}" if line.end_line == line.line else f"lines {line.line}-{line.end_line}"
+        return line.fixed, (f"`.detach()` keeps the value on the GPU, so the host does not wait for it every step; "
+                            f"read it once after the loop (`float(...)`, `.item()`). The code replaces {span} of "
+                            "the cell, as indented there")
+    if line is None and cause == "explicit" and not (where.startswith("cell line") or ".py" in where):
+        return None, f"the wait happens inside {where}, not in your code: the library synchronizes there"
+    head = "" if line is None else f"# cell line {line.line}: {line.text.strip()}\n"
+    return head + _SYNC_FIXES[cause], (f"{_SYNC_CAUSES[cause]} makes the host wait until the GPU has finished all "
+                                       "queued work")
 
 
 # -- launch-bound steps -----------------------------------------------------------------------

@@ -95,7 +95,13 @@ CONV_TUNING_SPEEDUP_MAX = 1.3
 # documented there), so the report's memory view and this suggestion never disagree.
 
 # -- Measuring: tune_dataloader and batch_size_curve -------------------------------------------
-# Measured settings within 5% of the best count as equally fast: run-to-run noise is about that
-# large. The tuner then takes the fewest workers (each costs a CPU core and a copy of the
-# dataset), the batch curve the smallest batch (less memory, and usually better generalisation).
+# Settings are measured in interleaved rounds (each setting once per round, the order rotated), so
+# machine noise hits them alike. 5 rounds give quartiles that mean something in a few seconds.
+MEASURED_ROUNDS = 5
+# The spread of a gain: the quartiles of its per-round ratios (the middle half of the rounds).
+# A setting is recommended only when its median gain exceeds that spread (rounds.reliably_faster).
+MEASURED_SPREAD = (0.25, 0.75)
+# Among the reliably faster settings, those within 5% of the best count as equally fast. The tuner
+# then takes the fewest workers (each costs a CPU core and a copy of the dataset), the batch curve
+# the smallest batch (less memory, and usually better generalisation).
 MEASURED_TIE_SHARE = 0.95

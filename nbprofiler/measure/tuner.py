@@ -1,8 +1,16 @@
-"""``tune_dataloader``: measure how fast a DataLoader delivers batches under other settings.
+"""``tune_dataloader``: measure a DataLoader's settings, in the training loop when given the step.
 
 A suggestion estimates; this measures. For each candidate setting it builds a
-fresh loader over the same dataset, sampler and collate function, times the
-batches it delivers, and recommends the best *measured* setting, as code.
+fresh loader over the same dataset, sampler and collate function. With
+``step=`` it runs the user's ``step(batch)`` on every batch, so what loading in
+parallel with compute buys is measured, not assumed; without it, it measures
+how fast the loader alone delivers batches, and says so.
+
+Candidates run in interleaved rounds (``rounds.py``): each candidate runs the
+same number of steps once per round, in an order rotated each round, and its
+speed-up is the median of its per-round ratios to the current setting, with
+the quartiles as spread. A setting is recommended only when its gain exceeds
+that spread.
 
 It leaves the process as it found it: the user's loader is never modified,
 every worker process it starts is shut down, and the random number
@@ -11,29 +19,32 @@ loader's own generators) are put back, also when it raises or is interrupted.
 """
 from __future__ import annotations
 
+import math
 import random
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import pandas as pd
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 from ..advice import thresholds as T
-from .feedback import Progress, in_kernel, show_figure
 from ..advice.loader_code import args_from_loader, dataloader_call
 from ..advice.machine import usable_cpus
+from .feedback import Progress, in_kernel, show_figure
+from .rounds import quartiles, ratio_spread, reliably_faster, rotated
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-RESULT_COLUMNS = ["num_workers", "pin_memory", "prefetch_factor", "batches", "seconds", "batches_per_s",
-                  "samples_per_s", "startup_s", "speedup", "status"]
 CANDIDATE_KEYS = ("num_workers", "pin_memory", "prefetch_factor")
-# Each candidate gets at least this long, so a tight budget still measures something.
-MIN_SECONDS_PER_CANDIDATE = 0.5
+# Timed steps per candidate and round: at least this many, so one slow batch does not decide a round.
+MIN_STEPS_PER_ROUND = 2
+# Steps each candidate runs in the warm-up round to estimate its step time (after its start-up).
+CALIBRATION_STEPS = 2
+_END = object()  # what next() returns at the end of an epoch (a batch may be None)
 
 
 @dataclass(frozen=True)
@@ -54,7 +65,39 @@ class Candidate:
         return cls(workers, bool(spec.get("pin_memory", loader.pin_memory)), None if workers == 0 else (prefetch or 2))
 
     def label(self) -> str:
-        return f"num_workers={self.num_workers}" + (", pin_memory" if self.pin_memory else "")
+        prefetch = f", prefetch_factor={self.prefetch_factor}" if self.prefetch_factor not in (None, 2) else ""
+        return f"num_workers={self.num_workers}" + (", pin_memory" if self.pin_memory else "") + prefetch
+
+    @property
+    def warmup_batches(self) -> int:
+        """Batches before the steady state: the first (worker start-up) and those the workers
+        prefetched while starting, which come out at once and would inflate the rate."""
+        return max(1, self.num_workers * (self.prefetch_factor or 0))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the columns of the result are about: the loop (with ``step=``) or the loader alone."""
+
+    loop: bool
+
+    @property
+    def what(self) -> str:
+        return "loop" if self.loop else "loader"
+
+    @property
+    def rate(self) -> str:
+        return "loop_steps_per_s" if self.loop else "loader_batches_per_s"
+
+    @property
+    def speedup(self) -> str:
+        return f"{self.what}_speedup"
+
+    def columns(self) -> list[str]:
+        s = self.speedup
+        wait = ["wait_share"] if self.loop else []
+        return ["num_workers", "pin_memory", "prefetch_factor", s, f"{s}_low", f"{s}_high", self.rate,
+                "samples_per_s", *wait, "startup_s", "steps", "rounds", "status"]
 
 
 def default_candidates(loader: DataLoader) -> list[dict[str, Any]]:
@@ -71,92 +114,143 @@ def default_candidates(loader: DataLoader) -> list[dict[str, Any]]:
 
 
 def tune_dataloader(loader: DataLoader, candidates: Sequence[Mapping[str, Any]] | None = None,
-                    max_seconds: float = 30.0, *, plot: bool = True, progress: bool = True,
+                    max_seconds: float = 30.0, *, step: Callable[[Any], Any] | None = None,
+                    rounds: int = T.MEASURED_ROUNDS, plot: bool = True, progress: bool = True,
                     namespace: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """Time ``loader``'s throughput under each candidate setting; recommend the best measured.
+    """Measure ``loader`` under each candidate setting, in the loop when ``step`` is given.
+
+    ``step(batch)`` is the body of the user's training loop (forward, backward,
+    optimizer step); it runs on every batch. Without it only the loader is
+    timed: a measure of how fast batches arrive, not of the loop, which also
+    needs the CPU (on a machine with few cores, workers then compete with the
+    step) and hides loading behind compute. The result's columns, its
+    ``attrs["measured"]`` and its summary say which was measured.
 
     ``candidates`` is a list of dicts with any of ``num_workers``, ``pin_memory``
-    and ``prefetch_factor`` (default: ``default_candidates``). The budget
-    ``max_seconds`` is shared among them; each builds a fresh loader over the
-    same dataset and sampler, so the user's loader is left untouched.
+    and ``prefetch_factor`` (default: ``default_candidates``); the current
+    setting is always one of them. Each candidate first runs once to warm up
+    and to estimate its step time; then ``rounds`` rounds follow, each running
+    every candidate for the same number of steps, sized so that all of it takes
+    about ``max_seconds`` (at least ``MIN_STEPS_PER_ROUND`` steps a round).
 
-    For each candidate, the first batch is timed separately (``startup_s``:
-    worker start-up), then batches are counted for the candidate's share of the
-    budget after the batches the workers prefetched while starting (those come
-    out at once and would inflate the rate). ``batches_per_s`` is that steady
-    rate; ``speedup`` compares it with the loader's current setting.
+    Each run builds a fresh loader; worker start-up (and the batches prefetched
+    during it) is excluded from the timed steps and reported as ``startup_s``
+    (median over the rounds): with ``persistent_workers=True`` a loop pays it
+    once, which is why the recommended code keeps or sets it.
 
-    The loader is measured alone: a training loop also needs the CPU, so on a
-    machine with few cores the best measured setting may be more workers than
-    the loop can afford. The recommendation is the fewest workers within
-    ``MEASURED_TIE_SHARE`` of the best rate. It is in ``result.attrs``
-    (``"recommended"``, and ``"code"``: the loader call to paste, with the
-    user's names when ``namespace`` or the notebook's namespace has them).
+    Columns (with ``step``; without it ``loader_*`` and ``loader_batches_per_s``):
+    ``loop_speedup`` is the median over the rounds of the candidate's rate over
+    the current setting's in the same round, ``loop_speedup_low``/``_high`` the
+    quartiles of those ratios; ``loop_steps_per_s`` the median rate;
+    ``wait_share`` the share of the loop spent waiting for the next batch.
+    ``attrs["rounds"]`` holds every run (round, position, rate), in the order run.
 
-    An error in the dataset, or KeyboardInterrupt, stops the measuring and is
-    raised after the worker processes are shut down and the RNG states restored.
+    A candidate is recommended only when its gain exceeds its spread; then the
+    fewest workers within ``MEASURED_TIE_SHARE`` of the best. ``attrs`` has
+    ``"recommended"``, and ``"code"``: the user's loader call with every argument
+    they passed, the changes marked (None when the current setting stays).
+
+    An error in the dataset or the step, or KeyboardInterrupt, stops the
+    measuring and is raised after the worker processes are shut down and the
+    RNG states restored.
     """
     if not isinstance(loader, DataLoader):
         raise TypeError(f"tune_dataloader needs a torch.utils.data.DataLoader, got {type(loader).__name__}")
     if not max_seconds > 0:
         raise ValueError(f"max_seconds must be > 0, got {max_seconds!r}")
-    chosen = [Candidate.of(c, loader) for c in (candidates if candidates is not None else default_candidates(loader))]
-    chosen = list(dict.fromkeys(chosen))  # drop repeats, keep order
-    if not chosen:
-        raise ValueError("no candidate settings to measure")
+    if rounds < 2:
+        raise ValueError(f"rounds must be >= 2 to have a spread, got {rounds}")
     current = Candidate.of({}, loader)
-    rows: list[dict[str, Any]] = []
-    bar = Progress(len(chosen), "DataLoader", enabled=progress)
-    deadline = time.perf_counter() + max_seconds
+    specs = candidates if candidates is not None else default_candidates(loader)
+    chosen = sorted({current, *(Candidate.of(c, loader) for c in specs)},
+                    key=lambda c: (c.num_workers, c.pin_memory, c.prefetch_factor or 0))
+    measured = Measured(loop=step is not None)
+    bar = Progress(rounds + 1, "DataLoader", enabled=progress)
     try:
         with _rng_restored(loader):
-            for i, cand in enumerate(chosen):
-                left = deadline - time.perf_counter()
-                share = left / (len(chosen) - i)
-                bar.update(i, f"{cand.label()} ({max(share, 0):.1f} s)")
-                if left <= 0:
-                    rows.append(_row(cand, 0, 0.0, None, None, loader, "not run: time budget spent"))
-                    continue
-                rows.append(_measure(loader, cand, max(share, MIN_SECONDS_PER_CANDIDATE)))
-            bar.update(len(chosen), "done")
+            runs = _measure_rounds(loader, chosen, step, max_seconds, rounds, bar)
     finally:
         bar.close()
-    result = _finish(pd.DataFrame(rows, columns=RESULT_COLUMNS), current)
-    result.attrs.update(_recommend(result, loader, current, namespace))
+    result = _table(runs, chosen, current, measured, loader)
+    result.attrs.update(_recommend(result, loader, current, measured, namespace))
+    result.attrs["measured"] = "the training loop (step= ran on every batch)" if measured.loop else \
+        "the loader alone (no step=): not the loop"
+    result.attrs["rounds"] = runs
     if plot and in_kernel():
-        fig = plot_throughput(result)
-        show_figure(fig, "DataLoader throughput (batches/s) by num_workers")
+        show_figure(plot_throughput(result), f"{measured.what} speed-up by num_workers, with its spread")
     print(result.attrs["summary"])
     return result
 
 
-def _measure(loader: DataLoader, cand: Candidate, seconds: float) -> dict[str, Any]:
-    """One candidate: start-up, then the steady rate, for ``seconds`` at most."""
+def _measure_rounds(loader: DataLoader, chosen: list[Candidate], step: Callable[[Any], Any] | None,
+                    max_seconds: float, rounds: int, bar: Progress) -> pd.DataFrame:
+    """A warm-up run per candidate, then ``rounds`` interleaved rounds of the same number of steps."""
+    deadline = time.perf_counter() + max_seconds
+    bar.update(0, "warm-up")
+    warm = {c: _run(loader, c, step, CALIBRATION_STEPS) for c in chosen}
+    live = [c for c in chosen if warm[c]["steps"] > 0]
+    per_round = sum(w["startup_s"] + w["warmup_s"] for c, w in warm.items() if c in live)
+    per_step = sum(w["seconds"] / w["steps"] for c, w in warm.items() if c in live)
+    left = max(deadline - time.perf_counter(), 0.0) / rounds - per_round
+    steps = max(MIN_STEPS_PER_ROUND, math.floor(left / per_step) if per_step > 0 else MIN_STEPS_PER_ROUND)
+    steps = min(steps, _epoch_steps(loader, live))
+    rows = []
+    for r in range(rounds):
+        for position, cand in enumerate(rotated(live, r)):
+            bar.update(r + 1, f"round {r + 1}/{rounds}: {cand.label()} ({steps} steps)")
+            rows.append({"round": r, "position": position, **_keys(cand), **_run(loader, cand, step, steps)})
+    bar.update(rounds + 1, "done")
+    for cand in chosen:
+        if cand not in live:
+            rows.append({"round": -1, "position": -1, **_keys(cand), **warm[cand]})
+    runs = pd.DataFrame(rows)
+    runs["rate"] = runs["steps"] / runs["seconds"].where(runs["seconds"] > 0)
+    return runs
+
+
+def _keys(cand: Candidate) -> dict[str, Any]:
+    return {"candidate": cand.label(), "num_workers": cand.num_workers, "pin_memory": cand.pin_memory,
+            "prefetch_factor": cand.prefetch_factor}
+
+
+def _epoch_steps(loader: DataLoader, live: list[Candidate]) -> int:
+    """Timed steps one epoch leaves after the slowest-starting candidate's warm-up batches."""
+    try:
+        batches = len(loader)
+    except TypeError:  # an IterableDataset without __len__
+        return sys.maxsize
+    longest = max((c.warmup_batches for c in live), default=1)
+    return max(1, batches - longest)
+
+
+def _run(loader: DataLoader, cand: Candidate, step: Callable[[Any], Any] | None, steps: int) -> dict[str, Any]:
+    """One run of one candidate: start-up and warm-up batches (untimed), then up to ``steps`` timed steps."""
     trial = _clone(loader, cand)
     start = time.perf_counter()
     iterator = iter(trial)
+    out: dict[str, Any] = {"steps": 0, "seconds": 0.0, "wait_s": 0.0, "startup_s": float("nan"), "warmup_s": 0.0}
     try:
-        try:
-            next(iterator)
-        except StopIteration:
-            return _row(cand, 0, 0.0, None, None, loader, "empty: the loader yielded no batch")
-        first = time.perf_counter()
-        skip = cand.num_workers * (cand.prefetch_factor or 0)
-        counted, t0, end = 0, first, first + max(seconds - (first - start), 0.0)
-        fetched = 0
-        for _ in iterator:
-            fetched += 1
-            now = time.perf_counter()
-            if fetched == skip:
-                t0 = now  # the prefetched batches are out: the steady rate starts here
-            elif fetched > skip:
-                counted += 1
-            if now >= end and counted >= 1:
+        for i in range(cand.warmup_batches):
+            batch = next(iterator, _END)
+            if batch is _END:
+                return out
+            if i == 0:
+                out["startup_s"] = time.perf_counter() - start
+            if step is not None:
+                step(batch)
+        t0 = time.perf_counter()
+        out["warmup_s"] = t0 - start - out["startup_s"]
+        for _ in range(steps):
+            before = time.perf_counter()
+            batch = next(iterator, _END)
+            out["wait_s"] += time.perf_counter() - before
+            if batch is _END:
                 break
-        if counted == 0:  # the epoch ended inside the prefetched batches: count them all
-            counted, t0 = fetched, first
-        elapsed = time.perf_counter() - t0
-        return _row(cand, counted, elapsed, counted / elapsed if elapsed > 0 else None, first - start, loader, "ok")
+            if step is not None:
+                step(batch)
+            out["steps"] += 1
+        out["seconds"] = time.perf_counter() - t0
+        return out
     finally:
         _shutdown(iterator)
 
@@ -222,64 +316,64 @@ def _generators(loader: DataLoader) -> list[torch.Generator]:
     return list(found.values())
 
 
-def _row(cand: Candidate, batches: int, seconds: float, rate: float | None, startup: float | None,
-         loader: DataLoader, status: str) -> dict[str, Any]:
-    per_batch = loader.batch_size or 1
-    return {
-        "num_workers": cand.num_workers,
-        "pin_memory": cand.pin_memory,
-        "prefetch_factor": cand.prefetch_factor,
-        "batches": batches,
-        "seconds": seconds,
-        "batches_per_s": rate,
-        "samples_per_s": None if rate is None else rate * per_batch,
-        "startup_s": startup,
-        "speedup": None,
-        "status": status,
-    }
-
-
-def _finish(result: pd.DataFrame, current: Candidate) -> pd.DataFrame:
-    """Fill ``speedup``: each rate over the current setting's (or the slowest measured)."""
-    for col in ("batches_per_s", "samples_per_s", "startup_s", "speedup"):
-        result[col] = pd.to_numeric(result[col], errors="coerce").astype("float64")
-    ok = result[result["status"] == "ok"]
-    base = ok[(ok["num_workers"] == current.num_workers) & (ok["pin_memory"] == current.pin_memory)]
-    reference: float | None  # None when nothing was measured
-    if len(base):
-        reference = float(base["batches_per_s"].iloc[0])
-    else:
-        reference = float(ok["batches_per_s"].min()) if len(ok) else None
-    if reference:
-        result["speedup"] = result["batches_per_s"] / reference
+def _table(runs: pd.DataFrame, chosen: list[Candidate], current: Candidate, measured: Measured,
+           loader: DataLoader) -> pd.DataFrame:
+    """One row per candidate: the quartiles of its per-round ratios to the current setting, its median rate."""
+    timed = runs[runs["round"] >= 0]
+    rates = timed.pivot(index="round", columns="candidate", values="rate")
+    spread = ratio_spread(rates, current.label()) if current.label() in rates.columns else None
+    by = timed.groupby("candidate")
+    rows = []
+    for cand in chosen:
+        key = cand.label()
+        row: dict[str, Any] = {"num_workers": cand.num_workers, "pin_memory": cand.pin_memory,
+                               "prefetch_factor": cand.prefetch_factor, "status": "empty: the loader yielded no batch"}
+        if spread is not None and key in rates.columns:
+            sp = measured.speedup
+            row.update({sp: spread.at[key, "median"], f"{sp}_low": spread.at[key, "low"],
+                        f"{sp}_high": spread.at[key, "high"], measured.rate: quartiles(rates[[key]]).at[key, "median"],
+                        "startup_s": by.get_group(key)["startup_s"].median(), "steps": int(timed["steps"].max()),
+                        "rounds": len(rates), "status": "ok",
+                        "wait_share": by.get_group(key)["wait_s"].sum() / by.get_group(key)["seconds"].sum()})
+            row["samples_per_s"] = row[measured.rate] * (loader.batch_size or 1)
+        rows.append(row)
+    result = pd.DataFrame(rows).reindex(columns=measured.columns())
+    numeric = [c for c in measured.columns() if c not in ("num_workers", "pin_memory", "prefetch_factor", "status")]
+    result[numeric] = result[numeric].apply(pd.to_numeric, errors="coerce")
     return result
 
 
-def _recommend(result: pd.DataFrame, loader: DataLoader, current: Candidate,
+def _recommend(result: pd.DataFrame, loader: DataLoader, current: Candidate, measured: Measured,
                namespace: Mapping[str, Any] | None) -> dict[str, Any]:
-    ok = result[(result["status"] == "ok") & result["batches_per_s"].notna()]
+    """The fewest workers among the reliably faster settings within MEASURED_TIE_SHARE of the best."""
+    sp = measured.speedup
+    ok = result[result["status"] == "ok"]
+    what = ("Measured the training loop (step= ran on every batch)" if measured.loop else
+            "Measured the loader alone (no step=), not the training loop: pass step= to measure the loop")
     if ok.empty:
         return {"recommended": None, "code": None,
-                "summary": "No setting could be measured: raise max_seconds, or check that the loader yields batches."}
-    best = float(ok["batches_per_s"].max())
-    close = ok[ok["batches_per_s"] >= T.MEASURED_TIE_SHARE * best]
-    pick = close.sort_values(["num_workers", "pin_memory"], kind="stable").iloc[0]
+                "summary": f"{what}. No setting could be measured: check that the loader yields batches."}
+    how = f"{what}; {int(ok['rounds'].iloc[0])} interleaved rounds of {int(ok['steps'].iloc[0])} steps each."
+    faster = ok[reliably_faster(ok[sp], ok[f"{sp}_low"], ok[f"{sp}_high"])]
+    if faster.empty:
+        kept = {"num_workers": current.num_workers, "pin_memory": current.pin_memory}
+        return {"recommended": kept, "code": None,
+                "summary": f"{how}\nNo setting is reliably faster than your current one ({current.label()}): "
+                           "every gain is within the spread of its rounds. Keep it."}
+    best = float(faster[sp].max())
+    pick = faster[faster[sp] >= T.MEASURED_TIE_SHARE * best].sort_values(["num_workers", "pin_memory"]).iloc[0]
     recommended = {"num_workers": int(pick["num_workers"]), "pin_memory": bool(pick["pin_memory"])}
     if pick["num_workers"] > 0 and pd.notna(pick["prefetch_factor"]) and int(pick["prefetch_factor"]) != 2:
         recommended["prefetch_factor"] = int(pick["prefetch_factor"])
+    changes: dict[str, Any] = {k: v for k, v in recommended.items() if v != getattr(current, k)}
+    if recommended["num_workers"] > 0 and not loader.persistent_workers:
+        changes["persistent_workers"] = True  # start-up was left out of the timing: pay it once
     ns = namespace if namespace is not None else _notebook_namespace()
-    args = args_from_loader(loader, ns)
-    changes = {k: v for k, v in recommended.items() if v != getattr(current, k)}
-    code = dataloader_call(args, changes)
-    rate = float(pick["batches_per_s"])
-    speed = f" ({pick['speedup']:.2f}× the current setting)" if pd.notna(pick["speedup"]) else ""
-    what = ", ".join(f"{k}={v}" for k, v in recommended.items())
-    if not changes:
-        summary = f"Best measured: your current setting ({what}), {rate:.1f} batches/s."
-    else:
-        summary = f"Best measured: {what}, {rate:.1f} batches/s{speed}. Paste:\n{code}"
+    code = dataloader_call(args_from_loader(loader, ns), changes)
+    label = ", ".join(f"{k}={v}" for k, v in recommended.items())
+    summary = (f"{how}\n{label}: {pick[sp]:.2f}× your current setting's {measured.what} speed (middle half of the "
+               f"rounds: {pick[f'{sp}_low']:.2f}–{pick[f'{sp}_high']:.2f}×), worker start-up excluded. Paste:\n{code}")
     return {"recommended": recommended, "code": code, "summary": summary}
-
 
 def _notebook_namespace() -> Mapping[str, Any] | None:
     try:
@@ -291,25 +385,28 @@ def _notebook_namespace() -> Mapping[str, Any] | None:
 
 
 def plot_throughput(result: pd.DataFrame) -> "Figure":
-    """Batches/s against num_workers, one line per pin_memory setting, the pick marked."""
+    """Speed-up over the current setting against num_workers, the quartiles as error bars, the pick marked."""
     from matplotlib.figure import Figure
 
+    sp = next(c for c in ("loop_speedup", "loader_speedup") if c in result.columns)
+    what = "training loop" if sp == "loop_speedup" else "loader alone"
     fig = Figure(figsize=(6, 3.4))
     ax = fig.add_subplot()
-    ok = result[(result["status"] == "ok") & result["batches_per_s"].notna()]
+    ok = result[(result["status"] == "ok") & result[sp].notna()]
     for pinned, rows in ok.groupby("pin_memory", sort=True):
         rows = rows.sort_values("num_workers")
-        ax.plot(rows["num_workers"], rows["batches_per_s"], marker="o",
-                label="pin_memory=True" if pinned else "pin_memory=False")
+        errors = [rows[sp] - rows[f"{sp}_low"], rows[f"{sp}_high"] - rows[sp]]
+        ax.errorbar(rows["num_workers"], rows[sp], yerr=errors, marker="o", capsize=4,
+                    label="pin_memory=True" if pinned else "pin_memory=False")
+    ax.axhline(1.0, color="gray", linestyle=":", label="current setting")
     pick = result.attrs.get("recommended")
-    if pick:
+    if pick and result.attrs.get("code"):
         row = ok[(ok["num_workers"] == pick["num_workers"]) & (ok["pin_memory"] == pick["pin_memory"])]
-        if len(row):
-            ax.scatter(row["num_workers"], row["batches_per_s"], s=160, facecolors="none", edgecolors="black",
-                       zorder=3, label="recommended")
+        ax.scatter(row["num_workers"], row[sp], s=160, facecolors="none", edgecolors="black", zorder=3,
+                   label="recommended")
     ax.set_xlabel("num_workers (worker processes)")
-    ax.set_ylabel("throughput (batches/s)")
-    ax.set_title("DataLoader throughput by setting")
+    ax.set_ylabel(f"{what} speed-up vs current")
+    ax.set_title(f"DataLoader settings: {what} (median, middle half of the rounds)")
     ax.set_xticks(sorted(ok["num_workers"].unique()))
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
