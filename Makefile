@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(VPY) bench/fuzz.py
 	$(VPY) bench/big_trace.py
 	$(VPY) bench/interrupt_sweep.py
+	$(VPY) bench/advice_accuracy.py
 
 clean:
 	rm -rf build dist .pytest_cache
