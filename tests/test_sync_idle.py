@@ -121,3 +121,52 @@ def test_sync_calls_on_hand_made_traces(tmp_path):
     path.write_text(json.dumps({"traceEvents": events}))
     assert nbprofiler.load(path).syncs.to_dict("records") == [
         {"step": 3, "name": "hipDeviceSynchronize", "calls": 1, "total_us": 4.0}]
+
+
+# -- which cell line syncs: from the cell's source --------------------------------------------------
+SYNCING_CELL = """total = 0.0
+for x, y in train_loader:
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    total += loss.item()
+    if total > 1e9:
+        print(loss)
+    preds = model(x).argmax(1).cpu()
+"""
+
+
+def test_the_cells_syncs_are_named_with_an_edit_that_runs_in_the_cell(shell):
+    """The sync rule fires on GPU runs only; on a CPU the source reading is checked here, and the
+    edit pasted in place of its line runs in the cell and keeps a device value, not a float."""
+    from nbprofiler.analysis.sync_source import sync_lines
+
+    found = {s.line: s for s in sync_lines(SYNCING_CELL)}
+    assert {n: (s.text.strip(), set(s.causes)) for n, s in found.items()} == {
+        5: ("total += loss.item()", {"item"}), 7: ("print(loss)", {"item", "cpu"}),
+        8: ("preds = model(x).argmax(1).cpu()", {"cpu"})}
+    assert found[5].fixed == "    total += loss.detach()"
+    assert found[7].fixed is None and found[8].fixed is None  # their values are needed on the host right away
+    lines = SYNCING_CELL.splitlines()
+    lines[4] = found[5].fixed
+    shell.run_cell("\n".join(lines)).raise_error()
+    total = shell.user_ns["total"]
+    assert total.dim() == 0 and not total.requires_grad and float(total) > 0
+
+
+def test_syncs_inside_a_librarys_operators_are_not_pinned_on_a_cell_line():
+    """a100_train's syncs are torchrec's and fbgemm's own ``.item()`` calls inside their ranges: a cell
+    that also calls ``.item()`` does not get them named on its line."""
+    import pandas as pd
+
+    from nbprofiler.options import ProfileOptions
+    from nbprofiler.records import RunRecord
+    from nbprofiler.report import Report
+
+    trace = report("a100_train")
+    steps = pd.DataFrame({"step": range(int(trace.trace_steps["step"].max()) + 1), "phase": "active", "wall_ms": 80.0,
+                          "dataloader_ms": 0.0})
+    run = RunRecord(options=ProfileOptions(), device=trace.device, steps=steps, loaders=(), step_source="optimizer",
+                    cell_source=SYNCING_CELL)
+    (s,) = [s for s in Report.from_live(trace.table, run, None).suggestions if s.kind == "sync"]
+    assert "line" not in s.evidence and "cell line" not in s.title
+    assert s.evidence["top_where"].startswith("## ")

@@ -788,8 +788,9 @@ def _sync_suggestion(f: Facts, dt: M.DeviceTime, skip_h2d: bool) -> Suggestion |
 
 def _sync_line(f: Facts, cause: str, where: str) -> tuple[SyncLine | None, str]:
     """The cell statement of the worst sync, and what placed it there: the trace's line marks
-    (``where`` is then "cell line N: ..."), else the first loop statement of the cell's source
-    that makes this kind of sync. (None, "") for trace files, and where neither finds it."""
+    (``where`` is then "cell line N: ..."), else, when the sync is a torch call of its own (no
+    operator or range around it: not a library's ``.item()`` inside its op), the first loop
+    statement of the cell's source that makes this kind of sync. (None, "") where neither finds it."""
     run = f.report.run
     lines = sync_lines(run.cell_source) if run is not None and run.cell_source else []
     marked = re.match(r"cell line (\d+):", where)
@@ -797,6 +798,8 @@ def _sync_line(f: Facts, cause: str, where: str) -> tuple[SyncLine | None, str]:
         n = int(marked.group(1))
         text = (run.cell_source or "").splitlines()[n - 1] if run is not None else ""
         return next((s for s in lines if s.line <= n <= s.end_line), SyncLine(n, n, text, frozenset(), None)), "trace"
+    if not where.startswith("aten::"):  # inside another operator or range, or in a module's file
+        return None, ""
     found = next((s for s in lines if cause in s.causes), None)
     return found, "" if found is None else "source"
 

@@ -70,11 +70,11 @@ class KeptValue:
 def kept_values(source: str) -> list[KeptValue]:
     """The statements of ``source`` that keep graph-carrying values across loop iterations,
     in line order. Empty when the cell does not parse (after blanking IPython's own syntax)."""
-    tree = _parse(source)
+    tree = parse_cell(source)
     if tree is None:
         return []
     found: dict[int, KeptValue] = {}
-    for loop, statement in _loop_statements(tree):
+    for loop, statement in loop_statements(tree):
         kept = _kept(loop, statement, source)
         if kept is not None:
             found.setdefault(kept.line, kept)
@@ -128,7 +128,7 @@ def kept_bytes_by_line(table: EventTable, steps: pd.DataFrame, marks: LineMarks)
     return out.sort_values(["steps", "kept_bytes"], ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _parse(source: str) -> ast.Module | None:
+def parse_cell(source: str) -> ast.Module | None:
     """The cell's syntax tree; lines of IPython syntax (``%magic``, ``!cmd``) become ``pass``
     so that every other line keeps its number."""
     try:
@@ -142,12 +142,13 @@ def _parse(source: str) -> ast.Module | None:
         return None
 
 
-def _loop_statements(tree: ast.AST) -> Iterator[tuple[ast.stmt, ast.stmt]]:
-    """(innermost loop, statement) for each statement in a loop body, outside any
-    ``torch.no_grad()`` / ``inference_mode()`` block (there nothing keeps a graph)."""
+def loop_statements(tree: ast.AST, skip_no_grad: bool = True) -> Iterator[tuple[ast.stmt, ast.stmt]]:
+    """(innermost loop, statement) for each statement in a loop body; with ``skip_no_grad``, outside
+    any ``torch.no_grad()`` / ``inference_mode()`` block (there nothing keeps a graph)."""
     def walk(node: ast.AST, loop: ast.stmt | None) -> Iterator[tuple[ast.stmt, ast.stmt]]:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.With, ast.AsyncWith)) and any(_no_graph(i.context_expr) for i in child.items):
+            if skip_no_grad and isinstance(child, (ast.With, ast.AsyncWith)) \
+                    and any(_no_graph(i.context_expr) for i in child.items):
                 continue
             if isinstance(child, ast.stmt) and loop is not None and not isinstance(child, _LOOPS):
                 yield loop, child
@@ -299,7 +300,7 @@ def _call_name(func: ast.expr) -> str | None:
 
 
 def _uses_name(source: str, name: str) -> bool:
-    tree = _parse(source)
+    tree = parse_cell(source)
     return tree is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(tree))
 
 
