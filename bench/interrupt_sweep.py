@@ -42,7 +42,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 POINT_TIMEOUT_S = 120  # a hung point ends its worker (faulthandler) and counts as a hang
-OUTCOMES = ("crash", "state left", "report lost", "not raised", "escaped", "hang")
+LOST = "; {done} step(s) done, report with {steps}"  # how a point that lost its report is listed
+OUTCOMES = ("crash", "state left", "report lost", "not raised", "escaped", "hang", "worker error")
 
 SETUP = """
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -170,12 +171,14 @@ def worker(points: list[int | None]) -> None:
 
 
 # -- driver ---------------------------------------------------------------------------------
-def _run_batch(points: list[int | None]) -> tuple[list[dict[str, Any]], int]:
-    """Run ``points`` in one worker; the outcomes it reported, and its exit status."""
+def _run_batch(points: list[int | None]) -> tuple[list[dict[str, Any]], int, str]:
+    """Run ``points`` in one worker; the outcomes it reported, its exit status and the last
+    line of its stderr (what a worker that failed said)."""
     proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(points)], capture_output=True,
                           text=True, cwd=ROOT)
     outcomes = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    return outcomes, proc.returncode
+    said = proc.stderr.strip().splitlines()
+    return outcomes, proc.returncode, "Timeout" if "Timeout (" in proc.stderr else (said[-1] if said else "")
 
 
 def sweep(points: list[int], batch: int) -> list[dict[str, Any]]:
@@ -183,21 +186,23 @@ def sweep(points: list[int], batch: int) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     todo = list(points)
     while todo:
-        outcomes, rc = _run_batch(todo[:batch])
+        outcomes, rc, said = _run_batch(todo[:batch])
         results += outcomes
         todo = todo[len(outcomes):]
         if rc == 0:
             continue
-        kind = "crash" if rc < 0 else "hang"
+        # A signal is a crash; faulthandler's timeout a hang; any other exit, the worker itself failed.
+        kind = "crash" if rc < 0 else "hang" if said == "Timeout" else "worker error"
         if outcomes and outcomes[-1]["left"]:  # it died at exit, after that point's report
             outcomes[-1][kind] = rc
+            outcomes[-1]["said"] = said
         elif todo:
-            results.append({"at": todo.pop(0), kind: rc, "left": []})
+            results.append({"at": todo.pop(0), kind: rc, "left": [], "said": said})
     return results
 
 
 def _flags(outcome: dict[str, Any]) -> list[str]:
-    flags = [name for name in ("crash", "hang") if outcome.get(name)]
+    flags = [name for name in ("crash", "hang", "worker error") if outcome.get(name)]
     flags += ["state left"] * bool(outcome.get("left"))
     flags += ["report lost"] * bool(outcome.get("report_lost"))
     flags += ["not raised"] * bool(outcome.get("not_raised"))
@@ -215,7 +220,7 @@ def main() -> int:
         worker(json.loads(args.worker))
         return 0
     t0 = time.perf_counter()
-    counted, rc = _run_batch([None])
+    counted, rc, _ = _run_batch([None])
     if not counted:
         print(f"the cell failed without Ctrl-C (worker exit status {rc})")
         return 1
@@ -229,15 +234,17 @@ def main() -> int:
             print(f"  line event {outcome['at']}: {', '.join(_flags(outcome))}"
                   f"{'; ' + '; '.join(outcome['left']) if outcome.get('left') else ''}"
                   f"{'; repaired by the next run' if outcome.get('repaired') else ''}"
-                  f"{'; {done} step(s) done, report with {steps}'.format(**outcome) if outcome.get('report_lost') else ''}"
-                  f"{'; raised ' + outcome['error'] if outcome.get('error') and outcome.get('not_raised') else ''}")
+                  f"{LOST.format(**outcome) if outcome.get('report_lost') else ''}"
+                  f"{'; raised ' + outcome['error'] if outcome.get('error') and outcome.get('not_raised') else ''}"
+                  f"{'; it said: ' + outcome['said'] if outcome.get('said') else ''}")
     repaired = sum(1 for o in results if o.get("repaired"))
     print(f"{len(results)} points in {time.perf_counter() - t0:.0f} s: "
           + ", ".join(f"{counts[name]} {name}" for name in OUTCOMES)
           + f" ({repaired} of the {counts['state left']} with state left repaired by the next run)"
           + f", {sum(1 for o in results if not _flags(o))} clean")
     unrepaired = counts["state left"] - repaired
-    return 1 if unrepaired or any(counts[name] for name in ("crash", "not raised", "escaped", "hang")) else 0
+    failed = ("crash", "not raised", "escaped", "hang", "worker error")
+    return 1 if unrepaired or any(counts[name] for name in failed) else 0
 
 
 if __name__ == "__main__":
