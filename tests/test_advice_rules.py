@@ -24,7 +24,7 @@ from conftest import TRACE_FILES, shared_trace
 from nbprofiler.advice import measures
 from nbprofiler.advice import thresholds as T
 from nbprofiler.advice.loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
-from nbprofiler.advice.dataloader_plan import Waiting, measure_waiting, plan
+from nbprofiler.advice.dataloader_plan import Cores, Waiting, measure_waiting, plan
 from nbprofiler.advice.rules import RULES, Facts, nothing_to_improve, suggest, verdicts
 from nbprofiler.advice.suggestion import NOTHING_TO_IMPROVE, Suggestion, Verdict
 from nbprofiler.capture.session import ProfileRun
@@ -60,10 +60,36 @@ def test_num_workers_0_trace_gets_a_dataloader_suggestion(traces):
     assert f"1/(1-{share:.2f})" in s.expected_gain
     assert s.evidence["num_workers"].startswith("0 (the trace shows _SingleProcessDataLoaderIter")
     # No loader record in a trace: generic code, with what the trace shows marked as changed.
-    assert "num_workers=1,  # changed: was 0" in s.code
+    assert "num_workers=min(8, max(1, cores - 1)),  # changed: was 0" in s.code
+    assert "persistent_workers=True,  # changed" in s.code
     assert "pin_memory=True,  # changed: was False" in s.code  # the trace's copies are pageable
     assert "non_blocking=True" in s.code
     ast.parse(s.code)
+
+
+@pytest.mark.parametrize("cores, workers", [(2, 1), (4, 3), (16, 8)])
+def test_a_traces_workers_are_those_its_machine_allows(traces, monkeypatch, cores, workers):
+    """The trace does not say how many cores recorded it: the code counts them where it runs."""
+    s = only(traces["v100_resnet50_train_num_workers_0"].suggestions, "dataloader")
+    assert "usable_cpus" not in s.evidence  # nothing of this notebook's machine
+    assert "cores less 1 for the main process, up to 8 workers" in s.detail
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cores)))
+    loader_code = s.code.split("# in the training loop")[0]
+    namespace = {"DataLoader": DataLoader, "dataset": TensorDataset(torch.zeros(4, 1)), "batch_size": 2}
+    exec(loader_code, namespace)
+    assert namespace["loader"].num_workers == workers and namespace["loader"].persistent_workers
+
+
+def test_a_traces_suggestion_does_not_depend_on_this_machines_cores(monkeypatch):
+    """Loaded on a 2-core and a 16-core notebook machine, the V100 trace gets the same advice."""
+    def advice(cores: int) -> Suggestion:
+        monkeypatch.setattr("nbprofiler.advice.machine.process_cpus", lambda: cores)
+        monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cores)))
+        monkeypatch.setattr("os.cpu_count", lambda: cores)
+        return only(nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz")).suggestions,
+                    "dataloader")
+
+    assert advice(2) == advice(16)
 
 
 def test_num_workers_4_trace_gets_no_dataloader_suggestion(traces):
@@ -264,22 +290,23 @@ def _waiting(wait_ms: float, step_ms: float = 40.0, n: int = 8) -> Waiting:
 def test_plan_indexes_a_tensor_dataset_in_whole_batches():
     record = _cpu_loader(20.0)
     record.dataset_type = "TensorDataset"
-    p = plan(_waiting(20.0), record, 0, (8, 1), pin=False)
+    p = plan(_waiting(20.0), record, 0, Cores(8, 1, 1), pin=False)
     assert p is not None and p.sampler == "RandomSampler" and p.num_workers is None
     assert p.loaded_wait == 0.0 and p.gain == pytest.approx(2.0)  # all waiting goes: 40 ms -> 20 ms
 
 
 def test_plan_adds_workers_within_the_cores_and_keeps_them():
-    p = plan(_waiting(30.0), _cpu_loader(30.0), 0, (4, 1), pin=False)
+    p = plan(_waiting(30.0), _cpu_loader(30.0), 0, Cores(4, 1, 1), pin=False)
     # 30 ms to load a batch against 10 ms of compute: 4 workers needed, 3 cores to spare.
-    assert p is not None and (p.load_ms, p.num_workers, p.cap) == (30.0, 3, 3)
+    assert p is not None and (p.load_ms, p.num_workers, p.cores.spare, p.split) == (30.0, 3, 3, None)
     assert p.persistent and not p.prefetch and p.new_wait == 0.0
-    assert plan(_waiting(1.0), _cpu_loader(1.0), 0, (4, 1), pin=False) is None  # under 5%: it keeps up
+    assert plan(_waiting(1.0), _cpu_loader(1.0), 0, Cores(4, 1, 1), pin=False) is None  # under 5%: it keeps up
 
 
 def test_plan_for_a_trace_with_unknown_workers_uses_the_cores():
     p = plan(_waiting(20.0), None, None, None, pin=True)
     assert p is not None and p.all_cores and p.num_workers is None and p.pin and p.persistent
+    assert p.trace_workers == T.TRACE_MAX_WORKERS
 
 
 # -- GPU memory rules: a real trace's kernels with live-style CUDA memory counters --------------------

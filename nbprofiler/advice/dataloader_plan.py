@@ -56,15 +56,59 @@ class Waiting:
 
 
 @dataclass(frozen=True)
+class Cores:
+    """The CPU cores one rank's loader workers and its own compute share.
+
+    ``cpus`` is what the process may use (affinity, cgroup quota), shared by ``ranks``
+    local ranks; ``threads`` the cores the step's compute keeps busy: torch's intra-op
+    threads on a CPU run, ``CORES_KEPT_FOR_MAIN`` where compute runs on a GPU or the
+    threads were not recorded. A worker on a core compute uses slows compute down: on
+    a 2-core machine with 2 threads, one worker made a 200 ms-compute step 12% slower.
+    """
+
+    cpus: int
+    ranks: int
+    threads: int
+
+    @property
+    def per_rank(self) -> int:
+        return max(1, self.cpus // self.ranks)
+
+    @property
+    def compute(self) -> int:
+        """The cores compute keeps busy (its threads, at most this rank's cores)."""
+        return max(1, min(self.threads, self.per_rank))
+
+    @property
+    def spare(self) -> int:
+        """Cores workers can use without taking any from compute."""
+        return self.per_rank - self.compute
+
+
+@dataclass(frozen=True)
+class Split:
+    """Workers that need cores compute now uses: ``threads`` intra-op threads for compute
+    (``torch.set_num_threads``) and the rest of the rank's cores for the workers.
+    ``slowdown`` is the most compute can slow down with fewer threads (it at worst scales
+    with its threads: ``Cores.compute / threads``)."""
+
+    threads: int
+    slowdown: float
+
+
+@dataclass(frozen=True)
 class LoaderPlan:
     """The changes for one loader, with their figures; ``rules`` words them.
 
     ``workers`` is the loader's worker count (None: a trace's loader that has some,
-    how many unknown) and ``cap`` the most the CPU cores allow (None: a trace, whose
+    how many unknown) and ``cores`` those it shares with compute (None: a trace, whose
     machine we cannot see). Each change is a field: ``sampler`` (the sampler's order,
     for a TensorDataset that can index whole batches), ``num_workers`` (the target,
     when more workers are needed; ``load_ms`` is one process's time to load a step's
-    batches), ``all_cores`` (a trace's loader with unknown workers: use the cores),
+    batches), ``split`` (fewer compute threads, when those workers need cores compute
+    uses), ``all_cores`` (a trace's slow loader: use the cores of the machine that runs it,
+    up to ``trace_workers``); ``contended`` says more workers would help but only on
+    cores compute needs, with no split that wins even if compute slows with its threads,
     ``prefetch`` (median and mean steady wait, when waiting is bursty),
     ``persistent`` and ``pin``. ``loaded_wait`` is the steady wait left with these
     settings, ``new_wait`` that plus the start-up waits they keep.
@@ -72,11 +116,14 @@ class LoaderPlan:
 
     waiting: Waiting
     workers: int | None
-    cap: int | None
+    cores: Cores | None
     sampler: str | None
     load_ms: float | None
     num_workers: int | None
+    split: Split | None
+    contended: bool
     all_cores: bool
+    trace_workers: int
     prefetch: tuple[float, float] | None
     persistent: bool
     restarts: int
@@ -87,8 +134,8 @@ class LoaderPlan:
     @property
     def changed(self) -> bool:
         """Some setting changes; without one, a loader that only waited once keeps up."""
-        return bool(self.sampler or self.num_workers is not None or self.all_cores or self.prefetch
-                    or self.persistent or self.pin)
+        return bool(self.sampler or self.num_workers is not None or self.all_cores
+                    or self.prefetch or self.persistent or self.pin)
 
     @property
     def still_waits(self) -> bool:
@@ -102,10 +149,22 @@ class LoaderPlan:
 
     @property
     def gain(self) -> float:
-        """The estimated step speed-up with these settings, never above ``bound``."""
+        """The estimated step speed-up with these settings if compute keeps its speed,
+        never above ``bound``."""
+        return max(1.0, self._speedup(1.0))
+
+    @property
+    def gain_low(self) -> float:
+        """The estimate if compute slows down as much as a thread split can make it."""
+        return self._speedup(self.split.slowdown) if self.split is not None else self.gain
+
+    def _speedup(self, slowdown: float) -> float:
         step_ms = self.waiting.step_ms
-        estimate = step_ms / max(self.waiting.compute_ms + self.new_wait, 1e-9) if step_ms > 0 else 1.0
-        return max(1.0, min(self.bound, estimate))
+        if step_ms <= 0:
+            return 1.0
+        compute = self.waiting.compute_ms * slowdown
+        loaded = self.loaded_wait if slowdown == 1.0 else _shortfall(self.load_ms, self.num_workers, compute)
+        return min(self.bound, step_ms / max(compute + loaded + self.new_wait - self.loaded_wait, 1e-9))
 
 
 def measure_waiting(wait: M.DataWait, compute_ms: float, waits: np.ndarray) -> Waiting:
@@ -117,15 +176,7 @@ def measure_waiting(wait: M.DataWait, compute_ms: float, waits: np.ndarray) -> W
     return Waiting(wait, compute_ms, startup_ms, np.where(spikes, median, waits))
 
 
-def worker_cap(cores: tuple[int, int] | None) -> int | None:
-    """Workers the CPUs allow: this rank's share of the cores, less the ones the main process keeps."""
-    if cores is None:
-        return None
-    cpus, ranks = cores
-    return max(1, cpus // ranks - T.CORES_KEPT_FOR_MAIN)
-
-
-def plan(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cores: tuple[int, int] | None,
+def plan(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cores: Cores | None,
          pin: bool) -> LoaderPlan | None:
     """The changes for one loader, or None when it keeps up: only the single start-up of
     persistent workers waited, or one slow fetch did and no setting needs changing.
@@ -134,16 +185,17 @@ def plan(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cor
     if persistent_now and workers and not waiting.slow:
         return None  # only the single start-up of persistent workers waited
     sampler = _whole_batch_order(waiting, record, workers)
-    cap = worker_cap(cores)
-    load_ms, num_workers, all_cores, prefetch = (_worker_changes(waiting, record, workers, cap)
-                                                 if waiting.slow and not sampler else (None, None, False, None))
-    persistent = not persistent_now and _keeps_workers(workers, num_workers)
-    loaded = _loaded_wait(waiting, sampler, load_ms, num_workers, all_cores)
+    more = _worker_changes(waiting, record, workers, cores) if waiting.slow and not sampler else _NO_MORE
+    use_cores = cores is None and waiting.slow and not sampler  # a trace: the cores of its machine
+    persistent = not persistent_now and (use_cores or _keeps_workers(workers, more.num_workers))
+    loaded = _loaded_wait(waiting, sampler, more.load_ms, more.num_workers, use_cores)
     result = LoaderPlan(
-        waiting=waiting, workers=workers, cap=cap, sampler=sampler, load_ms=load_ms, num_workers=num_workers,
-        all_cores=all_cores, prefetch=prefetch, persistent=persistent, restarts=_restarts(record, workers), pin=pin,
-        loaded_wait=loaded, new_wait=loaded + _startup_kept(waiting, persistent, workers))
-    return result if result.changed or waiting.slow else None
+        waiting=waiting, workers=workers, cores=cores, sampler=sampler, load_ms=more.load_ms,
+        num_workers=more.num_workers, split=more.split, contended=more.contended, all_cores=use_cores,
+        trace_workers=more.trace_workers, prefetch=more.prefetch, persistent=persistent,
+        restarts=_restarts(record, workers), pin=pin, loaded_wait=loaded,
+        new_wait=loaded + _startup_kept(waiting, persistent, workers))
+    return result if result.changed or (waiting.slow and not result.contended) else None
 
 
 def _whole_batch_order(waiting: Waiting, record: LoaderRecord | None, workers: int | None) -> str | None:
@@ -156,15 +208,78 @@ def _whole_batch_order(waiting: Waiting, record: LoaderRecord | None, workers: i
     return "RandomSampler" if record.shuffle else "SequentialSampler"
 
 
-def _worker_changes(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cap: int | None
-                    ) -> tuple[float | None, int | None, bool, tuple[float, float] | None]:
+@dataclass(frozen=True)
+class _MoreLoading:
+    """What more loading processes can do: see ``LoaderPlan``'s fields of the same names."""
+
+    load_ms: float | None = None
+    num_workers: int | None = None
+    split: Split | None = None
+    contended: bool = False
+    trace_workers: int = T.TRACE_MAX_WORKERS
+    prefetch: tuple[float, float] | None = None
+
+
+_NO_MORE = _MoreLoading()
+
+
+def _worker_changes(waiting: Waiting, record: LoaderRecord | None, workers: int | None,
+                    cores: Cores | None) -> _MoreLoading:
     """For loading that more processes can speed up: one process's load time per step, the
-    workers to use (None: no more than now), whether a trace's loader with unknown workers
-    should use the cores, and the bursty waits that call for deeper prefetching."""
+    workers to use (None: no more than now) and the thread split they need, and the bursty
+    waits that call for deeper prefetching. A trace's machine is unknown: its loader uses
+    that machine's cores, up to what the figures need or ``TRACE_MAX_WORKERS``."""
     load_ms = _load_ms(waiting, workers)
-    num_workers = _more_workers(waiting, load_ms, workers, cap)
-    all_cores = num_workers is None and workers is None
-    return load_ms, num_workers, all_cores, _bursty_prefetch(waiting, record, workers)
+    needed = _needed(waiting, load_ms)
+    prefetch = _bursty_prefetch(waiting, record, workers)
+    if cores is None or workers is None:
+        return _MoreLoading(load_ms=load_ms, trace_workers=max(needed or 0, T.TRACE_MAX_WORKERS), prefetch=prefetch)
+    target = min(cores.spare, max(needed or cores.spare, workers + 1))
+    if target > workers:
+        return _MoreLoading(load_ms=load_ms, num_workers=target, prefetch=prefetch)
+    split = _thread_split(waiting, load_ms, workers, cores) if load_ms is not None else None
+    if split is None:
+        return _MoreLoading(load_ms=load_ms, contended=cores.per_rank > workers + 1,
+                            prefetch=prefetch)
+    n, threads = split
+    return _MoreLoading(load_ms=load_ms, num_workers=n, split=Split(threads, cores.compute / threads),
+                        prefetch=prefetch)
+
+
+def _needed(waiting: Waiting, load_ms: float | None) -> int | None:
+    """Workers that load as fast as the step computes (with ``WORKER_MARGIN``); None when unknown."""
+    compute_ms = waiting.compute_ms
+    if load_ms is None or compute_ms <= 0:
+        return None
+    return max(1, math.ceil(load_ms * T.WORKER_MARGIN / compute_ms))
+
+
+def _thread_split(waiting: Waiting, load_ms: float, workers: int, cores: Cores) -> tuple[int, int] | None:
+    """(workers, compute threads) for more workers than the spare cores hold: each worker
+    takes a core from compute's threads. The split whose step is fastest if compute slows
+    down in proportion to the threads it loses, when that still beats the step as it is;
+    None when no split does (then more workers would only trade compute for loading)."""
+    best: tuple[float, int] | None = None
+    for n in range(workers + 1, cores.per_rank):
+        step = split_step(waiting, load_ms, n, cores)
+        if step < waiting.step_ms / T.SPLIT_MIN_GAIN and (best is None or step < best[0]):
+            best = (step, n)
+    return None if best is None else (best[1], cores.per_rank - best[1])
+
+
+def split_step(waiting: Waiting, load_ms: float, workers: int, cores: Cores) -> float:
+    """The steady step time with ``workers`` on the cores compute gives up, if compute slows
+    down in proportion to the threads it loses (the worst a thread split does)."""
+    slow = waiting.compute_ms * cores.compute / max(cores.per_rank - workers, 1)
+    return slow + _shortfall(load_ms, workers, slow)
+
+
+def _shortfall(load_ms: float | None, workers: int | None, compute_ms: float) -> float:
+    """Steady wait per step when ``workers`` load a step's batches in ``load_ms`` each while
+    the step computes for ``compute_ms``."""
+    if load_ms is None or not workers:
+        return 0.0
+    return max(load_ms / workers - compute_ms, 0.0)
 
 
 def _load_ms(waiting: Waiting, workers: int | None) -> float | None:
@@ -173,23 +288,6 @@ def _load_ms(waiting: Waiting, workers: int | None) -> float | None:
     if workers is None:
         return None
     return waiting.steady_ms if workers == 0 else workers * (waiting.steady_ms + waiting.compute_ms)
-
-
-def _more_workers(waiting: Waiting, load_ms: float | None, workers: int | None, cap: int | None) -> int | None:
-    """Workers that load as fast as the step computes (with ``WORKER_MARGIN``), at least one
-    more than now, within ``cap`` (without one, a trace, what the figures need); None when
-    that is no more than the loader has, or its workers are unknown."""
-    if workers is None or load_ms is None:
-        return None
-    compute_ms = waiting.compute_ms
-    needed = math.ceil(load_ms * T.WORKER_MARGIN / compute_ms) if compute_ms > 0 else None
-    if cap is not None:
-        target = min(cap, max(needed or cap, workers + 1))
-    elif needed is not None:
-        target = max(needed, 1)
-    else:
-        return None
-    return target if target > workers else None
 
 
 def _bursty_prefetch(waiting: Waiting, record: LoaderRecord | None, workers: int | None) -> tuple[float, float] | None:
@@ -222,11 +320,11 @@ def _startup_kept(waiting: Waiting, persistent: bool, workers: int | None) -> fl
 
 
 def _loaded_wait(waiting: Waiting, sampler: str | None, load_ms: float | None, num_workers: int | None,
-                 all_cores: bool) -> float:
+                 trace: bool) -> float:
     """Steady waiting per step left with the planned settings: none once batches are indexed
-    whole or a trace's loader uses the cores, the workers' shortfall with more workers."""
-    if sampler or all_cores:
+    whole or a trace's loader uses the cores (``trace``), the workers' shortfall with more workers."""
+    if sampler or trace:
         return 0.0
     if num_workers is not None and load_ms is not None:
-        return max(load_ms / num_workers - waiting.compute_ms, 0.0)
+        return _shortfall(load_ms, num_workers, waiting.compute_ms)
     return waiting.steady_ms

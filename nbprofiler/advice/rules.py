@@ -208,8 +208,8 @@ def _contended_figures(p: LoaderPlan, cores: Cores) -> str:
     return (f"the DataLoader keeps each step waiting {w.wait.share:.0%} ({_ms(w.wait.wait_ms)} of {_ms(w.step_ms)}), "
             f"but compute's {cores.compute} intra-op thread(s) use all {cores.per_rank} core(s) this process may use: "
             f"num_workers={n} with torch.set_num_threads({threads}) gives about {w.step_ms / step:.2f}× if compute "
-            f"slows in proportion to its threads, so no change is proposed (measure it: "
-            "nbprofiler.tune_dataloader(loader, step=...))")
+            f"slows in proportion to its threads, so no change is proposed (measure it in the loop: "
+            "nbprofiler.tune_dataloader(loader, step=step_fn))")
 
 
 def _loader_plans(f: Facts) -> list[tuple[LoaderPlan, LoaderRecord | None]]:
@@ -269,7 +269,7 @@ def _loader_claim(p: LoaderPlan, changed: bool, loader_name: str) -> dict[str, A
     thread split compute may slow down, so the figure is an estimate between compute at
     its speed and compute slowed in proportion to the threads it gives up."""
     wait = p.waiting.wait
-    measure = f"Measure it: nbprofiler.tune_dataloader({loader_name}, step=...)"
+    measure = f"Measure it in the loop: nbprofiler.tune_dataloader({loader_name}, step=step_fn)"
     if p.split is not None and p.num_workers is not None:
         low, high = min(p.gain_low, p.gain), p.gain
         mid = (low + high) / 2
@@ -287,8 +287,8 @@ def _loader_claim(p: LoaderPlan, changed: bool, loader_name: str) -> dict[str, A
 
 
 def _loader_changes(p: LoaderPlan, args: LoaderArgs) -> tuple[dict[str, object], str]:
-    """The plan as changed DataLoader arguments, and the lines the call needs before it.
-    A trace's worker count is capped by the cores of the machine that runs the code."""
+    """The plan as changed DataLoader arguments, and the lines the call needs before it: a
+    thread split, or for a trace the cores of the machine that runs the code (not this one's)."""
     changes: dict[str, object] = {}
     preamble = ""
     if p.sampler:
@@ -296,14 +296,15 @@ def _loader_changes(p: LoaderPlan, args: LoaderArgs) -> tuple[dict[str, object],
         changes["batch_size"] = None
         changes["sampler"] = Expr(f"BatchSampler({p.sampler}({args.dataset!r}), batch_size={args.batch_size}, "
                                   f"drop_last={args.drop_last})")
-    elif p.num_workers is not None and p.cap is None and p.num_workers > 1:
-        preamble = _CORES_PREAMBLE
-        changes["num_workers"] = Expr(f"min({p.num_workers}, max(1, cores - {T.CORES_KEPT_FOR_MAIN}))")
     elif p.num_workers is not None:
         changes["num_workers"] = p.num_workers
+        if p.split is not None and p.cores is not None:
+            preamble = (f"import torch\ntorch.set_num_threads({p.split.threads})  "
+                        f"# compute keeps {p.split.threads} of the {p.cores.per_rank} cores, "
+                        f"the {p.num_workers} worker(s) the rest")
     elif p.all_cores:
         preamble = _CORES_PREAMBLE
-        changes["num_workers"] = Expr(f"max(1, cores - {T.CORES_KEPT_FOR_MAIN})")
+        changes["num_workers"] = Expr(f"min({p.trace_workers}, max(1, cores - {T.CORES_KEPT_FOR_MAIN}))")
     for arg, value, wanted in (("prefetch_factor", T.PREFETCH_SUGGESTED, p.prefetch),
                                ("persistent_workers", True, p.persistent), ("pin_memory", True, p.pin)):
         if wanted:
@@ -338,9 +339,10 @@ def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None,
         evidence["num_workers"] = "0 (the trace shows _SingleProcessDataLoaderIter)"
         facts.append("num_workers=0: the trace shows _SingleProcessDataLoaderIter")
     if f.cores is not None:
-        cpus, ranks = f.cores
-        evidence.update(usable_cpus=cpus, local_ranks=ranks)
-        facts.append(f"{cpus} CPU core(s) this process may use, shared by {ranks} local rank(s)")
+        c = f.cores
+        evidence.update(usable_cpus=c.cpus, local_ranks=c.ranks, compute_threads=c.threads)
+        facts.append(f"{c.cpus} CPU core(s) this process may use, shared by {c.ranks} local rank(s); compute keeps "
+                     f"{c.compute} of them busy" + (f" ({c.threads} intra-op thread(s))" if not f.on_gpu else ""))
     if w.startup_ms > 0:
         evidence["startup_ms_per_step"] = round(w.startup_ms, 3)
         facts.append(f"worker start-up: {_ms(w.startup_ms)} per step on average, counted apart from steady loading")
@@ -355,6 +357,13 @@ def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None,
 def _loader_reasons(p: LoaderPlan) -> list[str]:
     """Why each change helps, in the order the changes are made."""
     reasons = [_more_loading_reason(p)] if p.waiting.slow else []
+    if p.split is not None and p.cores is not None and p.num_workers is not None:
+        reasons.append(f"{p.num_workers} worker(s) and compute's {p.cores.compute} thread(s) would compete for "
+                       f"{p.cores.per_rank} core(s): torch.set_num_threads({p.split.threads}) gives the workers "
+                       f"theirs, and compute may take up to {p.split.slowdown:.2f}× as long with fewer threads")
+    if p.contended and p.cores is not None:
+        reasons.append(f"more workers are not proposed: compute's {p.cores.compute} thread(s) use all "
+                       f"{p.cores.per_rank} core(s), and taking one from compute costs more than the wait it saves")
     if p.still_waits:
         reasons.append("loading a batch still takes longer than a step's compute with these workers: make each "
                        "sample cheaper to load (cache decoded data, augment on the GPU), or, if loading waits on "
@@ -378,9 +387,12 @@ def _more_loading_reason(p: LoaderPlan) -> str:
         return ("a TensorDataset can index a whole batch at once: one indexing call per batch instead of one "
                 "per sample and a collate, with no worker processes to feed")
     if p.all_cores:
-        return "the trace's loader already uses workers, but too few: use the cores you have"
+        now = "has no workers" if p.workers == 0 else "already uses workers, but too few"
+        return (f"the trace's loader {now}, and the trace does not say how many cores its machine has: use that "
+                f"machine's cores less {T.CORES_KEPT_FOR_MAIN} for the main process, up to {p.trace_workers} workers")
     if p.num_workers is None or p.load_ms is None:
-        return f"num_workers={p.workers} already uses all {p.cap} CPU core(s) this process can spare"
+        spare = p.cores.spare if p.cores is not None else 0
+        return f"num_workers={p.workers} already uses all {spare} CPU core(s) compute leaves free"
     w = p.waiting
     per_batch = f" ({_ms(p.load_ms / w.batches)} to load a batch)" if p.workers == 0 else ""
     who = f"{p.num_workers} worker processes deliver" if p.num_workers != 1 else "1 worker process delivers"

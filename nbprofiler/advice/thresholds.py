@@ -21,6 +21,13 @@ DATALOADER_WAIT_SHARE = 0.05
 WORKER_MARGIN = 1.25
 # One CPU core stays with the training process itself (Python, the optimizer, kernel launches).
 CORES_KEPT_FOR_MAIN = 1
+# Workers that need cores the step's compute threads use are proposed, with fewer threads
+# (torch.set_num_threads), only where the step still gets this much faster if compute slows
+# down in proportion to the threads it gives up; below it the trade is within noise or a loss.
+SPLIT_MIN_GAIN = 1.05
+# A trace does not say how many cores its machine had: its loader gets that machine's cores less
+# the main process's, up to this many workers (or what its figures need, if more).
+TRACE_MAX_WORKERS = 8
 # A step whose wait is this many times the median wait (and at least STARTUP_MIN_MS longer)
 # is a worker start-up, not steady-state loading: that is what persistent_workers removes.
 STARTUP_SPIKE_FACTOR = 4.0
