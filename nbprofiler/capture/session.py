@@ -31,6 +31,7 @@ import psutil
 import torch
 from torch.profiler import ProfilerActivity
 
+from ..advice.machine import process_cpus
 from ..errors import NestedProfileError, OptionError
 from ..options import ProfileOptions
 from ..trace.table import DeviceInfo
@@ -345,7 +346,7 @@ class ProfileRun:
             cell_filename=self.cell_filename,
             line_marks=self.lines.marks() if self.lines is not None and not self.lines.skipped else None,
             sampler_bytes=self.sampler.nbytes(),
-            cpu_count=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+            cpu_count=process_cpus(),
             intra_op_threads=torch.get_num_threads(),  # what the loop ran with, if the cell set it
             wall_s=time.perf_counter() - self._t_start,
         )
