@@ -1,4 +1,5 @@
-"""notebooks/03_memory.ipynb runs headless: the leak is flagged, the fix is not, the HTML holds both."""
+"""notebooks/03_memory.ipynb runs headless: the leak is flagged with its line and edit, the cell with that edit
+pasted in is not, the HTML holds both."""
 from __future__ import annotations
 
 import re
@@ -34,8 +35,8 @@ def test_it_runs_in_under_a_minute(executed):
 
 def test_the_leak_is_flagged_and_the_fix_is_not(executed):
     nb, _ = executed
-    leaky = report_bundle(nb, "%%torchprofile --wait 1 --warmup 1 --active 6 -o leaky")
-    fixed = report_bundle(nb, "%%torchprofile --wait 1 --warmup 1 --active 6 -o fixed")
+    leaky = report_bundle(nb, "%%torchprofile --stack --wait 1 --warmup 1 --active 6 -o leaky")
+    fixed = report_bundle(nb, "%%torchprofile --stack --wait 1 --warmup 1 --active 6 -o fixed")
     assert "Memory grows: allocated bytes (trace) on cpu" in leaky["text/html"]
     assert "Memory grows" not in fixed["text/html"]
     # Headless, there is no widget front end: the output is the static report, with no widget to lose.
@@ -43,6 +44,20 @@ def test_the_leak_is_flagged_and_the_fix_is_not(executed):
     side_by_side = cell_outputs(nb, "import pandas as pd")[0]["data"]["text/plain"]
     held = re.search(r"MiB held per step\s+([\d.]+)\s+([\d.]+)", side_by_side)
     assert held and float(held.group(1)) > 2.0 and float(held.group(2)) < 0.1
+
+
+def test_the_suggestion_names_the_line_and_the_fixed_cell_is_its_code_pasted(executed):
+    nb, _ = executed
+    (shown,) = cell_outputs(nb, "(leak,) = ")
+    title, fact, _, *code = shown["text"].rstrip("\n").split("\n")
+    assert "cell line 5 keeps tensors from every step alive" in title
+    assert fact.startswith("cell line 5: `history.append(F.cross_entropy(model(x_val), y_val))`")
+    assert "the trace confirms it" in fact  # --stack: the line made what was never freed
+    magic = "%%torchprofile --stack --wait 1 --warmup 1 --active 6 -o "
+    leaky, fixed = (next(c.source.splitlines()[1:] for c in nb.cells if c.source.startswith(magic + name))
+                    for name in ("leaky", "fixed"))
+    assert fixed == [*leaky[:4], *code, *leaky[5:]]  # line 5 replaced by the code, as it is
+    assert "    with torch.no_grad():" in code
 
 
 def test_the_memory_tab_cell_shows_the_memory_section(executed):
