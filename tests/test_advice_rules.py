@@ -105,7 +105,10 @@ def test_both_v100_traces_get_the_amp_suggestion(traces, name):
     assert "torch.autocast(device_type=\"cuda\", dtype=torch.float16)" in s.code
     assert "GradScaler" in s.code  # fp16 on Volta: no bf16, loss scaling needed
     e = s.evidence["eligible_step_share"]
-    assert s.gain == pytest.approx(1 / (1 - e * (1 - 1 / T.TENSOR_CORE_SPEEDUP_MAX)), rel=1e-3)
+    # An estimate: the typical tensor-core speed-up is no maximum (A100s reach 16x fp32's peak).
+    assert s.claim == "estimate" and "estimate" in s.expected_gain
+    assert s.gain == pytest.approx(1 / (1 - e * (1 - 1 / T.TENSOR_CORE_SPEEDUP_TYPICAL)), rel=1e-3)
+    assert s.gain_low == 1.0 and s.gain_high > 1 / (1 - e * (1 - 1 / T.TENSOR_CORE_SPEEDUP_MAX))
     ast.parse(s.code)
 
 
@@ -263,8 +266,9 @@ def test_a_check_whose_precondition_fails_is_not_run_with_its_reason(traces):
         "only 1 of the 2 profiled steps is in the breakdown")
     assert ("host-device syncs", "passed") in mi250
     # GPU checks do not apply to a CPU run, nor the CPU batch check to a GPU run: no verdict at all.
-    assert {v.check for v in verdicts(traces["cpu_only"])} == {"data loading", "the CPU batch size", "memory growth"}
-    assert "the CPU batch size" not in {v.check for v in verdicts(traces["a100_train"])}
+    assert {v.check for v in verdicts(traces["cpu_only"])} == {"data loading", "the CPU batch size",
+                                                              "many small operators on CPU", "memory growth"}
+    assert not {"the CPU batch size", "many small operators on CPU"} & {v.check for v in verdicts(traces["a100_train"])}
 
 
 def test_a_live_cpu_run_lists_as_passed_only_checks_that_ran(one_torch_thread):

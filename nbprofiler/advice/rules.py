@@ -31,6 +31,7 @@ from ..records import LoaderRecord
 from ..format import fmt_bytes, fmt_us
 from . import measures as M
 from . import thresholds as T
+from .compile_code import COMPILE_COST, compile_code, model_name
 from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
 from .machine import local_world_size
@@ -152,6 +153,7 @@ GPU_IDLE = "GPU idle time and batch size"
 DEVICE_MEMORY = "device memory and batch size"
 KERNELS = "tensor cores and cuDNN settings"
 CPU_BATCH = "the CPU batch size"
+SMALL_OPS = "many small operators on CPU"
 GROWTH = "memory growth"
 NO_DEVICE_TIME = "no device activity was recorded in the profiled steps"
 NO_ABSOLUTE_MEMORY = "the trace has no absolute device memory figures"
@@ -486,23 +488,25 @@ def _larger_batch(f: Facts, util: float, mem: M.DeviceMemory) -> Suggestion | No
     if per_sample is not None:
         evidence["activation_bytes_per_sample"] = per_sample
         facts.append(f"{fmt_bytes(per_sample)} of activations per sample at batch size {batch}")
-    if record is not None and new_batch is not None:
-        code = dataloader_call(args_from_record(record), {"batch_size": new_batch})
-    else:
-        code = f"batch_size = batch_size * {int(factor)}"
-    code += f"\n# keep the learning rate in step with the batch (linear rule: lr × {factor:g}) and check convergence"
+    code = _batch_code(record, new_batch, factor)
     size = f"batch_size={new_batch}" if new_batch else f"a {int(factor)}× larger batch"
+    assumes = (f"the host's work per step stays the same and the GPU's per sample too (min(1/{util:.2f} GPU "
+               f"utilization, {factor:g}× batch)); up to the batch's {factor:g}× where the GPU's per-sample time "
+               "falls with the batch, no gain where the host's work grows with it")
     return Suggestion(
         kind="batch_size",
         title=f"The GPU is busy only {util:.0%} of the step and memory allows {size}",
         severity=_severity(gain),
         evidence=evidence,
         facts=tuple(facts),
-        expected_gain=(f"at most {gain:.2f}× samples/s: min(1/{util:.2f} GPU utilization, {factor:g}× batch); "
-                       f"estimated peak {fmt_bytes(peak)} of {fmt_bytes(mem.total)} "
+        expected_gain=(estimate_words(1.0, gain, factor, "samples/s", assumes)
+                       + f"; estimated peak {fmt_bytes(peak)} of {fmt_bytes(mem.total)} "
                        f"({T.MEMORY_TARGET_SHARE:.0%} target). "
                        "Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
         gain=gain,
+        claim="estimate",
+        gain_low=1.0,
+        gain_high=float(factor),
         code=code,
         detail=(f"activation memory {fmt_bytes(mem.activations)} per step (peak {fmt_bytes(mem.peak)} minus "
                 f"{fmt_bytes(mem.static)} of parameters, gradients and optimizer state)"),
@@ -561,20 +565,48 @@ def _accumulation(f: Facts, mem: M.DeviceMemory) -> Suggestion:
 
 def cpu_batch_rule(f: Facts) -> list[Verdict]:
     """On CPU: fixed per-step cost (per-operator overhead, Python, optimizer) above
-    ``CPU_OVERHEAD_SHARE`` of the step, which a larger batch shares out."""
+    ``CPU_OVERHEAD_SHARE`` of the step (``CPU_SMALL_BATCH_OVERHEAD_SHARE`` at a small
+    batch, whose per-sample cost also falls with the batch), which a larger batch shares out."""
     if f.report.device.kind != "cpu":
         return []
     co = f.cpu
     if co is None:
         return [not_run(CPU_BATCH, _why_no_steps(f) or "no operator call on the step thread to measure")]
-    low = co.share <= T.CPU_OVERHEAD_SHARE
+    batch = f.main_loader.batch_size if f.main_loader is not None else None
+    needed = (T.CPU_SMALL_BATCH_OVERHEAD_SHARE if batch and batch <= T.CPU_SMALL_BATCH else T.CPU_OVERHEAD_SHARE)
+    loading = _loading_is_not_fixed(f, co, needed)
+    if loading is not None:
+        return [loading]
+    low = co.share <= needed
     found = None if low else _cpu_larger_batch(f, co)
     if found is not None:
         return [fired(CPU_BATCH, [found])]
-    why = (f" (under {T.CPU_OVERHEAD_SHARE:.0%})" if low else
+    why = (f" (under {needed:.0%} at batch size {batch})" if low and batch else f" (under {needed:.0%})" if low else
            f", but the dataset is too small for a batch {T.MIN_BATCH_GROWTH}× as large")
     return [passed(CPU_BATCH, f"fixed per-step cost is {co.share:.0%} of the step{why}",
                    cpu_fixed_share=round(co.share, 4))]
+
+
+def _loading_is_not_fixed(f: Facts, co: M.CpuOverhead, needed: float) -> Verdict | None:
+    """Passed where the fixed cost is a large share of the step's compute but the step mostly
+    waits for data. Loading a batch loads each of its samples, so the wait grows with the
+    batch and a larger one shares none of it out (3 ms per sample at batch 8: 93% of the step
+    waits, and batch 32 waits 4x as long). Counted against the whole step, the fixed cost may
+    be under ``needed``; and where waiting is ``CPU_BATCH_MAX_WAIT_SHARE`` of the step or more,
+    a larger batch can give at most 1/(wait share) even if all compute were shared out, no
+    more than the DataLoader fix, which comes first (the batch is judged again once the
+    loader keeps up). None where the step barely waits, or the fixed cost still counts."""
+    wait = f.data_wait
+    if wait is None or wait.share <= T.DATALOADER_WAIT_SHARE:
+        return None
+    whole = co.share * (1.0 - wait.share)
+    if whole > needed and wait.share < T.CPU_BATCH_MAX_WAIT_SHARE:
+        return None
+    return passed(CPU_BATCH, f"fixed per-step cost is {co.share:.0%} of the step's compute, but the step waits "
+                             f"{wait.share:.0%} of its time for data, which grows with the batch: only {whole:.0%} of "
+                             f"the whole step is fixed, and a larger batch gives at most {1 / wait.share:.2f}×",
+                  cpu_fixed_share=round(co.share, 4), data_wait_share=round(wait.share, 4),
+                  fixed_share_of_step=round(whole, 4))
 
 
 def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
@@ -588,7 +620,7 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
     if k < T.MIN_BATCH_GROWTH:
         return None
     o = co.share
-    gain = k / (o + k * (1.0 - o))
+    low, gain, high = batch_estimate(o, k)
     evidence = {
         "fixed_share": round(o, 4),
         "steps": co.steps,
@@ -600,12 +632,12 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
         "optimizer_us_per_step": round(co.optimizer_us, 1),
         "batch_size": batch,
     }
-    if record is not None and batch:
-        code = dataloader_call(args_from_record(record), {"batch_size": batch * k})
-    else:
-        code = f"batch_size = batch_size * {k}"
-    code += f"\n# keep the learning rate in step with the batch (linear rule: lr × {k}) and check convergence"
+    code = _batch_code(record, batch * k if batch else None, k)
     size = f"batch_size={batch * k}" if batch else f"a {k}× larger batch"
+    assumes = (f"the fixed cost stays the same and the per-sample cost too ({k}/({o:.2f} + {k}×{1 - o:.2f})); "
+               f"the range spans a per-sample cost {T.PER_SAMPLE_COST_RISE_MAX - 1:.0%} higher to "
+               f"{T.PER_SAMPLE_COST_FALL_MAX:g}× lower, as it often falls with the batch (one batch size "
+               "cannot show how it scales)")
     return Suggestion(
         kind="batch_size",
         title=f"Fixed per-step cost is {o:.0%} of each step on CPU: use {size}",
@@ -616,15 +648,38 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
                f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, "
                f"{_ms(co.python_us / 1e3)} of Python and {_ms(co.optimizer_us / 1e3)} of optimizer per step",
                f"batch size {batch}" if batch else "batch size unknown (no DataLoader was seen)"),
-        expected_gain=(f"at most {gain:.2f}× samples/s with a {k}× batch ({k}/({o:.2f} + {k}×{1 - o:.2f})); "
-                       f"never more than 1/(1-{o:.2f}) = {amdahl(o):.2f}×. "
-                       "Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
+        expected_gain=(estimate_words(low, gain, high, f"samples/s with a {k}× batch", assumes)
+                       + ". Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
         gain=gain,
+        claim="estimate",
+        gain_low=low,
+        gain_high=high,
         code=code,
         detail=(f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, plus "
                 f"{co.python_us:.0f} µs of Python and {co.optimizer_us:.0f} µs of optimizer per step, the same for "
                 "any batch size"),
     )
+
+
+def batch_estimate(fixed_share: float, k: int) -> tuple[float, float, float]:
+    """(low, estimate, high) samples/s gain of a ``k``× batch where ``fixed_share`` of the step
+    does not grow with the batch: k/(o + k(1-o)r), r the change of the per-sample cost (1: the
+    same, the estimate; from a rise of ``PER_SAMPLE_COST_RISE_MAX`` to a fall of
+    ``PER_SAMPLE_COST_FALL_MAX``). Not a bound: the per-sample cost often falls with the batch."""
+    def at(r: float) -> float:
+        return k / (fixed_share + k * (1.0 - fixed_share) * r)
+    return at(T.PER_SAMPLE_COST_RISE_MAX), at(1.0), at(1.0 / T.PER_SAMPLE_COST_FALL_MAX)
+
+
+def _batch_code(record: LoaderRecord | None, new_batch: int | None, factor: float) -> str:
+    """The user's DataLoader call with ``new_batch``; without one, the change in words (a comment,
+    which runs when pasted: the code that batches the samples is the user's)."""
+    if record is not None and new_batch:
+        code = dataloader_call(args_from_record(record), {"batch_size": new_batch})
+    else:
+        code = f"# no DataLoader was seen: give each step {factor:g}× as many samples"
+    return code + (f"\n# keep the learning rate in step with the batch (linear rule: lr × {factor:g}) "
+                   "and check convergence")
 
 
 # -- AMP / tensor cores --------------------------------------------------------------------------
@@ -654,7 +709,10 @@ def _tensor_core_verdict(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.
 def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime, eligible: float) -> Suggestion:
     """Autocast to bf16 where the GPU has it, else fp16 with loss scaling."""
     bf16 = cc >= T.BF16_MIN_CC
-    gain = amdahl(eligible, T.TENSOR_CORE_SPEEDUP_MAX)
+    gain = amdahl(eligible, T.TENSOR_CORE_SPEEDUP_TYPICAL)
+    rest = max(dt.utilization - eligible, 0.0)
+    high = 1.0 / max(1.0 - eligible * (1.0 - 1.0 / T.TENSOR_CORE_SPEEDUP_MAX)
+                     - rest * (1.0 - 1.0 / T.HALF_PRECISION_MEMORY_SPEEDUP), 1e-9)
     loader = f.main_loader.name if f.main_loader is not None and f.main_loader.name else "train_loader"
     if bf16:
         code = (
@@ -690,10 +748,16 @@ def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime,
                f"tensor-core kernels: {mix.tensor_core_share:.1%} of kernel time",
                f"matmul/conv kernels: {mix.eligible_share:.0%} of kernel time, {eligible:.0%} of the step ({f.step})",
                f"GPU busy {dt.utilization:.0%} of the step"),
-        expected_gain=(f"at most 1/(1-{eligible:.2f}×(1-1/{T.TENSOR_CORE_SPEEDUP_MAX:g})) = {gain:.2f}× step time, if "
-                       f"the matmul/conv kernels ({eligible:.0%} of the step) ran at the full tensor-core peak; "
-                       "typically they get 2-3× faster"),
+        expected_gain=estimate_words(
+            1.0, gain, high, "step time",
+            f"the matmul/conv kernels ({eligible:.0%} of the step) get {T.TENSOR_CORE_SPEEDUP_TYPICAL:g}× faster, "
+            f"as they typically do (1/(1-{eligible:.2f}×(1-1/{T.TENSOR_CORE_SPEEDUP_TYPICAL:g}))); the high end takes "
+            f"them at a recent GPU's tensor-core peak ({T.TENSOR_CORE_SPEEDUP_MAX:g}× fp32) and the GPU's other work "
+            f"({rest:.0%} of the step) {T.HALF_PRECISION_MEMORY_SPEEDUP:g}× faster on half-size values"),
         gain=gain,
+        claim="estimate",
+        gain_low=1.0,
+        gain_high=high,
         code=code,
         detail=(f"{mix.eligible_share:.0%} of kernel time comes from matmul/conv operators, all on the fp32 units; "
                 f"compute capability {cc[0]}.{cc[1]} has tensor cores" + (" and bf16" if bf16 else "")),
@@ -850,11 +914,12 @@ def _fuse_kernels(f: Facts, dt: M.DeviceTime, idle: float, share: float) -> Sugg
     """torch.compile, blamed on tiny kernels or on slow host code, whichever the kernels show."""
     mix = f.kernel_mix
     tiny = mix.tiny_share if mix is not None else 0.0
-    gain = amdahl(share)
+    low, gain, high = compile_estimate(share)
     many_tiny = tiny >= T.TINY_KERNEL_SHARE
-    code = ("model = torch.compile(model)  # fuses small kernels: fewer launches; the first steps compile\n"
-            "# static shapes: replay the whole step as CUDA graphs, one launch per graph\n"
-            "# model = torch.compile(model, mode=\"reduce-overhead\")")
+    name = model_name(f.report.run.cell_source if f.report.run is not None else None)
+    code = (compile_code(name, "fuses small kernels: fewer launches; " + COMPILE_COST) + "\n"
+            "# static shapes: replay the whole step as CUDA graphs, one launch per graph:\n"
+            f"# {name or 'model'} = torch.compile({name or 'model'}, mode=\"reduce-overhead\")")
     why = (f"{tiny:.0%} of kernels run under {T.TINY_KERNEL_US:g} µs, shorter than a launch takes"
            if many_tiny else "the host (Python, operator dispatch) is slower than the GPU it feeds")
     return Suggestion(
@@ -869,10 +934,76 @@ def _fuse_kernels(f: Facts, dt: M.DeviceTime, idle: float, share: float) -> Sugg
                f"GPU busy {dt.utilization:.0%} of the step",
                *([f"{mix.kernels / dt.steps:,.0f} kernels per step, {tiny:.0%} of them under {T.TINY_KERNEL_US:g} µs"]
                  if mix is not None else [])),
-        expected_gain=(f"at most 1/(1-{share:.2f}) = {gain:.2f}× step time, if the GPU never waited on the host"),
+        expected_gain=estimate_words(
+            low, gain, high, "step time",
+            f"compiled code halves the host's time the GPU waits on ({share:.0%} of the step); the high end removes "
+            f"all of it and runs the GPU's work up to {T.COMPILE_FUSION_SPEEDUP_MAX:g}× faster (fused kernels), the "
+            f"low end is no gain (graph breaks, recompiles). {COMPILE_COST[0].upper()}{COMPILE_COST[1:]}"),
         gain=gain,
+        claim="estimate",
+        gain_low=low,
+        gain_high=high,
         code=code,
         detail=why,
+    )
+
+
+def compile_estimate(share: float) -> tuple[float, float, float]:
+    """(low, estimate, high) step speed-up of torch.compile where ``share`` of the step is fixed
+    cost it can remove (dispatch, Python, the GPU waiting on launches): the estimate halves it
+    (``COMPILE_FIXED_CUT_TYPICAL``), the high end removes it and runs the rest up to
+    ``COMPILE_FUSION_SPEEDUP_MAX`` faster, the low end is no gain."""
+    return 1.0, amdahl(share, T.COMPILE_FIXED_CUT_TYPICAL), T.COMPILE_FUSION_SPEEDUP_MAX * amdahl(share)
+
+
+# -- many small ops on CPU ----------------------------------------------------------------------
+def compile_rule(f: Facts) -> list[Verdict]:
+    """On CPU: at least ``COMPILE_MIN_OP_CALLS`` operator calls per step, under
+    ``COMPILE_SMALL_OP_US`` each on average: dispatch and Python dominate, which torch.compile removes."""
+    if f.report.device.kind != "cpu":
+        return []
+    co = f.cpu
+    if co is None:
+        return [not_run(SMALL_OPS, _why_no_steps(f) or "no operator call on the step thread to measure")]
+    per_call = co.op_us / max(co.op_calls, 1.0)
+    if co.op_calls < T.COMPILE_MIN_OP_CALLS or per_call > T.COMPILE_SMALL_OP_US:
+        return [passed(SMALL_OPS, f"{co.op_calls:.0f} operator calls per step, {fmt_us(per_call)} each on average "
+                                  f"(torch.compile pays from {T.COMPILE_MIN_OP_CALLS} calls under "
+                                  f"{fmt_us(T.COMPILE_SMALL_OP_US)})",
+                       op_calls_per_step=round(co.op_calls, 1), op_us_per_call=round(per_call, 2))]
+    return [fired(SMALL_OPS, [_compile_small_ops(f, co, per_call)])]
+
+
+def _compile_small_ops(f: Facts, co: M.CpuOverhead, per_call: float) -> Suggestion:
+    """torch.compile for a step of many small operators, in the cell's name for its model."""
+    fixed = co.python_us + co.op_calls * co.fixed_cost_us
+    share = min(fixed / max(co.step_us, 1e-9), 1.0)
+    low, gain, high = compile_estimate(share)
+    name = model_name(f.report.run.cell_source if f.report.run is not None else None)
+    return Suggestion(
+        kind="compile",
+        title=f"{co.op_calls:.0f} small operator calls per step on CPU: compile the model with torch.compile",
+        severity=_severity(gain),
+        evidence={"operator_calls_per_step": round(co.op_calls, 1), "op_us_per_call": round(per_call, 2),
+                  "fixed_cost_per_call_us": round(co.fixed_cost_us, 2), "python_us_per_step": round(co.python_us, 1),
+                  "step_us": round(co.step_us, 1), "fixed_share": round(share, 4), "model": name},
+        facts=(f"{co.op_calls:.0f} operator calls per step taking {fmt_us(per_call)} each on average, about "
+               f"{co.fixed_cost_us:.1f} µs of it fixed cost per call ({f.step})",
+               f"dispatch and Python between the calls: {_ms(fixed / 1e3)} of a quiet step's {_ms(co.step_us / 1e3)} "
+               f"({share:.0%})"),
+        expected_gain=estimate_words(
+            low, gain, high, "step time after compiling",
+            f"compiled code halves the dispatch and Python ({share:.0%} of the step); the high end removes them and "
+            f"runs the operators' work up to {T.COMPILE_FUSION_SPEEDUP_MAX:g}× faster (fused elementwise ops), the "
+            f"low end is no gain (graph breaks, recompiles). {COMPILE_COST[0].upper()}{COMPILE_COST[1:]}, so it pays "
+            "off over many steps"),
+        gain=gain,
+        claim="estimate",
+        gain_low=low,
+        gain_high=high,
+        code=compile_code(name, COMPILE_COST),
+        detail=("each operator call pays dispatch, allocation and Python around it whatever its size; compiled "
+                "code fuses the small ops into a few loops and calls them at once"),
     )
 
 
@@ -891,7 +1022,10 @@ def conv_rule(f: Facts) -> list[Verdict]:
 def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str) -> Suggestion:
     """cudnn.benchmark and channels_last, bounded by the conv kernels and layout conversions."""
     transpose = mix.layout_transpose_share * dt.utilization
-    gain = 1.0 / max(1.0 - conv * (1.0 - 1.0 / T.CONV_TUNING_SPEEDUP_MAX) - transpose, 1e-9)
+
+    def at(speedup: float) -> float:
+        return 1.0 / max(1.0 - conv * (1.0 - 1.0 / speedup) - transpose, 1e-9)
+    gain, high = at(T.CONV_TUNING_SPEEDUP_TYPICAL), at(T.CONV_TUNING_SPEEDUP_MAX)
     code = ("torch.backends.cudnn.benchmark = True  "
             "# fixed input shapes: cuDNN tries its algorithms once, keeps the best\n"
             "model = model.to(memory_format=torch.channels_last)  # NHWC, the tensor cores' native layout\n"
@@ -906,10 +1040,15 @@ def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str) 
         facts=(f"convolution kernels: {conv:.0%} of the step ({step}), {mix.conv_share:.0%} of kernel time",
                f"NCHW↔NHWC conversion kernels: {transpose:.1%} of the step",
                f"tensor-core kernels: {mix.tensor_core_share:.0%} of kernel time"),
-        expected_gain=(f"at most {gain:.2f}× step time: conv kernels ({conv:.0%} of the step) at most "
-                       f"{T.CONV_TUNING_SPEEDUP_MAX:g}× faster with the best algorithm, and NCHW↔NHWC conversions "
-                       f"({transpose:.1%} of the step) gone"),
+        expected_gain=estimate_words(
+            1.0, gain, high, "step time",
+            f"conv kernels ({conv:.0%} of the step) get {T.CONV_TUNING_SPEEDUP_TYPICAL:g}× faster with the best "
+            f"algorithm and the NCHW↔NHWC conversions ({transpose:.1%} of the step) go; the high end takes the conv "
+            f"kernels {T.CONV_TUNING_SPEEDUP_MAX:g}× faster (channels_last on tensor cores), the low end no gain"),
         gain=gain,
+        claim="estimate",
+        gain_low=1.0,
+        gain_high=high,
         code=code,
         detail="channels_last pays off most with tensor cores (AMP, or TF32 on Ampere and later)",
     )
@@ -1058,7 +1197,7 @@ def _syncs_not_fixed_by_loader(f: Facts) -> list[Verdict]:
 # In the order "nothing to improve" lists what they checked.
 RULES: tuple[Callable[[Facts], list[Verdict]], ...] = (
     dataloader_rule, _syncs_not_fixed_by_loader, launch_bound_rule, batch_size_up_rule, memory_near_limit_rule,
-    amp_rule, conv_rule, cpu_batch_rule, memory_growth_rule,
+    amp_rule, conv_rule, cpu_batch_rule, compile_rule, memory_growth_rule,
 )
 
 

@@ -58,6 +58,36 @@ CPU_OVERHEAD_SHARE = 0.50
 CPU_FIXED_COST_QUANTILE = 0.10
 # The larger CPU batch we suggest: this many times the current one (a power of two).
 CPU_BATCH_GROWTH = 4
+# A batch of 16 or fewer samples on CPU is small: its per-sample cost also falls with the batch
+# (wider matrix products vectorise and reuse the cache better), which the fixed-cost share cannot
+# see. So a smaller fixed share already calls for a larger batch: a Transformer LM at batch 8, its
+# fixed cost 6-15% of the step (depending on machine load), ran 1.33x faster at batch 32.
+CPU_SMALL_BATCH = 16
+CPU_SMALL_BATCH_OVERHEAD_SHARE = 0.05
+# Where the step waits for data this much of its time, a larger CPU batch is not proposed: the
+# wait grows with the batch, so the batch can give at most 1/(wait share), 2x at 50%, even if all
+# compute were shared out, while the DataLoader fix can give 1/(1 - wait share). Fix loading first.
+CPU_BATCH_MAX_WAIT_SHARE = 0.50
+# A larger batch is an extrapolation from one batch size, never a bound: the per-sample cost of
+# the batch-sized work is assumed to stay the same (the estimate), with its range from a 25% rise
+# (caches spilled: the low end) to a 3x fall (better vectorisation: the high end). An MLP
+# 784-256-10 went from batch 16 to 64 at 2.86x, its per-sample cost about halved.
+PER_SAMPLE_COST_RISE_MAX = 1.25
+PER_SAMPLE_COST_FALL_MAX = 3.0
+
+# -- torch.compile --------------------------------------------------------------------------------
+# On CPU: at least 50 operator calls a step taking under 100 us each on average make a cell of many
+# small ops, whose dispatch and Python between calls compiled code replaces with one call (a small
+# Transformer LM's operators at batch 8 take 200-500 us each, depending on machine load; a chain of
+# elementwise ops on small tensors 5-50 us).
+COMPILE_MIN_OP_CALLS = 50
+COMPILE_SMALL_OP_US = 100.0
+# The estimate assumes compiled code halves that fixed cost (guards and the compiled call remain):
+# an inference cell of many small ops ran 2.0x faster compiled, after a 53 s compile. The high end
+# removes all of it and also runs the operators' own work up to 2x faster (fused elementwise ops
+# make one pass over memory instead of several); the low end is no gain (graph breaks, recompiles).
+COMPILE_FIXED_CUT_TYPICAL = 2.0
+COMPILE_FUSION_SPEEDUP_MAX = 2.0
 
 # -- AMP / tensor cores ------------------------------------------------------------------------
 # Tensor cores exist from compute capability 7.0 (Volta); bf16 needs 8.0 (Ampere).
@@ -67,9 +97,13 @@ BF16_MIN_CC = (8, 0)
 TENSOR_CORE_SHARE_MAX = 0.01
 # Matmul/conv kernels must be at least 10% of the step for AMP to be worth the change.
 AMP_ELIGIBLE_MIN_SHARE = 0.10
-# The bound assumes eligible kernels get at most 8x faster: the fp16 tensor-core peak over the
-# fp32 peak on a V100 (125 / 15.7 TFLOP/s). Real speed-ups are usually 2-3x.
-TENSOR_CORE_SPEEDUP_MAX = 8.0
+# Autocast's gain is an estimate: eligible kernels typically get 2-3x faster (2.5x assumed). The
+# high end takes them at the tensor-core peak over the fp32 peak of recent GPUs (16x: an A100's
+# 312 / 19.5 TFLOP/s; 8x on a V100), with the rest of the GPU's work (memory-bound kernels fed
+# half-size values) up to 2x faster; the low end is no gain (casts cost as much as they save).
+TENSOR_CORE_SPEEDUP_TYPICAL = 2.5
+TENSOR_CORE_SPEEDUP_MAX = 16.0
+HALF_PRECISION_MEMORY_SPEEDUP = 2.0
 
 # -- Host-device syncs ---------------------------------------------------------------------------
 # A sync inside the step is worth removing when the GPU then sits idle for at least 1% of the
@@ -93,9 +127,11 @@ TINY_KERNEL_SHARE = 0.50
 # -- Conv nets on GPU -----------------------------------------------------------------------------
 # Convolution kernels running 20% or more of the step make cuDNN's algorithm choice and layout matter.
 CONV_MIN_SHARE = 0.20
-# cudnn.benchmark picks the fastest algorithm per input shape; the bound assumes it makes conv
-# kernels at most 1.3x faster (typical gains are a few percent to 20%).
-CONV_TUNING_SPEEDUP_MAX = 1.3
+# cudnn.benchmark picks the fastest algorithm per input shape, channels_last feeds tensor cores
+# without layout conversions: the estimate takes conv kernels 1.1x faster (typical gains are a few
+# percent to 20%), the high end 2x (channels_last with tensor cores), the low end no gain.
+CONV_TUNING_SPEEDUP_TYPICAL = 1.1
+CONV_TUNING_SPEEDUP_MAX = 2.0
 
 # -- Memory growth -------------------------------------------------------------------------------
 # Growth is judged by ``report.memory_growth`` (nbprofiler.analysis.memory, its thresholds are

@@ -1,0 +1,59 @@
+"""The ``torch.compile`` line a suggestion gives, in the cell's own name for its model.
+
+A run records the cell's source, not which of its names is the ``nn.Module``, so
+the model is read from how the cell uses it: a name whose ``.parameters()``,
+``.eval()`` or ``.train()`` the cell calls is a module; otherwise the name the
+cell calls on its data, innermost first (``loss_fn(model(x), y)`` calls ``model``
+on ``x``, and ``loss_fn`` on what ``model`` returned). Without a cell, or with no
+such name, the code uses ``model`` behind a guard, so that pasting it never
+raises NameError.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+
+# Methods only an nn.Module has among what a training cell calls.
+_MODULE_METHODS = frozenset({"parameters", "named_parameters", "modules", "named_modules", "eval", "train",
+                             "state_dict", "requires_grad_"})
+_BUILTINS = frozenset(dir(builtins))
+COMPILE_COST = "the first call compiles: seconds to a minute, paid once per input shape and again at each recompile"
+
+
+def model_name(cell_source: str | None) -> str | None:
+    """The cell's name for its model, or None when the cell does not show one."""
+    try:
+        tree = ast.parse(cell_source or "")
+    except SyntaxError:  # IPython syntax (magics, `!`): nothing to read
+        return None
+    local = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MODULE_METHODS
+                and isinstance(node.func.value, ast.Name)):
+            return node.func.value.id
+    called = sorted(_called_names(tree, 0), key=lambda c: (-c[0], c[1], c[2]))
+    for _, _, _, name in called:
+        if name not in _BUILTINS and name not in local and not name[:1].isupper():
+            return name
+    return None
+
+
+def _called_names(node: ast.AST, depth: int) -> list[tuple[int, int, int, str]]:
+    """(call nesting depth, line, column, name) of each call of a plain name under ``node``."""
+    found = []
+    for child in ast.iter_child_nodes(node):
+        inner = depth
+        if isinstance(child, ast.Call):
+            inner = depth + 1
+            if isinstance(child.func, ast.Name) and child.args:
+                found.append((inner, child.lineno, child.col_offset, child.func.id))
+        found.extend(_called_names(child, inner))
+    return found
+
+
+def compile_code(name: str | None, comment: str) -> str:
+    """``name = torch.compile(name)`` with ``comment``; guarded under a generic name."""
+    if name is not None:
+        return f"{name} = torch.compile({name})  # {comment}"
+    return ("if \"model\" in globals():  # put your nn.Module's name in place of `model`\n"
+            f"    model = torch.compile(model)  # {comment}")
