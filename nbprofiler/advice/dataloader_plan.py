@@ -195,7 +195,7 @@ def plan(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cor
         trace_workers=more.trace_workers, prefetch=more.prefetch, persistent=persistent,
         restarts=_restarts(record, workers), pin=pin, loaded_wait=loaded,
         new_wait=loaded + _startup_kept(waiting, persistent, workers))
-    return result if result.changed or (waiting.slow and not result.contended) else None
+    return result if result.changed or waiting.slow else None
 
 
 def _whole_batch_order(waiting: Waiting, record: LoaderRecord | None, workers: int | None) -> str | None:

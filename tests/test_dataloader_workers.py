@@ -1,0 +1,151 @@
+"""DataLoader workers that fit the machine: the worker count the DataLoader suggestion proposes
+given the cores the process may use and the threads its compute runs, the thread split where
+workers would take cores from compute (or nothing, where that costs more than the wait), and a
+loader that is slow per sample, whose wait a larger batch cannot share out.
+
+Live CPU runs use sleep-bound datasets (known time per sample) and one intra-op thread; the
+machine's core count is replaced where a test says how many cores it has. The split decisions
+are pinned on run records with fixed step figures, which no machine load can move.
+"""
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+from nbprofiler.advice import thresholds as T
+from nbprofiler.advice.rules import suggest, verdicts
+from nbprofiler.capture.session import ProfileRun
+from nbprofiler.options import ProfileOptions
+from nbprofiler.records import LoaderRecord, RunRecord
+from nbprofiler.report import Report
+from nbprofiler.trace.table import DeviceInfo
+
+CPU = DeviceInfo(index=-1, name="CPU", kind="cpu", total_memory_bytes=16 * 2**30)
+
+
+class SleepyDataset(Dataset):
+    """Each sample sleeps ``delay`` seconds, like a read from slow storage."""
+
+    def __init__(self, n: int, delay: float) -> None:
+        self.n, self.delay = n, delay
+        self.data = torch.randn(n, 32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):
+        time.sleep(self.delay)
+        return self.data[i], i % 4
+
+
+def _train(loader: DataLoader, dataset: Dataset) -> Report:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with ProfileRun(ProfileOptions(), namespace={"train_ds": dataset, "train_loader": loader}) as run:
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return run.report
+
+
+def _only(found, kind: str):
+    matches = [s for s in found if s.kind == kind]
+    assert len(matches) == 1, [s.kind for s in found]
+    return matches[0]
+
+
+@pytest.mark.parametrize("cores, workers", [(2, 1), (4, 3), (16, 15)])
+def test_workers_take_the_cores_compute_leaves(monkeypatch, one_torch_thread, cores, workers):
+    """2 ms a sample, 16 a batch: loading needs far more workers than any of these machines
+    has, so each gets all the cores its one compute thread leaves, and no thread split."""
+    monkeypatch.setattr("nbprofiler.capture.session.process_cpus", lambda: cores)
+    ds = SleepyDataset(16 * 6, delay=0.002)
+    report = _train(DataLoader(ds, batch_size=16), ds)
+    assert (report.run.cpu_count, report.run.intra_op_threads) == (cores, 1)
+    s = _only(report.suggestions, "dataloader")
+    assert f"num_workers={workers},  # changed: was 0" in s.code
+    assert "set_num_threads" not in s.code
+    share = s.evidence["wait_ms_per_step"] / s.evidence["step_ms"]
+    assert s.claim == "at_most" and s.gain == pytest.approx(1 / (1 - share), rel=1e-3)  # all the wait gone
+    assert (s.evidence["usable_cpus"], s.evidence["compute_threads"]) == (cores, 1)
+
+
+# -- workers against compute threads: fixed step figures --------------------------------------------
+def _run(cpus: int, threads: int, step_ms: float, wait_ms: float, n: int = 8) -> Report:
+    """A CPU run whose loader (no workers) waits ``wait_ms`` of each ``step_ms`` step."""
+    steps = pd.DataFrame({"step": range(n), "phase": "active", "wall_ms": step_ms, "dataloader_ms": wait_ms,
+                          "rss_bytes": 1e9})
+    loader = LoaderRecord(loader_id=1, batch_size=32, num_workers=0, pin_memory=False, persistent_workers=False,
+                          prefetch_factor=None, drop_last=False, shuffle=True, dataset_type="ImageFolder",
+                          dataset_length=10_000, dataset_repr="ImageFolder", name="train_loader",
+                          dataset_name="train_ds", batches=n, wait_ms_by_step={i: wait_ms for i in range(n)})
+    record = RunRecord(options=ProfileOptions(), device=CPU, steps=steps, loaders=(loader,), step_source="optimizer",
+                       cpu_count=cpus, intra_op_threads=threads)
+    return Report.from_live(None, record, None)
+
+
+def test_a_worker_that_would_slow_compute_more_than_it_saves_is_not_proposed():
+    """The issue's first workload: 2 cores both running compute's threads, 36 ms of loading
+    against ~200 ms of compute. One worker measured 0.88x there; with one thread less, compute
+    may take twice as long. No worker is proposed, and the check says why."""
+    report = _run(cpus=2, threads=2, step_ms=236.0, wait_ms=36.0)
+    assert "dataloader" not in [s.kind for s in suggest(report)]
+    (loading,) = [v for v in verdicts(report) if v.check == "data loading"]
+    assert loading.state == "passed" and loading.evidence["intra_op_threads"] == 2
+    assert "use all 2 core(s)" in loading.figures and "no change is proposed" in loading.figures
+    assert "num_workers=1 with torch.set_num_threads(1) gives about 0.59×" in loading.figures
+
+
+def test_workers_on_compute_cores_come_with_the_thread_split_and_an_estimate():
+    """16 cores all running compute's 16 threads, 20 ms of loading against 100 ms of compute:
+    one worker with 15 compute threads wins even if compute slows in proportion (1.125x), and
+    at most all the wait (1.2x). The code sets the threads with the worker count."""
+    report = _run(cpus=16, threads=16, step_ms=120.0, wait_ms=20.0)
+    s = _only(suggest(report), "dataloader")
+    assert "import torch\ntorch.set_num_threads(15)" in s.code
+    assert "num_workers=1,  # changed: was 0" in s.code and "persistent_workers=True" in s.code
+    assert s.claim == "estimate"
+    assert s.gain_range == pytest.approx((120 / (100 * 16 / 15), 1.2))
+    assert "(estimate, 1.12–1.20×)" in s.expected_gain and "instead of 16" in s.expected_gain
+    assert "compete for 16 core(s)" in s.detail
+    namespace = {"DataLoader": DataLoader, "train_ds": SleepyDataset(4, 0.0)}
+    exec(s.code, namespace)
+    assert namespace["train_loader"].num_workers == 1
+
+
+def test_loading_bound_steps_split_the_cores_even_when_compute_slows():
+    """2 cores both computing, but 30 ms of loading against 5 ms of compute: a worker with
+    one compute thread wins whatever compute does (the step is the worker's 30 ms)."""
+    s = _only(suggest(_run(cpus=2, threads=2, step_ms=35.0, wait_ms=30.0)), "dataloader")
+    assert "torch.set_num_threads(1)" in s.code and "num_workers=1," in s.code
+    low, high = s.gain_range
+    assert low == pytest.approx(35 / 30) and high == pytest.approx(35 / 30)
+
+
+def test_spare_cores_need_no_split():
+    """4 cores, 1 compute thread: 3 workers fit beside compute, claimed as a bound on the wait."""
+    s = _only(suggest(_run(cpus=4, threads=1, step_ms=120.0, wait_ms=20.0)), "dataloader")
+    assert "num_workers=1," in s.code and "set_num_threads" not in s.code  # one worker keeps up
+    assert s.claim == "at_most" and s.gain == pytest.approx(1.2)
+
+
+# -- a loader slow per sample is not a fixed cost -------------------------------------------------------
+def test_a_loader_slow_per_sample_comes_first_and_the_batch_rule_stays_quiet(one_torch_thread):
+    """3 ms a sample, batch 8, a tiny model: the step's compute is mostly fixed cost, but the
+    step is ~90% waiting that grows with the batch, so a larger batch gains nothing."""
+    ds = SleepyDataset(8 * 24, delay=0.003)
+    report = _train(DataLoader(ds, batch_size=8, shuffle=True), ds)
+    found = report.suggestions
+    assert found[0].kind == "dataloader" and "batch_size" not in [s.kind for s in found]
+    (batch,) = [v for v in verdicts(report) if v.check == "the CPU batch size"]
+    assert batch.state == "passed" and "which grows with the batch" in batch.figures
+    assert batch.evidence["data_wait_share"] > T.CPU_BATCH_MAX_WAIT_SHARE
