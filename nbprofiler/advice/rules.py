@@ -12,9 +12,10 @@ passed, with the figures it saw; or not run, with the reason. "Nothing to
 improve" is built from those alone, so a check is listed as passed only when its
 own rule ran and did not fire. ``verdicts(report)`` gives them all.
 
-Every ``gain`` is Amdahl's law on a measured share of the step: the part a
-change can remove (data waiting, GPU idle after syncs) or speed up by at most
-a documented factor (tensor cores). It is a bound, not a promise.
+A ``gain`` is a claim (``Suggestion.claim``): "at most" where it is Amdahl's law on
+a measured share of the step that a change can at best remove (data waiting, GPU
+idle after syncs), a true bound; an estimate with its range where it extrapolates
+(a larger batch, tensor cores, cuDNN's algorithms, torch.compile), with what it assumes.
 """
 from __future__ import annotations
 
@@ -711,8 +712,8 @@ def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime,
     bf16 = cc >= T.BF16_MIN_CC
     gain = amdahl(eligible, T.TENSOR_CORE_SPEEDUP_TYPICAL)
     rest = max(dt.utilization - eligible, 0.0)
-    high = 1.0 / max(1.0 - eligible * (1.0 - 1.0 / T.TENSOR_CORE_SPEEDUP_MAX)
-                     - rest * (1.0 - 1.0 / T.HALF_PRECISION_MEMORY_SPEEDUP), 1e-9)
+    peak = T.TENSOR_CORE_SPEEDUP_MAX if bf16 else T.TENSOR_CORE_SPEEDUP_MAX_BEFORE_BF16
+    high = 1.0 / max(1.0 - eligible * (1.0 - 1.0 / peak) - rest * (1.0 - 1.0 / T.HALF_PRECISION_MEMORY_SPEEDUP), 1e-9)
     loader = f.main_loader.name if f.main_loader is not None and f.main_loader.name else "train_loader"
     if bf16:
         code = (
@@ -752,7 +753,8 @@ def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime,
             1.0, gain, high, "step time",
             f"the matmul/conv kernels ({eligible:.0%} of the step) get {T.TENSOR_CORE_SPEEDUP_TYPICAL:g}× faster, "
             f"as they typically do (1/(1-{eligible:.2f}×(1-1/{T.TENSOR_CORE_SPEEDUP_TYPICAL:g}))); the high end takes "
-            f"them at a recent GPU's tensor-core peak ({T.TENSOR_CORE_SPEEDUP_MAX:g}× fp32) and the GPU's other work "
+            f"them at the tensor-core peak ({peak:g}× fp32's at compute capability {cc[0]}.{cc[1]}) and the GPU's "
+            f"other work "
             f"({rest:.0%} of the step) {T.HALF_PRECISION_MEMORY_SPEEDUP:g}× faster on half-size values"),
         gain=gain,
         claim="estimate",
@@ -1016,11 +1018,13 @@ def conv_rule(f: Facts) -> list[Verdict]:
     conv = mix.conv_share * dt.utilization
     if conv < T.CONV_MIN_SHARE:
         return [passed(KERNELS, f"convolutions take {conv:.0%} of the step")]
-    return [fired(KERNELS, [_cudnn_settings(mix, dt, conv, f.step)])]
+    name = model_name(f.report.run.cell_source if f.report.run is not None else None)
+    return [fired(KERNELS, [_cudnn_settings(mix, dt, conv, f.step, name)])]
 
 
-def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str) -> Suggestion:
-    """cudnn.benchmark and channels_last, bounded by the conv kernels and layout conversions."""
+def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str, name: str | None) -> Suggestion:
+    """cudnn.benchmark and channels_last, estimated from the conv kernels and layout conversions;
+    ``name``: the cell's name for its model (``model`` when the cell does not show it)."""
     transpose = mix.layout_transpose_share * dt.utilization
 
     def at(speedup: float) -> float:
@@ -1028,8 +1032,10 @@ def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str) 
     gain, high = at(T.CONV_TUNING_SPEEDUP_TYPICAL), at(T.CONV_TUNING_SPEEDUP_MAX)
     code = ("torch.backends.cudnn.benchmark = True  "
             "# fixed input shapes: cuDNN tries its algorithms once, keeps the best\n"
-            "model = model.to(memory_format=torch.channels_last)  # NHWC, the tensor cores' native layout\n"
-            "x = x.to(device, memory_format=torch.channels_last, non_blocking=True)")
+            f"{name or 'model'} = {name or 'model'}.to(memory_format=torch.channels_last)  "
+            "# NHWC, the tensor cores' native layout\n"
+            "# and in the loop, each input batch x:\n"
+            "# x = x.contiguous(memory_format=torch.channels_last)")
     return Suggestion(
         kind="conv",
         title=f"Convolutions take {conv:.0%} of the step: set cudnn.benchmark and use channels_last",

@@ -101,8 +101,10 @@ AMP_ELIGIBLE_MIN_SHARE = 0.10
 # high end takes them at the tensor-core peak over the fp32 peak of recent GPUs (16x: an A100's
 # 312 / 19.5 TFLOP/s; 8x on a V100), with the rest of the GPU's work (memory-bound kernels fed
 # half-size values) up to 2x faster; the low end is no gain (casts cost as much as they save).
+# Before compute capability 8.0 (V100, T4) the peak is 8x fp32's.
 TENSOR_CORE_SPEEDUP_TYPICAL = 2.5
 TENSOR_CORE_SPEEDUP_MAX = 16.0
+TENSOR_CORE_SPEEDUP_MAX_BEFORE_BF16 = 8.0
 HALF_PRECISION_MEMORY_SPEEDUP = 2.0
 
 # -- Host-device syncs ---------------------------------------------------------------------------
