@@ -64,10 +64,11 @@ def test_02_profile_suggests_workers_for_the_users_loader(dataloader_tutorial):
 
 def test_02_tuner_measures_plots_and_recommends(dataloader_tutorial):
     nb, _ = dataloader_tutorial
-    outputs = cell_outputs(nb, "tuned = tune_dataloader")
+    outputs = cell_outputs(nb, "def train_step(batch)")
     assert _has_image(outputs)
     text = _text(outputs)
-    assert "Best measured: num_workers=" in text and "batches_per_s" in text
+    assert "Measured the training loop (step= ran on every batch)" in text and "loop_speedup" in text
+    assert "× your current setting's loop speed" in text and "persistent_workers=True,  # changed: was False" in text
 
 
 def test_02_after_the_change_steps_are_faster(dataloader_tutorial):

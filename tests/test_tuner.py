@@ -257,3 +257,18 @@ def test_plot_shows_the_spread(no_workers_before):
     assert ax.get_xlabel() == "num_workers (worker processes)"
     assert ax.get_ylabel() == "loader alone speed-up vs current"
     assert len(ax.containers) == 1  # one pin_memory setting, drawn with its error bars
+
+
+def test_a_batch_sampler_loader_gets_code_that_runs():
+    # DataLoader rejects batch_size beside a batch_sampler: the code passes the sampler on, and no batch_size.
+    from torch.utils.data import BatchSampler, SequentialSampler
+
+    from nbprofiler.advice.loader_code import args_from_loader, dataloader_call
+
+    ds = SleepyDataset(10, delay=0.0)
+    loader = DataLoader(ds, batch_sampler=BatchSampler(SequentialSampler(ds), 3, drop_last=False))
+    ns = {"loader": loader, "ds": ds, "DataLoader": DataLoader}
+    code = dataloader_call(args_from_loader(loader, ns), {"num_workers": 1})
+    assert "batch_sampler=loader.batch_sampler" in code and "batch_size" not in code
+    exec(code, ns)
+    assert ns["loader"].batch_sampler is loader.batch_sampler and ns["loader"].num_workers == 1
