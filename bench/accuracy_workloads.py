@@ -138,9 +138,9 @@ for x, y in train_loader:
     samples += len(x)
 """)
 
-SMALL_OPS_INFERENCE = Workload("small_ops_inference", "inference, 150 tiny layers, 20 runs", _IMPORTS + """
+SMALL_OPS_INFERENCE = Workload("small_ops_inference", "inference, 100 tiny layers, 20 runs", _IMPORTS + """
 torch.set_num_threads(1)
-model = nn.Sequential(*[nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16), nn.GELU()) for _ in range(150)]).eval()
+model = nn.Sequential(*[nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16), nn.GELU()) for _ in range(100)]).eval()
 test_ds = TensorDataset(torch.randn(80, 16))
 test_loader = DataLoader(test_ds, batch_size=4)  # 20 runs
 """, """\
