@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbprofiler.analysis.retention import kept_values
+from nbprofiler.analysis.retention import fixed_statement, kept_values
 
 SETUP = """
 import torch, torch.nn.functional as F
@@ -130,3 +130,18 @@ for step, (x, y) in enumerate(loader):
 
 def test_a_cell_that_does_not_parse_has_no_kept_values():
     assert kept_values("for x in loader:\n    history.append(model(x)\n") == []
+
+
+def test_a_statement_sharing_its_line_is_edited_in_place_not_wrapped_in_a_block():
+    """``with torch.no_grad():`` around a line would take in the other statements on it (the
+    training step, or the whole loop): there the kept value is detached in place instead."""
+    for cell, fixed in (("for x, y in loader: history.append(model(x_val))\n",
+                         "for x, y in loader: history.append(model(x_val).detach())"),
+                        ("for x, y in loader:\n    opt.step(); history.append(model(x_val))  # kept\n",
+                         "    opt.step(); history.append(model(x_val).detach())  # kept")):
+        (k,) = kept_values(cell)
+        assert k.validation and not k.alone and fixed_statement(cell, k, on_device=False) == fixed
+    cell = "for x, y in loader:\n    history.append(model(x_val))  # kept\n"
+    (k,) = kept_values(cell)
+    assert fixed_statement(cell, k, on_device=False) == \
+        "    import torch\n    with torch.no_grad():\n        history.append(model(x_val))  # kept"

@@ -1161,8 +1161,8 @@ def _leak_fix(f: Facts, leak: LeakLine | None) -> tuple[str | None, str]:
     """The edit for the line, in the cell's names (to paste in place of the statement), and why it
     works; with no statement to edit, no code (generic names would not run) and the fixes in words."""
     if leak is None or leak.kept is None or f.report.run is None or not f.report.run.cell_source:
-        where = "this line" if leak is not None else "the loop"
-        return None, (f"tensors made in {where} outlive their step; the usual cause is a tensor that carries its "
+        where = "on this line" if leak is not None else "in the loop"
+        return None, (f"tensors made {where} outlive their step; the usual cause is a tensor that carries its "
                       "autograd graph, kept across steps: a running total (`total += loss`), a list of outputs, "
                       "state carried to the next step (an RNN's hidden state). Keep `.item()` (a number) or "
                       "`.detach()` (a tensor without its history) of what is kept, and compute what needs no "
@@ -1171,7 +1171,7 @@ def _leak_fix(f: Facts, leak: LeakLine | None) -> tuple[str | None, str]:
     kept = leak.kept
     code = fixed_statement(f.report.run.cell_source, kept, on_device=f.on_gpu)
     lines = f"line {kept.line}" if kept.end_line == kept.line else f"lines {kept.line}-{kept.end_line}"
-    if kept.validation:
+    if kept.validation and kept.alone:
         why = (f"`{kept.value}` is computed on validation data with autograd on, so each one keeps its graph "
                "(every activation of that forward pass); under `torch.no_grad()` no graph is built")
     elif ".item()" in code:

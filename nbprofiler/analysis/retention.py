@@ -65,6 +65,7 @@ class KeptValue:
     # parentheses before a method call (``a + b`` would otherwise become ``a + b.item()``).
     edits: tuple[tuple[int, int, int, int, bool], ...]
     made_on: frozenset[int]  # the lines that compute it: the statement's own, and the loop's assignments it reads
+    alone: bool  # the statement has its lines to itself (not ``for x in xs: keep(x)`` or ``a(); keep(x)``)
 
 
 def kept_values(source: str) -> list[KeptValue]:
@@ -89,7 +90,7 @@ def fixed_statement(source: str, kept: KeptValue, on_device: bool) -> str:
     ``.detach()``, as ``.item()`` would wait for the GPU every step) or ``.detach()``.
     """
     lines = source.splitlines()
-    if kept.validation:
+    if kept.validation and kept.alone:  # a block around a line shared with other statements would take them in
         statement = lines[kept.line - 1:kept.end_line]
         indent = re.match(r"\s*", statement[0]).group(0)  # type: ignore[union-attr]  # always matches
         head = [f"{indent}import torch"] if not _uses_name(source, "torch") else []
@@ -183,7 +184,16 @@ def _kept(loop: ast.stmt, statement: ast.stmt, source: str) -> KeptValue | None:
         edits=tuple((v.lineno, v.col_offset, v.end_lineno or v.lineno, v.end_col_offset or 0,
                      not isinstance(v, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))) for v in values),
         made_on=frozenset(made_on),
+        alone=_alone(statement, source),
     )
+
+
+def _alone(statement: ast.stmt, source: str) -> bool:
+    """Whether nothing but the statement (and a comment) is on its lines."""
+    lines = source.splitlines()
+    first, last = lines[statement.lineno - 1].encode(), lines[(statement.end_lineno or statement.lineno) - 1].encode()
+    after = last[statement.end_col_offset or 0:].strip()
+    return not first[:statement.col_offset].strip() and (not after or after.startswith(b"#"))
 
 
 def _holder_and_values(statement: ast.stmt) -> tuple[str | None, str, list[ast.expr]]:
