@@ -170,3 +170,6 @@ def test_syncs_inside_a_librarys_operators_are_not_pinned_on_a_cell_line():
     (s,) = [s for s in Report.from_live(trace.table, run, None).suggestions if s.kind == "sync"]
     assert "line" not in s.evidence and "cell line" not in s.title
     assert s.evidence["top_where"].startswith("## ")
+    # No line of the cell to edit: the fix's pattern, in comments, runs when pasted (no NameError).
+    assert all(line.startswith("#") for line in s.code.splitlines())
+    exec(compile(s.code, "<pasted>", "exec"), {})

@@ -892,9 +892,11 @@ def _sync_fix(cause: str, where: str, line: SyncLine | None) -> tuple[str | None
                             "the cell, as indented there")
     if line is None and cause == "explicit" and not (where.startswith("cell line") or ".py" in where):
         return None, f"the wait happens inside {where}, not in your code: the library synchronizes there"
+    # The pattern's names are not the cell's: as comments, it shows the change and still runs when pasted.
     head = "" if line is None else f"# cell line {line.line}: {line.text.strip()}\n"
-    return head + _SYNC_FIXES[cause], (f"{_SYNC_CAUSES[cause]} makes the host wait until the GPU has finished all "
-                                       "queued work")
+    pattern = "\n".join(s if s.startswith("#") else f"# {s}" for s in _SYNC_FIXES[cause].splitlines())
+    return head + pattern, (f"{_SYNC_CAUSES[cause]} makes the host wait until the GPU has finished all queued work; "
+                            "the code is the pattern of the fix, in comments: write it with the cell's names")
 
 
 # -- launch-bound steps -----------------------------------------------------------------------
