@@ -79,6 +79,7 @@ def test_the_leak_names_its_line_and_the_pasted_fix_stops_the_growth(ip, one_tor
     if stack:
         assert s.evidence["kept_bytes"] > 4 * 64 * 2048 * 4  # a 64 x 2048 float activation, kept in 4+ steps
     assert edit in s.code
+    assert s.evidence["end_line"] == line  # the statement is one line: the code replaces it alone
     fixed = "\n".join([*lines[:line - 1], *s.code.splitlines(), *lines[line:]]) + "\n"
     ip.run_cell(SETUP).raise_error()
     after = profile(ip, fixed, stack)  # raises on a NameError, or any error, in the pasted code
@@ -145,3 +146,16 @@ def test_a_statement_sharing_its_line_is_edited_in_place_not_wrapped_in_a_block(
     (k,) = kept_values(cell)
     assert fixed_statement(cell, k, on_device=False) == \
         "    import torch\n    with torch.no_grad():\n        history.append(model(x_val))  # kept"
+
+
+def test_a_statement_over_several_lines_is_replaced_whole(ip, one_torch_thread):
+    cell = ("outputs = []\nfor x, y in loader:\n    out = model(x)\n    outputs.append(\n        out\n    )\n"
+            "predictions = torch.cat(outputs)\n")
+    ip.run_cell(SETUP).raise_error()
+    s = growth(profile(ip, cell, stack=False))
+    assert s is not None and (s.evidence["line"], s.evidence["end_line"]) == (4, 6)
+    lines = cell.splitlines()
+    fixed = "\n".join([*lines[:3], *s.code.splitlines(), *lines[6:]]) + "\n"
+    assert "out.detach()" in s.code
+    ip.run_cell(SETUP).raise_error()
+    assert growth(profile(ip, fixed, stack=False)) is None

@@ -844,7 +844,7 @@ def _sync_suggestion(f: Facts, dt: M.DeviceTime, skip_h2d: bool) -> Suggestion |
                                 "top_cause": cause, "top_where": where, "places": listing}
     named = []
     if line is not None:
-        evidence.update(line=line.line, line_source=line.text, line_found_in=found_in)
+        evidence.update(line=line.line, end_line=line.end_line, line_source=line.text, line_found_in=found_in)
         where = f"cell line {line.line}: {line.text.strip()}"
         if found_in == "source":
             named = [f"{where}: {_SYNC_CAUSES[cause]}, found in the cell's source (the trace places the sync at "
@@ -1142,8 +1142,8 @@ def _leak_line(f: Facts) -> LeakLine | None:
 def _leak_evidence(leak: LeakLine | None) -> dict[str, object]:
     if leak is None:
         return {}
-    return {"line": leak.line, "line_source": leak.text, "line_found_in": "source" if leak.steps is None else "trace",
-            "kept_bytes": leak.kept_bytes}
+    return {"line": leak.line, "end_line": leak.line + leak.text.count("\n"), "line_source": leak.text,
+            "line_found_in": "source" if leak.steps is None else "trace", "kept_bytes": leak.kept_bytes}
 
 
 def _leak_fact(leak: LeakLine) -> str:
