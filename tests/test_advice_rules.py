@@ -345,6 +345,8 @@ def test_low_utilization_with_headroom_suggests_the_largest_batch_that_fits(trac
     assert "batch_size=256,  # changed: was 32" in s.code
     assert s.evidence["activation_bytes_per_sample"] == pytest.approx(2**30 / 8)
     assert s.gain == pytest.approx(min(1 / s.evidence["gpu_utilization"], 8.0), rel=1e-3)
+    # An extrapolation, not a bound: up to the batch's 8x where the GPU's per-sample time falls.
+    assert s.claim == "estimate" and s.gain_range == (1.0, 8.0) and "assuming" in s.expected_gain
     assert "memory_near_limit" not in kinds(report.suggestions)
 
 
