@@ -50,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy_workloads import WORKLOADS, Workload  # noqa: E402 - bench/ is on sys.path
 
+from nbprofiler.advice.suggestion import Suggestion  # noqa: E402 - the repository is on sys.path
+
 ROUNDS = 5
 QUICK_ROUNDS = 3
 MAGIC = "%%torchprofile -q -o report\n"
@@ -162,11 +164,11 @@ def interleaved(w: Workload, before: str, cell: str, rounds: int) -> list[float]
     return ratios
 
 
-def speed_row(w: Workload, s: Any, rounds: int) -> Row:
-    """Paste the suggestion, time it against the loop as it was, and judge its claim."""
+def speed_row(w: Workload, s: Suggestion, code: str, rounds: int) -> Row:
+    """Paste the suggestion's ``code``, time it against the loop as it was, and judge its claim."""
     low, high = s.gain_range
     claim = stated(s.claim, s.gain, low, high)
-    before, cell = paste(w.cell, s.code, s.evidence)
+    before, cell = paste(w.cell, code, s.evidence)
     mismatch = _line_mismatch(w.cell, s.evidence)
     if mismatch:
         return Row(w.name, s.kind, claim, "—", mismatch, True)
@@ -178,7 +180,7 @@ def speed_row(w: Workload, s: Any, rounds: int) -> Row:
     except Exception as e:  # noqa: BLE001 - any failure of pasted code is the finding
         return Row(w.name, s.kind, claim, "—", f"code fails when pasted: {type(e).__name__}: {e}", True)
     note = ""
-    if "torch.compile" in s.code:
+    if "torch.compile" in code:
         note = f"; compile run {first:.0f} s (left out)"
     ratios = interleaved(w, before, cell, rounds)
     q1, median, q3 = quartiles(ratios)
@@ -209,7 +211,8 @@ def kept_graph_bytes() -> int:
         tensors = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
     owned = {t.untyped_storage().data_ptr() for t in tensors if t.grad_fn is None}
     saved: dict[int, int] = {}
-    nodes, seen = [t.grad_fn for t in tensors if t.grad_fn is not None], set()
+    nodes: list[Any] = [t.grad_fn for t in tensors if t.grad_fn is not None]
+    seen: set[int] = set()
     held = []  # keeps visited node wrappers alive, so that their ids stay unique
     while nodes:
         node = nodes.pop()
@@ -235,10 +238,10 @@ def _saved(node: Any, name: str) -> Any:
         return None
 
 
-def memory_row(w: Workload, s: Any, steps: int) -> Row:
-    """The leak fix, pasted, against what it claims: after one pass of the loop (``steps``
+def memory_row(w: Workload, s: Suggestion, code: str, steps: int) -> Row:
+    """The leak fix (``code``), pasted, against what it claims: after one pass of the loop (``steps``
     steps), graphs no longer hold memory (under 1% of what they held without the fix)."""
-    before, cell = paste(w.cell, s.code, s.evidence)
+    before, cell = paste(w.cell, code, s.evidence)
     claim = "memory stops growing"
     mismatch = _line_mismatch(w.cell, s.evidence)
     if mismatch:
@@ -259,7 +262,7 @@ def memory_row(w: Workload, s: Any, steps: int) -> Row:
                not stopped)
 
 
-def suggestion_rows(w: Workload, suggestions: Sequence[Any], rounds: int, steps: int) -> list[Row]:
+def suggestion_rows(w: Workload, suggestions: Sequence[Suggestion], rounds: int, steps: int) -> list[Row]:
     """One row per suggestion: judged on speed, on memory (the leak fix), or listed."""
     rows = []
     for s in suggestions:
@@ -268,9 +271,9 @@ def suggestion_rows(w: Workload, suggestions: Sequence[Any], rounds: int, steps:
         elif not s.code:
             rows.append(Row(w.name, s.kind, stated(s.claim, s.gain, *s.gain_range), "—", "no code to paste"))
         elif s.kind == "memory_growth":
-            rows.append(memory_row(w, s, steps))
+            rows.append(memory_row(w, s, s.code, steps))
         else:
-            rows.append(speed_row(w, s, rounds))
+            rows.append(speed_row(w, s, s.code, rounds))
     return rows or [Row(w.name, "(no suggestion)", "—", "—", "—")]
 
 
