@@ -272,3 +272,31 @@ def test_a_batch_sampler_loader_gets_code_that_runs():
     assert "batch_sampler=loader.batch_sampler" in code and "batch_size" not in code
     exec(code, ns)
     assert ns["loader"].batch_sampler is loader.batch_sampler and ns["loader"].num_workers == 1
+
+
+def test_the_steps_train_nothing_when_restored(no_workers_before):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    weights = [p.detach().clone() for p in model.parameters()]
+
+    def train_step(batch):
+        x, _ = batch
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    loader = DataLoader(SleepyDataset(64, delay=0.0), batch_size=8)
+    tune_dataloader(loader, candidates=[{"num_workers": 0}], max_seconds=0.5, rounds=2, step=train_step,
+                    restore=[model, opt], progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(weights, model.parameters()))
+    assert opt.state_dict()["state"] == {}  # no momentum buffers left behind
+
+    def broken_step(batch):
+        train_step(batch)
+        raise RuntimeError("shape mismatch")
+
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        tune_dataloader(loader, candidates=[{"num_workers": 0}], step=broken_step, restore=[model, opt], progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(weights, model.parameters()))

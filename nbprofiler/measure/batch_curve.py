@@ -14,7 +14,6 @@ would too), frees what that attempt held, and goes on with the smaller ones.
 """
 from __future__ import annotations
 
-import copy
 import gc
 import math
 import time
@@ -27,6 +26,7 @@ import torch
 from ..advice import thresholds as T
 from .feedback import Progress, in_kernel, show_figure
 from .rounds import quartiles, ratio_spread, reliably_faster, rotated
+from .state import Restorable, states_restored
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -50,7 +50,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def batch_size_curve(step_fn: Callable[[int], Any], batch_sizes: Sequence[int], *, current: int | None = None,
                      rounds: int = T.MEASURED_ROUNDS, warmup: int = 1, min_seconds: float = 0.2,
                      device: str | torch.device | None = None,
-                     restore: Sequence[torch.nn.Module | torch.optim.Optimizer] = (), plot: bool = True,
+                     restore: Sequence[Restorable] = (), plot: bool = True,
                      progress: bool = True) -> pd.DataFrame:
     """Samples/s (median and quartiles over interleaved rounds) and peak memory of ``step_fn(batch_size)``.
 
@@ -87,15 +87,13 @@ def batch_size_curve(step_fn: Callable[[int], Any], batch_sizes: Sequence[int], 
         raise ValueError(f"need warmup >= 1 and rounds >= 2 (a spread), got warmup={warmup}, rounds={rounds}")
     reference = sizes[0] if current is None else int(current)
     cuda = _uses_cuda(device)
-    saved = [copy.deepcopy(obj.state_dict()) for obj in restore]
     bar = Progress(rounds + 1, "batch size", enabled=progress)
     try:
-        status, steps, memory = _warm_up(step_fn, sizes, warmup, min_seconds / rounds, cuda, bar)
-        runs = _rounds(step_fn, steps, rounds, cuda, status, memory, bar)
+        with states_restored(restore):
+            status, steps, memory = _warm_up(step_fn, sizes, warmup, min_seconds / rounds, cuda, bar)
+            runs = _rounds(step_fn, steps, rounds, cuda, status, memory, bar)
     finally:
         bar.close()
-        for obj, state in zip(restore, saved):
-            obj.load_state_dict(state)
     result = _table(runs, sizes, status, memory, cuda, reference)
     result.attrs.update(_recommend(result, reference))
     result.attrs["rounds"] = runs

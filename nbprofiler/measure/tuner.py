@@ -35,6 +35,7 @@ from ..advice.loader_code import args_from_loader, dataloader_call
 from ..advice.machine import usable_cpus
 from .feedback import Progress, in_kernel, show_figure
 from .rounds import quartiles, ratio_spread, reliably_faster, rotated
+from .state import Restorable, states_restored
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -115,8 +116,8 @@ def default_candidates(loader: DataLoader) -> list[dict[str, Any]]:
 
 def tune_dataloader(loader: DataLoader, candidates: Sequence[Mapping[str, Any]] | None = None,
                     max_seconds: float = 30.0, *, step: Callable[[Any], Any] | None = None,
-                    rounds: int = T.MEASURED_ROUNDS, plot: bool = True, progress: bool = True,
-                    namespace: Mapping[str, Any] | None = None) -> pd.DataFrame:
+                    rounds: int = T.MEASURED_ROUNDS, restore: Sequence[Restorable] = (), plot: bool = True,
+                    progress: bool = True, namespace: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Measure ``loader`` under each candidate setting, in the loop when ``step`` is given.
 
     ``step(batch)`` is the body of the user's training loop (forward, backward,
@@ -150,9 +151,11 @@ def tune_dataloader(loader: DataLoader, candidates: Sequence[Mapping[str, Any]] 
     ``"recommended"``, and ``"code"``: the user's loader call with every argument
     they passed, the changes marked (None when the current setting stays).
 
+    ``restore`` takes the modules and optimizers ``step`` trains: their state is
+    copied first and loaded back at the end, so measuring does not train them.
     An error in the dataset or the step, or KeyboardInterrupt, stops the
     measuring and is raised after the worker processes are shut down and the
-    RNG states restored.
+    RNG states (and ``restore``) put back.
     """
     if not isinstance(loader, DataLoader):
         raise TypeError(f"tune_dataloader needs a torch.utils.data.DataLoader, got {type(loader).__name__}")
@@ -167,7 +170,7 @@ def tune_dataloader(loader: DataLoader, candidates: Sequence[Mapping[str, Any]] 
     measured = Measured(loop=step is not None)
     bar = Progress(rounds + 1, "DataLoader", enabled=progress)
     try:
-        with _rng_restored(loader):
+        with _rng_restored(loader), states_restored(restore):
             runs = _measure_rounds(loader, chosen, step, max_seconds, rounds, bar)
     finally:
         bar.close()
