@@ -118,13 +118,16 @@ for step, (x, y) in enumerate(loader):
     history.append(loss.item())     # a number
     n += 1
     count += x.size(0)
+    times.append(time.perf_counter() - start)    # a float, nothing with a graph
+    lrs.append(scheduler.get_last_lr())
     with torch.no_grad():
         history.append(model(x_val))   # no graph under no_grad
     batch = []
     batch.append(out)                  # a fresh list each iteration
+    stats.append(model(batch_x).std())
 """
-    assert kept(source) == [(7, "adds to", "total"), (8, "stores in", "seen")]
-    total, seen = kept_values(source)
+    assert kept(source) == [(7, "adds to", "total"), (8, "stores in", "seen"), (19, "appends to", "stats")]
+    total, seen, _ = kept_values(source)
     assert total.scalar and not total.validation and 6 in total.made_on and 5 in total.made_on
     assert (seen.end_line, seen.value, seen.scalar) == (9, "out", False)
 

@@ -48,6 +48,8 @@ _SCALAR_CALLS = {"mean", "sum", "norm", "cross_entropy", "mse_loss", "nll_loss",
 _NO_GRAPH_BLOCKS = {"no_grad", "inference_mode"}
 _VALIDATION_NAME = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)($|_|\d)|^(val|eval|test)", re.IGNORECASE)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Names that say they hold or make tensors with a graph.
+_TENSOR_NAME = re.compile(r"^(torch|F|nn)$|model|net|loss|criterion|encoder|decoder|logits|out", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,8 @@ def _kept(loop: ast.stmt, statement: ast.stmt, source: str) -> KeptValue | None:
     holder, how, values = _holder_and_values(statement)
     if holder is None or holder in rebound:
         return None
-    values = [v for v in values if _has_graph(v, assigned, set())]
+    data = _target_names(loop.target) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+    values = [v for v in values if _has_graph(v, assigned, set()) and _from_tensors(v, assigned, data)]
     if not values:
         return None
     text = ", ".join(ast.get_source_segment(source, v) or "" for v in values)
@@ -273,6 +276,13 @@ def _has_graph(value: ast.expr, assigned: dict[str, ast.expr], seen: set[str]) -
     if isinstance(value, ast.Subscript):  # a slice of a tensor keeps its graph; ``.shape``, ``.data`` do not
         return _has_graph(value.value, assigned, seen)
     return False
+
+
+def _from_tensors(value: ast.expr, assigned: dict[str, ast.expr], data: set[str]) -> bool:
+    """Whether ``value`` computes on tensors: it reads the loop's batch (``data``), validation
+    data, torch itself or a model or loss; not ``time.perf_counter() - t0`` or ``sched.get_last_lr()``."""
+    return any(n in data or _VALIDATION_NAME.search(n) or _TENSOR_NAME.search(n)
+               for n in _names(value, assigned, set()))
 
 
 def _scalar(value: ast.expr, assigned: dict[str, ast.expr]) -> bool:
