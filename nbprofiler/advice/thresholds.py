@@ -65,8 +65,9 @@ CPU_BATCH_GROWTH = 4
 CPU_SMALL_BATCH = 16
 CPU_SMALL_BATCH_OVERHEAD_SHARE = 0.05
 # Where the step waits for data this much of its time, a larger CPU batch is not proposed: the
-# wait grows with the batch, so the batch can give at most 1/(wait share), 2x at 50%, even if all
-# compute were shared out, while the DataLoader fix can give 1/(1 - wait share). Fix loading first.
+# wait grows with the batch, so the batch can give about 1/(wait share), 2x at 50%, even if all
+# compute were shared out (only the loader's per-batch overhead shares out with it), while the
+# DataLoader fix can give up to 1/(1 - wait share). Fix loading first.
 CPU_BATCH_MAX_WAIT_SHARE = 0.50
 # A larger batch is an extrapolation from one batch size, never a bound: the per-sample cost of
 # the batch-sized work is assumed to stay the same (the estimate), with its range from a 25% rise
