@@ -3,6 +3,8 @@ an estimate with its range that says what it assumes; and the advice that extrap
 larger batch, torch.compile) is an estimate, with code that runs when pasted."""
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 import torch.nn as nn
@@ -14,6 +16,7 @@ import nbprofiler
 from conftest import TRACE_FILES, shared_trace
 from nbprofiler.advice import thresholds as T
 from nbprofiler.advice.compile_code import compile_code, model_name
+from nbprofiler.advice.rules import verdicts
 from nbprofiler.advice.suggestion import Suggestion
 from nbprofiler.capture.session import ProfileRun
 from nbprofiler.options import ProfileOptions
@@ -140,6 +143,29 @@ def test_many_small_ops_get_torch_compile_in_the_cells_names(shell, monkeypatch,
     net = shell.user_ns["net"]
     shell.run_cell(s.code).raise_error()
     assert compiled == [net] and shell.user_ns["net"] is net
+
+
+class SleepyItems(torch.utils.data.Dataset):
+    """Each item waits 5 ms (I/O): the step waits for data far longer than it computes."""
+
+    def __len__(self) -> int:
+        return 4 * 12
+
+    def __getitem__(self, i: int):
+        time.sleep(0.005)
+        return torch.randn(16), i % 4
+
+
+def test_many_small_ops_that_wait_for_data_get_no_torch_compile(one_torch_thread):
+    """Compiling speeds up compute, not the wait: counted against the whole step, the small ops'
+    fixed cost is too small a share for a minute of compiling."""
+    net = ManySmallOps()
+    loader = DataLoader(SleepyItems(), batch_size=4)
+    report = LIVE["small_ops_waiting"] = _train(loader, nn.Sequential(net, nn.Linear(16, 4)), {"net": net},
+                                                wait=1, warmup=1, active=8)
+    (check,) = [v for v in verdicts(report) if v.check == "many small operators on CPU"]
+    assert check.state == "passed" and "of the step (under" in check.figures
+    assert check.evidence["compile_fixed_share"] < T.COMPILE_MIN_FIXED_SHARE
 
 
 @pytest.mark.parametrize(("cell", "name"), [

@@ -954,37 +954,47 @@ def _fuse_kernels(f: Facts, dt: M.DeviceTime, idle: float, share: float) -> Sugg
     )
 
 
-def compile_estimate(share: float) -> tuple[float, float, float]:
+def compile_estimate(share: float, untouched: float = 0.0) -> tuple[float, float, float]:
     """(low, estimate, high) step speed-up of torch.compile where ``share`` of the step is fixed
-    cost it can remove (dispatch, Python, the GPU waiting on launches): the estimate halves it
-    (``COMPILE_FIXED_CUT_TYPICAL``), the high end removes it and runs the rest up to
+    cost it can remove (dispatch, Python, the GPU waiting on launches) and ``untouched`` is time
+    it cannot change (waiting for data): the estimate halves the fixed cost
+    (``COMPILE_FIXED_CUT_TYPICAL``), the high end removes it and runs the rest of the work up to
     ``COMPILE_FUSION_SPEEDUP_MAX`` faster, the low end is no gain."""
-    return 1.0, amdahl(share, T.COMPILE_FIXED_CUT_TYPICAL), T.COMPILE_FUSION_SPEEDUP_MAX * amdahl(share)
+    work = max(1.0 - share - untouched, 0.0)
+    high = 1.0 / max(work / T.COMPILE_FUSION_SPEEDUP_MAX + untouched, 1e-9)
+    return 1.0, amdahl(share, T.COMPILE_FIXED_CUT_TYPICAL), high
 
 
 # -- many small ops on CPU ----------------------------------------------------------------------
 def compile_rule(f: Facts) -> list[Verdict]:
     """On CPU: at least ``COMPILE_MIN_OP_CALLS`` operator calls per step, under
-    ``COMPILE_SMALL_OP_US`` each on average: dispatch and Python dominate, which torch.compile removes."""
+    ``COMPILE_SMALL_OP_US`` each on average, their dispatch and the Python between them at least
+    ``COMPILE_MIN_FIXED_SHARE`` of the whole step: what torch.compile removes."""
     if f.report.device.kind != "cpu":
         return []
     co = f.cpu
     if co is None:
         return [not_run(SMALL_OPS, _why_no_steps(f) or "no operator call on the step thread to measure")]
     per_call = co.op_us / max(co.op_calls, 1.0)
+    wait = f.data_wait.share if f.data_wait is not None else 0.0
+    whole = min((co.python_us + co.op_calls * co.fixed_cost_us) / max(co.step_us, 1e-9), 1.0) * (1.0 - wait)
     if co.op_calls < T.COMPILE_MIN_OP_CALLS or per_call > T.COMPILE_SMALL_OP_US:
         return [passed(SMALL_OPS, f"{co.op_calls:.0f} operator calls per step, {fmt_us(per_call)} each on average: "
                                   f"not the many small ops (from {T.COMPILE_MIN_OP_CALLS} calls under "
                                   f"{fmt_us(T.COMPILE_SMALL_OP_US)} each) that torch.compile speeds up most",
                        op_calls_per_step=round(co.op_calls, 1), op_us_per_call=round(per_call, 2))]
-    return [fired(SMALL_OPS, [_compile_small_ops(f, co, per_call)])]
+    if whole < T.COMPILE_MIN_FIXED_SHARE:
+        return [passed(SMALL_OPS, f"{co.op_calls:.0f} small operator calls per step, but their dispatch and the "
+                                  f"Python between them are {whole:.0%} of the step (under "
+                                  f"{T.COMPILE_MIN_FIXED_SHARE:.0%})", compile_fixed_share=round(whole, 4))]
+    return [fired(SMALL_OPS, [_compile_small_ops(f, co, per_call, whole, wait)])]
 
 
-def _compile_small_ops(f: Facts, co: M.CpuOverhead, per_call: float) -> Suggestion:
-    """torch.compile for a step of many small operators, in the cell's name for its model."""
+def _compile_small_ops(f: Facts, co: M.CpuOverhead, per_call: float, share: float, wait: float) -> Suggestion:
+    """torch.compile for a step of many small operators, in the cell's name for its model;
+    ``share``: their fixed cost's share of the whole step, ``wait``: the step's data waiting."""
     fixed = co.python_us + co.op_calls * co.fixed_cost_us
-    share = min(fixed / max(co.step_us, 1e-9), 1.0)
-    low, gain, high = compile_estimate(share)
+    low, gain, high = compile_estimate(share, wait)
     name = model_name(f.report.run.cell_source if f.report.run is not None else None)
     return Suggestion(
         kind="compile",
@@ -992,11 +1002,12 @@ def _compile_small_ops(f: Facts, co: M.CpuOverhead, per_call: float) -> Suggesti
         severity=_severity(gain),
         evidence={"operator_calls_per_step": round(co.op_calls, 1), "op_us_per_call": round(per_call, 2),
                   "fixed_cost_per_call_us": round(co.fixed_cost_us, 2), "python_us_per_step": round(co.python_us, 1),
-                  "step_us": round(co.step_us, 1), "fixed_share": round(share, 4), "model": name},
+                  "step_us": round(co.step_us, 1), "fixed_share": round(share, 4), "data_wait_share": round(wait, 4),
+                  "model": name},
         facts=(f"{co.op_calls:.0f} operator calls per step taking {fmt_us(per_call)} each on average, about "
                f"{co.fixed_cost_us:.1f} µs of it fixed cost per call ({f.step})",
-               f"dispatch and Python between the calls: {_ms(fixed / 1e3)} of a quiet step's {_ms(co.step_us / 1e3)} "
-               f"({share:.0%})"),
+               f"dispatch and Python between the calls: {_ms(fixed / 1e3)} of a quiet step's "
+               f"{_ms(co.step_us / 1e3)} without data waiting, {share:.0%} of the whole step"),
         expected_gain=estimate_words(
             low, gain, high, "step time after compiling",
             f"compiled code halves the dispatch and Python ({share:.0%} of the step); the high end removes them and "

@@ -83,6 +83,9 @@ PER_SAMPLE_COST_FALL_MAX = 3.0
 # elementwise ops on small tensors 5-50 us).
 COMPILE_MIN_OP_CALLS = 50
 COMPILE_SMALL_OP_US = 100.0
+# ... and only where that dispatch and Python are 20% of the whole step or more (data waiting
+# counted in the step): below it, compiling gains little for the minute it takes.
+COMPILE_MIN_FIXED_SHARE = 0.20
 # The estimate assumes compiled code halves that fixed cost (guards and the compiled call remain):
 # an inference cell of many small ops ran 2.0x faster compiled, after a 53 s compile. The high end
 # removes all of it and also runs the operators' own work up to 2x faster (fused elementwise ops
