@@ -14,8 +14,9 @@ Speed: interleaved rounds (5, or 3 with ``--quick``), each running the loop as i
 fresh namespace built from the setup. Each run is timed in samples/s over the whole
 loop (the cell counts ``samples``), and each round gives a ratio applied/baseline.
 The measured speed-up is the median ratio, its spread half the interquartile range.
-A ``torch.compile`` change is run once first, timed as its compile cost (stated in the
-table) and left out of the rounds; later fresh namespaces reuse the compiled code.
+A ``torch.compile`` change is run once first, with an empty inductor cache, timed as its
+compile cost (stated in the table) and left out of the rounds; later fresh namespaces
+reuse the compiled code.
 
 Memory: the memory-growth suggestion claims no speed-up but that memory stops
 growing, so it is measured on that: after one pass of the loop, the bytes that the
@@ -36,11 +37,15 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,7 +214,7 @@ def kept_graph_bytes() -> int:
     with warnings.catch_warnings():  # isinstance on deprecated torch module attributes warns
         warnings.simplefilter("ignore")
         tensors = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
-    owned = {t.untyped_storage().data_ptr() for t in tensors if t.grad_fn is None}
+    owned = {_storage(t)[0] for t in tensors if t.grad_fn is None}
     saved: dict[int, int] = {}
     nodes: list[Any] = [t.grad_fn for t in tensors if t.grad_fn is not None]
     seen: set[int] = set()
@@ -222,10 +227,20 @@ def kept_graph_bytes() -> int:
         held.append(node)
         for name in dir(node):
             value = _saved(node, name)
-            if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in owned:
-                saved[value.untyped_storage().data_ptr()] = value.untyped_storage().nbytes()
+            if isinstance(value, torch.Tensor) and _storage(value)[0] not in owned:
+                saved.update([_storage(value)])
         nodes.extend(n for n, _ in node.next_functions)
     return sum(saved.values())
+
+
+def _storage(t: Any) -> tuple[int, int]:
+    """A tensor's storage as (data pointer, bytes); (0, 0) for one without data (the fake
+    tensors a torch.compile leaves in its caches)."""
+    try:
+        storage = t.untyped_storage()
+        return storage.data_ptr(), storage.nbytes()
+    except RuntimeError:
+        return 0, 0
 
 
 def _saved(node: Any, name: str) -> Any:
@@ -305,6 +320,37 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(out)
 
 
+def workload_rows(shell: Any, w: Workload, rounds: int) -> list[Row]:
+    """Profile one workload, print its figures and suggestions, and judge each suggestion."""
+    report = profile(shell, w)
+    print(f"\n== {w.name}: {w.what}\n   {figures(report)}", flush=True)
+    for s in report.suggestions:
+        print(f"   [{s.kind}] {s.title}")
+        if s.code:
+            print("     " + s.code.replace("\n", "\n     "))
+    found = suggestion_rows(w, report.suggestions, rounds, len(report.steps))
+    for r in found:
+        print(f"   -> {r.kind}: {r.measured}: {r.verdict}", flush=True)
+    return found
+
+
+@contextmanager
+def cold_compile_cache() -> Iterator[None]:
+    """An empty inductor cache for this run, so that a compile run costs what a user's first
+    compile costs, not a cache hit from an earlier bench run."""
+    folder = tempfile.mkdtemp(prefix="advice-accuracy-inductor-")
+    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TORCHINDUCTOR_CACHE_DIR"]
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} rounds instead of {ROUNDS}")
@@ -317,19 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     shell = start_ipython()
     shell.run_line_magic("load_ext", "nbprofiler")
     rows: list[Row] = []
-    for w in WORKLOADS:
-        if args.only and w.name != args.only:
-            continue
-        report = profile(shell, w)
-        print(f"\n== {w.name}: {w.what}\n   {figures(report)}", flush=True)
-        for s in report.suggestions:
-            print(f"   [{s.kind}] {s.title}")
-            if s.code:
-                print("     " + s.code.replace("\n", "\n     "))
-        found = suggestion_rows(w, report.suggestions, rounds, len(report.steps))
-        for r in found:
-            print(f"   -> {r.kind}: {r.measured}: {r.verdict}", flush=True)
-        rows += found
+    with cold_compile_cache():
+        for w in WORKLOADS:
+            if not args.only or w.name == args.only:
+                rows += workload_rows(shell, w, rounds)
     print(f"\n{rounds} interleaved rounds per suggestion\n")
     print(table(rows))
     flagged = sum(r.flagged for r in rows)
