@@ -954,22 +954,19 @@ def _fuse_kernels(f: Facts, dt: M.DeviceTime, idle: float, share: float) -> Sugg
     )
 
 
-def compile_estimate(share: float, untouched: float = 0.0) -> tuple[float, float, float]:
-    """(low, estimate, high) step speed-up of torch.compile where ``share`` of the step is fixed
-    cost it can remove (dispatch, Python, the GPU waiting on launches) and ``untouched`` is time
-    it cannot change (waiting for data): the estimate halves the fixed cost
-    (``COMPILE_FIXED_CUT_TYPICAL``), the high end removes it and runs the rest of the work up to
-    ``COMPILE_FUSION_SPEEDUP_MAX`` faster, the low end is no gain."""
-    work = max(1.0 - share - untouched, 0.0)
-    high = 1.0 / max(work / T.COMPILE_FUSION_SPEEDUP_MAX + untouched, 1e-9)
-    return 1.0, amdahl(share, T.COMPILE_FIXED_CUT_TYPICAL), high
+def compile_estimate(share: float) -> tuple[float, float, float]:
+    """(low, estimate, high) step speed-up of torch.compile where the GPU waits on the host for
+    ``share`` of the step: the estimate halves the wait (``COMPILE_FIXED_CUT_TYPICAL``), the high
+    end removes it and runs the GPU's work up to ``COMPILE_FUSION_SPEEDUP_MAX`` faster, the low
+    end is no gain."""
+    return 1.0, amdahl(share, T.COMPILE_FIXED_CUT_TYPICAL), T.COMPILE_FUSION_SPEEDUP_MAX * amdahl(share)
 
 
 # -- many small ops on CPU ----------------------------------------------------------------------
 def compile_rule(f: Facts) -> list[Verdict]:
     """On CPU: at least ``COMPILE_MIN_OP_CALLS`` operator calls per step, under
-    ``COMPILE_SMALL_OP_US`` each on average, their dispatch and the Python between them at least
-    ``COMPILE_MIN_FIXED_SHARE`` of the whole step: what torch.compile removes."""
+    ``COMPILE_SMALL_OP_US`` each on average, they and the Python between them at least
+    ``COMPILE_MIN_SHARE`` of the whole step: mostly per-call cost, which torch.compile removes."""
     if f.report.device.kind != "cpu":
         return []
     co = f.cpu
@@ -977,24 +974,24 @@ def compile_rule(f: Facts) -> list[Verdict]:
         return [not_run(SMALL_OPS, _why_no_steps(f) or "no operator call on the step thread to measure")]
     per_call = co.op_us / max(co.op_calls, 1.0)
     wait = f.data_wait.share if f.data_wait is not None else 0.0
-    whole = min((co.python_us + co.op_calls * co.fixed_cost_us) / max(co.step_us, 1e-9), 1.0) * (1.0 - wait)
+    whole = min((co.python_us + co.op_us) / max(co.step_us, 1e-9), 1.0) * (1.0 - wait)
     if co.op_calls < T.COMPILE_MIN_OP_CALLS or per_call > T.COMPILE_SMALL_OP_US:
         return [passed(SMALL_OPS, f"{co.op_calls:.0f} operator calls per step, {fmt_us(per_call)} each on average: "
                                   f"not the many small ops (from {T.COMPILE_MIN_OP_CALLS} calls under "
                                   f"{fmt_us(T.COMPILE_SMALL_OP_US)} each) that torch.compile speeds up most",
                        op_calls_per_step=round(co.op_calls, 1), op_us_per_call=round(per_call, 2))]
-    if whole < T.COMPILE_MIN_FIXED_SHARE:
-        return [passed(SMALL_OPS, f"{co.op_calls:.0f} small operator calls per step, but their dispatch and the "
-                                  f"Python between them are {whole:.0%} of the step (under "
-                                  f"{T.COMPILE_MIN_FIXED_SHARE:.0%})", compile_fixed_share=round(whole, 4))]
+    if whole < T.COMPILE_MIN_SHARE:
+        return [passed(SMALL_OPS, f"{co.op_calls:.0f} small operator calls per step, but they and the Python "
+                                  f"between them are {whole:.0%} of the step (under {T.COMPILE_MIN_SHARE:.0%})",
+                       compile_share=round(whole, 4))]
     return [fired(SMALL_OPS, [_compile_small_ops(f, co, per_call, whole, wait)])]
 
 
 def _compile_small_ops(f: Facts, co: M.CpuOverhead, per_call: float, share: float, wait: float) -> Suggestion:
     """torch.compile for a step of many small operators, in the cell's name for its model;
-    ``share``: their fixed cost's share of the whole step, ``wait``: the step's data waiting."""
-    fixed = co.python_us + co.op_calls * co.fixed_cost_us
-    low, gain, high = compile_estimate(share, wait)
+    ``share``: theirs and the Python's share of the whole step, ``wait``: the step's data waiting."""
+    small = co.python_us + co.op_us
+    low, gain, high = 1.0, amdahl(share, T.COMPILE_SPEEDUP_TYPICAL), amdahl(share, T.COMPILE_SPEEDUP_MAX)
     name = model_name(f.report.run.cell_source if f.report.run is not None else None)
     return Suggestion(
         kind="compile",
@@ -1002,18 +999,18 @@ def _compile_small_ops(f: Facts, co: M.CpuOverhead, per_call: float, share: floa
         severity=_severity(gain),
         evidence={"operator_calls_per_step": round(co.op_calls, 1), "op_us_per_call": round(per_call, 2),
                   "fixed_cost_per_call_us": round(co.fixed_cost_us, 2), "python_us_per_step": round(co.python_us, 1),
-                  "step_us": round(co.step_us, 1), "fixed_share": round(share, 4), "data_wait_share": round(wait, 4),
+                  "step_us": round(co.step_us, 1), "compile_share": round(share, 4), "data_wait_share": round(wait, 4),
                   "model": name},
         facts=(f"{co.op_calls:.0f} operator calls per step taking {fmt_us(per_call)} each on average, about "
                f"{co.fixed_cost_us:.1f} µs of it fixed cost per call ({f.step})",
-               f"dispatch and Python between the calls: {_ms(fixed / 1e3)} of a quiet step's "
+               f"these operators and the Python between them: {_ms(small / 1e3)} of a quiet step's "
                f"{_ms(co.step_us / 1e3)} without data waiting, {share:.0%} of the whole step"),
         expected_gain=estimate_words(
             low, gain, high, "step time after compiling",
-            f"compiled code halves the dispatch and Python ({share:.0%} of the step); the high end removes them and "
-            f"runs the operators' work up to {T.COMPILE_FUSION_SPEEDUP_MAX:g}× faster (fused elementwise ops), the "
-            f"low end is no gain (graph breaks, recompiles). {COMPILE_COST[0].upper()}{COMPILE_COST[1:]}, so it pays "
-            "off over many steps"),
+            f"compiled code runs these small operators and the Python between them ({share:.0%} of the step), "
+            f"mostly per-call cost, {T.COMPILE_SPEEDUP_TYPICAL:g}× faster; the high end "
+            f"{T.COMPILE_SPEEDUP_MAX:g}× (fused loops, one call), the low end no gain (graph breaks, recompiles). "
+            f"{COMPILE_COST[0].upper()}{COMPILE_COST[1:]}, so it pays off over many steps"),
         gain=gain,
         claim="estimate",
         gain_low=low,
