@@ -88,7 +88,8 @@ COMPILE_SMALL_OP_US = 100.0
 # own per-call cost (dispatch, allocation), so the estimate takes the whole of that time 2x faster
 # compiled: an inference cell of many small ops ran 2.0x faster (after a 53 s compile), 12 layers of
 # 16-wide Linear, gelu, sin ran 3.5x (IQR 2.3-4.7x, after 27 s). The high end takes it 6x faster
-# (fused loops, one call), the low end no gain (graph breaks, recompiles).
+# (fused loops, one call), the low end no gain (graph breaks, recompiles). Training steps are left
+# out: a 2-layer Transformer's training step at batch 8 (198 small operator calls) ran 0.93x compiled.
 COMPILE_MIN_SHARE = 0.50
 COMPILE_SPEEDUP_TYPICAL = 2.0
 COMPILE_SPEEDUP_MAX = 6.0
