@@ -10,11 +10,12 @@ import re
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from types import CodeType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
 from IPython.core.getipython import get_ipython
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
@@ -23,27 +24,40 @@ from .capture.session import ProfileRun
 from .errors import NbprofilerError, OptionError
 from .options import DEVICE_CHOICES, SORT_KEYS, STEP_ON_CHOICES, ProfileOptions
 
+if TYPE_CHECKING:
+    from .render.live import LiveStatus
+
 
 @magics_class
 class TorchProfileMagics(Magics):
     """Registers ``torchprofile`` as a line and cell magic."""
 
     @magic_arguments()
-    @argument("--wait", type=int, default=1, help="Steps to skip at the start of each cycle before warming up (default 1).")
-    @argument("--warmup", type=int, default=1, help="Steps traced but discarded, so start-up cost is not measured (default 1).")
+    @argument("--wait", type=int, default=1,
+              help="Steps to skip at the start of each cycle before warming up (default 1).")
+    @argument("--warmup", type=int, default=1,
+              help="Steps traced but discarded, so start-up cost is not measured (default 1).")
     @argument("--active", type=int, default=3, help="Steps recorded in each cycle (default 3).")
-    @argument("--repeat", type=int, default=1, help="Number of wait/warmup/active cycles; 0 repeats until the cell ends (default 1).")
+    @argument("--repeat", type=int, default=1,
+              help="Number of wait/warmup/active cycles; 0 repeats until the cell ends (default 1).")
     @argument("--skip-first", type=int, default=0, help="Steps to ignore before the first cycle (default 0).")
-    @argument("--step-on", default="auto", help=f"What ends a step: {'|'.join(STEP_ON_CHOICES)} (default auto: optimizer steps, else DataLoader batches; nbprofiler.step() always).")
-    @argument("-n", "--iterations", type=int, default=None, help="Run the cell body N times, each run one step (for cells with no loop).")
-    @argument("--device", default="auto", help=f"{'|'.join(DEVICE_CHOICES)}: record CUDA activity (auto: when torch.cuda.is_available()).")
+    @argument("--step-on", default="auto",
+              help=f"What ends a step: {'|'.join(STEP_ON_CHOICES)} (default auto: optimizer steps, else DataLoader "
+                   "batches; nbprofiler.step() always).")
+    @argument("-n", "--iterations", type=int, default=None,
+              help="Run the cell body N times, each run one step (for cells with no loop).")
+    @argument("--device", default="auto",
+              help=f"{'|'.join(DEVICE_CHOICES)}: record CUDA activity (auto: when torch.cuda.is_available()).")
     @argument("--no-memory", action="store_true", help="Do not record tensor allocations (slightly lower overhead).")
     @argument("--shapes", action="store_true", help="Record input shapes, and group operators by shape.")
     @argument("--stack", action="store_true", help="Record Python stacks, to attribute time to the lines of the cell.")
     @argument("--modules", action="store_true", help="Record the nn.Module hierarchy, for time per module.")
-    @argument("--trace", default=None, metavar="PATH", help="Write the Chrome trace to PATH (.json or .json.gz); opens in Perfetto.")
-    @argument("--tensorboard", default=None, metavar="DIR", help="Also write DIR in the layout of torch.profiler.tensorboard_trace_handler.")
-    @argument("-o", "--output", default=None, metavar="VAR", help="Store the Report in the variable VAR of the notebook.")
+    @argument("--trace", default=None, metavar="PATH",
+              help="Write the Chrome trace to PATH (.json or .json.gz); opens in Perfetto.")
+    @argument("--tensorboard", default=None, metavar="DIR",
+              help="Also write DIR in the layout of torch.profiler.tensorboard_trace_handler.")
+    @argument("-o", "--output", default=None, metavar="VAR",
+              help="Store the Report in the variable VAR of the notebook.")
     @argument("-q", "--quiet", action="store_true", help="Display nothing (use with -o).")
     @argument("--sort", default=None, help=f"Sort the operator table by one of: {', '.join(SORT_KEYS)}.")
     @argument("--top", type=int, default=15, help="Number of operators to show (default 15).")
@@ -111,7 +125,8 @@ class TorchProfileMagics(Magics):
         if not source.strip():
             raise UsageError("%torchprofile: give a statement to profile, or use %%torchprofile on a cell")
         if cell is not None and args.statement:
-            raise UsageError(f"%%torchprofile: unexpected arguments {' '.join(args.statement)!r}; options start with --")
+            raise UsageError(f"%%torchprofile: unexpected arguments {' '.join(args.statement)!r}; "
+                             "options start with --")
         try:
             options = ProfileOptions(
                 wait=args.wait, warmup=args.warmup, active=args.active, repeat=args.repeat,
@@ -136,9 +151,9 @@ class TorchProfileMagics(Magics):
         """
         __tracebackhide__ = True
         try:
-            cell = _compile_cell(self.shell, source)
+            cell = _compile_cell(self._ipython, source)
         except SyntaxError as exc:
-            self.shell.showsyntaxerror(exc.filename)  # as IPython shows a cell's: the line and a caret
+            self._ipython.showsyntaxerror(exc.filename)  # as IPython shows a cell's: the line and a caret
             raise UsageError("%%torchprofile: the cell has a syntax error (shown above), so it did not run") from None
         profiled = self._profile(cell, options, output)
         if not cell.awaits:
@@ -146,14 +161,17 @@ class TorchProfileMagics(Magics):
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # no loop runs in this thread: run it as IPython runs an awaiting cell
-            return self.shell.loop_runner(profiled)
+            return self._ipython.loop_runner(profiled)
         return profiled
 
     async def _profile(self, cell: "_Cell", options: ProfileOptions, output: str | None) -> Any:
+        """Run ``cell`` under a run, finish the run whatever happened, then show the report and
+        re-raise the cell's exception. Every moment after the run may have started is inside a
+        ``try`` that finishes it, so a Ctrl-C anywhere leaves nothing installed."""
         __tracebackhide__ = True
-        namespace = self.shell.user_ns
         from .render.live import LiveStatus
 
+        namespace = self._ipython.user_ns
         status = LiveStatus(enabled=not options.quiet)
         try:
             run = ProfileRun(options, namespace=namespace, cell_source=cell.source, cell_filename=cell.filename,
@@ -162,40 +180,60 @@ class TorchProfileMagics(Magics):
             raise UsageError(f"%%torchprofile: {exc}") from None
         failure: BaseException | None = None
         value: Any = None
-        # The start is in the same ``try`` as the cell: a Ctrl-C just after the profiler started
-        # (before the cell's first line) is the cell's interrupt, and the run is finished below.
         try:
-            status.start(run)
-            run.__enter__()
-            for _ in range(options.iterations or 1):
-                value = await cell.run(namespace)
-                if options.iterations:
-                    run.on_boundary("iterations")
+            value = await _run_started(run, status, cell, namespace, options.iterations)
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after the report is shown
             failure = exc
-        if not run.in_progress:  # it never started (refused, or undone by a Ctrl-C in the start)
-            status.close()
-            if isinstance(failure, NbprofilerError):
-                raise UsageError(f"%%torchprofile: {failure}") from None
-            assert failure is not None
-            raise failure
         try:
             try:
-                run.finish(failure)
+                if run.in_progress:  # else it never started (refused, or undone by a Ctrl-C in the start)
+                    run.finish(failure)
             except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the final export: show the report, then raise
                 failure = failure or exc
-                if run.report is None:  # it came before finish could hold it: finish once more, for the report
+                if run.report is None and run.in_progress:  # it came before finish could hold it: once more
                     run.finish(failure)
         finally:
             status.close()
-        report = run.report
-        if output is not None and report is not None:
-            namespace[output] = report
-        if not options.quiet and report is not None:
-            status.show(report)  # the status line turns into the report
+        if run.report is None:
+            raise _not_started(failure)
+        if output is not None:
+            namespace[output] = run.report
+        if not options.quiet:
+            status.show(run.report)  # the status line turns into the report
         if failure is not None:
             raise failure.with_traceback(_from_cell(failure.__traceback__, cell.filename))
         return value
+
+    @property
+    def _ipython(self) -> InteractiveShell:
+        """The shell the magic is registered with (``Magics.shell`` is None only before that)."""
+        assert self.shell is not None
+        return self.shell
+
+
+def _not_started(failure: BaseException | None) -> BaseException:
+    """What a run that never started raises: its refusal as a one-line UsageError, or what
+    stopped the start (a Ctrl-C)."""
+    if isinstance(failure, NbprofilerError):
+        return UsageError(f"%%torchprofile: {failure}")
+    assert failure is not None, "a run that never started has the reason it did not"
+    return failure
+
+
+async def _run_started(run: ProfileRun, status: "LiveStatus", cell: "_Cell", namespace: dict[str, Any],
+                       iterations: int | None) -> Any:
+    """Start ``run`` and run the cell (``iterations`` times, each a step); the last value.
+    The start is in the caller's ``try`` with the cell: a Ctrl-C just after the profiler
+    started is the cell's interrupt, and the caller finishes the run."""
+    __tracebackhide__ = True
+    status.start(run)
+    run.__enter__()
+    value = None
+    for _ in range(iterations or 1):
+        value = await cell.run(namespace)
+        if iterations:
+            run.on_boundary("iterations")
+    return value
 
 
 @dataclass(frozen=True)
@@ -316,9 +354,11 @@ def _awaiting_form(lines: list[str]) -> list[str]:
     out = []
     for text in lines:
         line = re.match(r"%torchprofile[ \t](.*[^\\\s])\s*$", text)
-        awaits = line is not None and _profiles_an_await(
-            shell, *_split_statement(line.group(1), TorchProfileMagics.torchprofile.parser))
-        out.append(f"await get_ipython().run_line_magic('torchprofile', {line.group(1)!r})\n" if awaits else text)
+        if line is not None and _profiles_an_await(
+                shell, *_split_statement(line.group(1), TorchProfileMagics.torchprofile.parser)):
+            out.append(f"await get_ipython().run_line_magic('torchprofile', {line.group(1)!r})\n")
+        else:
+            out.append(text)
     return out
 
 

@@ -83,7 +83,7 @@ def test_a_traces_workers_are_those_its_machine_allows(traces, monkeypatch, core
 def test_a_traces_suggestion_does_not_depend_on_this_machines_cores(monkeypatch):
     """Loaded on a 2-core and a 16-core notebook machine, the V100 trace gets the same advice."""
     def advice(cores: int) -> Suggestion:
-        monkeypatch.setattr("nbprofiler.advice.machine.process_cpus", lambda: cores)
+        monkeypatch.setattr("nbprofiler.machine.process_cpus", lambda: cores)
         monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cores)))
         monkeypatch.setattr("os.cpu_count", lambda: cores)
         return only(nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz")).suggestions,

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from nbprofiler.advice import machine
-from nbprofiler.advice.machine import cgroup_cpu_quota, usable_cpus
+from nbprofiler import machine
+from nbprofiler.machine import cgroup_cpu_quota, usable_cpus
 
 
 @pytest.fixture()

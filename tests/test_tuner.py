@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from nbprofiler.advice import machine
+from nbprofiler import machine
 from nbprofiler.measure import tuner
 from nbprofiler.measure.tuner import default_candidates, plot_throughput, tune_dataloader
 

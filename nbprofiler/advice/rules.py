@@ -35,7 +35,7 @@ from . import thresholds as T
 from .compile_code import COMPILE_COST, compile_code, model_name
 from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
-from .machine import local_world_size
+from ..machine import local_world_size
 from .suggestion import (NOTHING_TO_IMPROVE, Severity, Suggestion, Verdict, amdahl, estimate_words, fired, not_run,
                          passed)
 

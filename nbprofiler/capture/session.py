@@ -21,23 +21,21 @@ import time
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any, Iterator
 
-import pandas as pd
 import psutil
 import torch
 from torch.profiler import ProfilerActivity
 
-from ..advice.machine import process_cpus
 from ..errors import NestedProfileError, OptionError
+from ..machine import process_cpus
 from ..options import ProfileOptions
+from ..records import LoaderRecord, RunRecord
 from ..trace.table import DeviceInfo
 from ..trace.writers import write_tensorboard, write_trace
 from .hooks import StepHooks
-from ..records import RunRecord
 from .lines import LineRecorder
 from .loaders import name_in
 from .names import restore_names
@@ -351,7 +349,8 @@ class ProfileRun:
             wall_s=time.perf_counter() - self._t_start,
         )
         if self.lines is not None and self.lines.skipped:
-            record.notes.append("another trace function (a debugger or coverage tool) was active, so the time per cell line was not recorded")
+            record.notes.append("another trace function (a debugger or coverage tool) was active, so the time per "
+                                "cell line was not recorded")
         if self._other_thread_steps:
             record.notes.append(
                 f"{self._other_thread_steps} step(s) ended in another thread and were not profiled: torch.profiler "
@@ -491,7 +490,8 @@ atexit.register(_turn_off_left_profiler)
 def _use_cuda(choice: str) -> bool:
     if choice == "cuda":
         if not torch.cuda.is_available():
-            raise OptionError("--device", "cuda was asked for, but torch.cuda.is_available() is False; use --device cpu")
+            raise OptionError("--device",
+                              "cuda was asked for, but torch.cuda.is_available() is False; use --device cpu")
         return True
     return choice == "auto" and torch.cuda.is_available()
 
@@ -547,7 +547,8 @@ def profile(options: ProfileOptions | None = None, **kwargs: Any) -> Iterator[Pr
     opts = (options or ProfileOptions()).replace(**kwargs) if kwargs else (options or ProfileOptions())
     if opts.iterations is not None:
         raise OptionError("iterations", "a with block runs once, so it cannot be repeated: call nbprofiler.step() "
-                                        "at the end of each iteration of your loop, or use %%torchprofile -n N in a cell")
+                                        "at the end of each iteration of your loop, or use %%torchprofile -n N "
+                                        "in a cell")
     run = ProfileRun(opts)
     run._owner = sys._getframe(2)  # the frame with the `with` statement (1 is contextlib's __enter__)
     with run:

@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from ..advice import thresholds as T
 from ..advice.loader_code import args_from_loader, dataloader_call
-from ..advice.machine import usable_cpus
+from ..machine import usable_cpus
 from .feedback import Progress, in_kernel, show_figure
 from .rounds import quartiles, ratio_spread, reliably_faster, rotated
 from .state import Restorable, states_restored
