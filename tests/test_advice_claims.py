@@ -14,8 +14,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import nbprofiler
 from conftest import TRACE_FILES, shared_trace
+from workloads import train_epoch
 from nbprofiler.advice import thresholds as T
-from nbprofiler.advice.compile_code import compile_code, model_name
+from nbprofiler.advice.cell_names import compile_code, model_name
 from nbprofiler.advice.rules import verdicts
 from nbprofiler.advice.suggestion import Suggestion
 from nbprofiler.capture.session import ProfileRun
@@ -46,11 +47,7 @@ def assert_claim_is_sound(s: Suggestion) -> None:
 def _train(loader: DataLoader, model: nn.Module, namespace: dict, **options) -> Report:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with ProfileRun(ProfileOptions(**options), namespace=namespace) as run:
-        for x, y in loader:
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        train_epoch(loader, model, opt)
     return run.report
 
 

@@ -32,7 +32,7 @@ from ..records import LoaderRecord
 from ..format import fmt_bytes, fmt_us
 from . import measures as M
 from . import thresholds as T
-from .compile_code import COMPILE_COST, compile_code, model_name
+from .cell_names import COMPILE_COST, compile_code, model_name
 from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
 from ..machine import local_world_size

@@ -1,12 +1,21 @@
-"""The ``torch.compile`` line a suggestion gives, in the cell's own name for its model.
+"""The cell's own names for what a suggestion's code touches: its model, loss, optimizer and loop.
 
-A run records the cell's source, not which of its names is the ``nn.Module``, so
-the model is read from how the cell uses it: a name whose ``.parameters()``,
-``.eval()`` or ``.train()`` the cell calls is a module; otherwise the name the
-cell calls on its data, innermost first (``loss_fn(model(x), y)`` calls ``model``
-on ``x``, and ``loss_fn`` on what ``model`` returned). Without a cell, or with no
-such name, the code uses ``model`` behind a guard, so that pasting it never
-raises NameError.
+A suggestion's code is pasted into the cell, so it must use the cell's names:
+``loss_fn(model(x), y)`` raises NameError in a cell whose loss is
+``F.cross_entropy(net(x), y)``. A run records the cell's source, not which of
+its names is what, so each is read from how the cell uses it:
+
+* the model: a name whose ``.parameters()``, ``.eval()`` or ``.train()`` the
+  cell calls is a module; otherwise the name the cell calls on its data,
+  innermost first (``loss_fn(model(x), y)`` calls ``model`` on ``x``, and
+  ``loss_fn`` on what ``model`` returned);
+* the loss: the name whose ``.backward()`` the cell calls, and the statements
+  of its block that compute it (the forward pass, which autocast wraps);
+* the optimizer: the name whose ``.step()`` and ``.zero_grad()`` the cell calls;
+* the loop: the innermost ``for`` around the backward call (its iterable is the loader).
+
+Without a cell, or where it does not show a name, the code uses a generic name
+behind a guard, or says the edit in comments, so that pasting it never raises NameError.
 """
 from __future__ import annotations
 
