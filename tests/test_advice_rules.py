@@ -21,6 +21,7 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSample
 
 import nbprofiler
 from conftest import TRACE_FILES, shared_trace
+from workloads import SlowDataset
 from nbprofiler.advice import measures
 from nbprofiler.advice import thresholds as T
 from nbprofiler.advice.loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
@@ -418,22 +419,6 @@ def test_prefetch_factor_only_for_bursty_waiting_below_the_suggested_depth(waits
 
 
 # -- live CPU runs ----------------------------------------------------------------------------------------
-class SlowDataset(Dataset):
-    """Each sample takes ``delay`` seconds to produce, like a slow decode or transform."""
-
-    def __init__(self, n: int, delay: float) -> None:
-        self.n, self.delay = n, delay
-        self.data = torch.randn(n, 32)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int):
-        if self.delay:
-            time.sleep(self.delay)
-        return self.data[i], i % 4
-
-
 def _train(namespace: dict, model: nn.Module, epochs: int = 1, hold: bool = False, **options) -> Report:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     kept = []

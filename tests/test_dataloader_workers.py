@@ -9,13 +9,11 @@ are pinned on run records with fixed step figures, which no machine load can mov
 """
 from __future__ import annotations
 
-import time
 
 import pandas as pd
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 from nbprofiler.advice import thresholds as T
@@ -25,23 +23,9 @@ from nbprofiler.options import ProfileOptions
 from nbprofiler.records import LoaderRecord, RunRecord
 from nbprofiler.report import Report
 from nbprofiler.trace.table import DeviceInfo
+from workloads import SlowDataset, train_epoch
 
 CPU = DeviceInfo(index=-1, name="CPU", kind="cpu", total_memory_bytes=16 * 2**30)
-
-
-class SleepyDataset(Dataset):
-    """Each sample sleeps ``delay`` seconds, like a read from slow storage."""
-
-    def __init__(self, n: int, delay: float) -> None:
-        self.n, self.delay = n, delay
-        self.data = torch.randn(n, 32)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int):
-        time.sleep(self.delay)
-        return self.data[i], i % 4
 
 
 def _train(loader: DataLoader, dataset: Dataset) -> Report:
@@ -49,11 +33,7 @@ def _train(loader: DataLoader, dataset: Dataset) -> Report:
     model = nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with ProfileRun(ProfileOptions(), namespace={"train_ds": dataset, "train_loader": loader}) as run:
-        for x, y in loader:
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        train_epoch(loader, model, opt)
     return run.report
 
 
@@ -69,7 +49,7 @@ def test_workers_take_the_cores_compute_leaves(monkeypatch, one_torch_thread, co
     8 workers, so the small machines give all the cores the one compute thread leaves, and 16
     cores at least 8 (how many more depends on the measured compute); never a thread split."""
     monkeypatch.setattr("nbprofiler.capture.session.process_cpus", lambda: cores)
-    ds = SleepyDataset(16 * 6, delay=0.002)
+    ds = SlowDataset(16 * 6, delay=0.002)
     report = _train(DataLoader(ds, batch_size=16), ds)
     assert (report.run.cpu_count, report.run.intra_op_threads) == (cores, 1)
     s = _only(report.suggestions, "dataloader")
@@ -119,7 +99,7 @@ def test_workers_on_compute_cores_come_with_the_thread_split_and_an_estimate():
     assert s.gain_range == pytest.approx((120 / (100 * 16 / 15), 1.2))
     assert "(estimate, 1.12–1.20×)" in s.expected_gain and "instead of 16" in s.expected_gain
     assert "compete for 16 core(s)" in s.detail
-    namespace = {"DataLoader": DataLoader, "train_ds": SleepyDataset(4, 0.0)}
+    namespace = {"DataLoader": DataLoader, "train_ds": SlowDataset(4, 0.0)}
     exec(s.code, namespace)
     assert namespace["train_loader"].num_workers == 1
 
@@ -144,7 +124,7 @@ def test_spare_cores_need_no_split():
 def test_a_loader_slow_per_sample_comes_first_and_the_batch_rule_stays_quiet(one_torch_thread):
     """3 ms a sample, batch 8, a tiny model: the step's compute is mostly fixed cost, but the
     step is ~90% waiting that grows with the batch, so a larger batch gains nothing."""
-    ds = SleepyDataset(8 * 24, delay=0.003)
+    ds = SlowDataset(8 * 24, delay=0.003)
     report = _train(DataLoader(ds, batch_size=8, shuffle=True), ds)
     found = report.suggestions
     assert found[0].kind == "dataloader" and "batch_size" not in [s.kind for s in found]

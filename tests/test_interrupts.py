@@ -60,6 +60,19 @@ def ctrl_c_before(original: Callable[..., Any], when: Callable[..., bool] = alwa
     return wrapper
 
 
+def ctrl_c_after(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``original``, with Ctrl-C pressed as its first call returns (its value returned)."""
+    pressed = []
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        value = original(*args, **kwargs)
+        if not pressed:
+            pressed.append(True)
+            ctrl_c()
+        return value
+    return wrapper
+
+
 @pytest.fixture(autouse=True)
 def python_ctrl_c_handler():
     """Python's own SIGINT handler, as in a kernel, also where pytest was started with
@@ -173,14 +186,7 @@ def test_ctrl_c_as_the_run_cleans_up(shell, monkeypatch, owner, name, when):
 def test_ctrl_c_after_the_stop_still_gets_the_report(shell, monkeypatch):
     """Pressed once the profiler is stopped and the hooks are gone, before the report is
     built: the report of the whole run is still built and kept, then the interrupt comes."""
-    release = ProfileRun._release
-
-    def release_then_ctrl_c(self: ProfileRun) -> BaseException | None:
-        interrupt = release(self)
-        ctrl_c()
-        return interrupt
-
-    monkeypatch.setattr(ProfileRun, "_release", release_then_ctrl_c)
+    monkeypatch.setattr(ProfileRun, "_release", ctrl_c_after(ProfileRun._release))
     error, run = run_counting_cell(shell)
     monkeypatch.undo()
     assert isinstance(error, KeyboardInterrupt)
@@ -191,13 +197,7 @@ def test_ctrl_c_after_the_stop_still_gets_the_report(shell, monkeypatch):
 def test_ctrl_c_as_the_run_starts(shell, monkeypatch):
     """Pressed while the run starts (the last thing before ``__enter__`` returns): the
     start is undone, so no cell is left refused as nested and no hook stays."""
-    start = ProfileRun._start
-
-    def start_then_ctrl_c(self: ProfileRun) -> None:
-        start(self)
-        ctrl_c()
-
-    monkeypatch.setattr(ProfileRun, "_start", start_then_ctrl_c)
+    monkeypatch.setattr(ProfileRun, "_start", ctrl_c_after(ProfileRun._start))
     error, _ = run_counting_cell(shell)
     monkeypatch.undo()
     assert isinstance(error, KeyboardInterrupt) and shell.user_ns["done"] == 0
@@ -208,14 +208,7 @@ def test_ctrl_c_just_after_the_run_started_is_the_cells_interrupt(shell, monkeyp
     """Pressed after ``__enter__`` returned, before the cell's first line: the run has
     started, so the magic finishes it (a report of no steps) and nothing stays installed
     for the next cell to find."""
-    enter = ProfileRun.__enter__
-
-    def enter_then_ctrl_c(self: ProfileRun) -> ProfileRun:
-        entered = enter(self)
-        ctrl_c()
-        return entered
-
-    monkeypatch.setattr(ProfileRun, "__enter__", enter_then_ctrl_c)
+    monkeypatch.setattr(ProfileRun, "__enter__", ctrl_c_after(ProfileRun.__enter__))
     error, run = run_counting_cell(shell)
     monkeypatch.undo()
     assert isinstance(error, KeyboardInterrupt) and shell.user_ns["done"] == 0
