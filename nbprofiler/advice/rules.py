@@ -32,9 +32,10 @@ from ..records import LoaderRecord
 from ..format import fmt_bytes, fmt_us
 from . import measures as M
 from . import thresholds as T
-from .cell_names import COMPILE_COST, compile_code, model_name
+from .cell_names import COMPILE_COST, TrainingStep, compile_code, model_code, model_name, training_step
 from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
+from .step_code import accumulation_code, autocast_code, replaced_lines
 from ..machine import local_world_size
 from .suggestion import (NOTHING_TO_IMPROVE, Severity, Suggestion, Verdict, amdahl, estimate_words, fired, not_run,
                          passed)
@@ -104,6 +105,11 @@ class Facts:
     @cached_property
     def h2d(self) -> M.H2DCopies | None:
         return M.h2d_copies(self.report)
+
+    @cached_property
+    def training_step(self) -> TrainingStep | None:
+        """The cell's training step, for code in its own names; None for trace files (no cell)."""
+        return training_step(self.report.run.cell_source if self.report.run is not None else None)
 
     @cached_property
     def main_loader(self) -> LoaderRecord | None:
@@ -530,20 +536,13 @@ def _accumulation(f: Facts, mem: M.DeviceMemory) -> Suggestion:
     record = f.main_loader
     batch = record.batch_size if record is not None else None
     half = batch // 2 if batch and batch >= 2 else None
-    loader = dataloader_call(args_from_record(record), {"batch_size": half}) + "\n" if record and half else ""
-    loader_name = record.name if record is not None and record.name else "loader"
-    code = (
-        f"{loader}accumulation = 2  # micro-batches per optimizer step: the same effective batch\n"
-        f"for i, (x, y) in enumerate({loader_name}):\n"
-        "    loss = loss_fn(model(x), y) / accumulation\n"
-        "    loss.backward()\n"
-        "    if (i + 1) % accumulation == 0:\n"
-        "        optimizer.step()\n"
-        "        optimizer.zero_grad(set_to_none=True)\n"
-        "# or keep the batch and recompute activations in backward instead of storing them:\n"
-        "# from torch.utils.checkpoint import checkpoint\n"
-        "# out = checkpoint(block, x, use_reentrant=False)"
-    )
+    loader = (record.name or "", dataloader_call(args_from_record(record), {"batch_size": half},
+                                                 preamble="from torch.utils.data import DataLoader")) \
+        if record and half else None
+    code, lines = accumulation_code(f.training_step, loader, 2)
+    code += ("\n# or keep the batch and recompute activations in backward instead of storing them:\n"
+             "# from torch.utils.checkpoint import checkpoint\n"
+             "# out = checkpoint(block, x, use_reentrant=False)")
     saved = mem.activations / 2
     return Suggestion(
         kind="memory_near_limit",
@@ -551,7 +550,7 @@ def _accumulation(f: Facts, mem: M.DeviceMemory) -> Suggestion:
         severity="high" if mem.peak_share >= T.MEMORY_CRITICAL_SHARE else "medium",
         evidence={"peak_bytes": mem.peak, "device_memory_bytes": mem.total, "peak_share": round(mem.peak_share, 4),
                   "activation_bytes_per_step": mem.activations, "reserved_peak_bytes": mem.reserved_peak,
-                  "batch_size": batch},
+                  "batch_size": batch, **lines},
         facts=(f"peak memory {fmt_bytes(mem.peak)}: {mem.peak_share:.0%} of the device's {fmt_bytes(mem.total)}",
                f"{fmt_bytes(mem.activations)} of activations and temporaries within a step, on top of "
                f"{fmt_bytes(mem.static)} held between steps",
@@ -560,7 +559,7 @@ def _accumulation(f: Facts, mem: M.DeviceMemory) -> Suggestion:
                        f"of the {fmt_bytes(mem.activations)} of activations, for the same effective batch"),
         gain=1.0,
         code=code,
-        detail="a longer sequence or a larger batch than the profiled ones would not fit",
+        detail="a longer sequence or a larger batch than the profiled ones would not fit" + replaced_lines(lines),
     )
 
 
@@ -716,29 +715,10 @@ def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime,
     rest = max(dt.utilization - eligible, 0.0)
     peak = T.TENSOR_CORE_SPEEDUP_MAX if bf16 else T.TENSOR_CORE_SPEEDUP_MAX_BEFORE_BF16
     high = 1.0 / max(1.0 - eligible * (1.0 - 1.0 / peak) - rest * (1.0 - 1.0 / T.HALF_PRECISION_MEMORY_SPEEDUP), 1e-9)
-    loader = f.main_loader.name if f.main_loader is not None and f.main_loader.name else "train_loader"
+    code, lines = autocast_code(f.training_step, "bfloat16" if bf16 else "float16")
     if bf16:
-        code = (
-            f"for x, y in {loader}:\n"
-            "    with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16):\n"
-            "        loss = loss_fn(model(x), y)\n"
-            "    optimizer.zero_grad(set_to_none=True)\n"
-            "    loss.backward()  # bf16 keeps fp32's range: no gradient scaling needed\n"
-            "    optimizer.step()\n"
-            "# or, without autocast: TF32 tensor cores for fp32 matmuls\n"
-            "# torch.set_float32_matmul_precision(\"high\")"
-        )
-    else:
-        code = (
-            "scaler = torch.amp.GradScaler(\"cuda\")  # fp16 needs loss scaling against underflow\n"
-            f"for x, y in {loader}:\n"
-            "    with torch.autocast(device_type=\"cuda\", dtype=torch.float16):\n"
-            "        loss = loss_fn(model(x), y)\n"
-            "    optimizer.zero_grad(set_to_none=True)\n"
-            "    scaler.scale(loss).backward()\n"
-            "    scaler.step(optimizer)\n"
-            "    scaler.update()"
-        )
+        code += ("\n# or, without autocast: TF32 tensor cores for fp32 matmuls\n"
+                 "# torch.set_float32_matmul_precision(\"high\")")
     dtype = "bf16" if bf16 else "fp16"
     return Suggestion(
         kind="amp",
@@ -746,7 +726,7 @@ def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime,
         severity=_severity(gain),
         evidence={"compute_capability": f"{cc[0]}.{cc[1]}", "tensor_core_share": round(mix.tensor_core_share, 4),
                   "eligible_kernel_share": round(mix.eligible_share, 4), "eligible_step_share": round(eligible, 4),
-                  "gpu_utilization": round(dt.utilization, 4)},
+                  "gpu_utilization": round(dt.utilization, 4), **lines},
         facts=(f"compute capability {cc[0]}.{cc[1]}: tensor cores" + (" and bf16" if bf16 else ""),
                f"tensor-core kernels: {mix.tensor_core_share:.1%} of kernel time",
                f"matmul/conv kernels: {mix.eligible_share:.0%} of kernel time, {eligible:.0%} of the step ({f.step})",
@@ -764,7 +744,8 @@ def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime,
         gain_high=high,
         code=code,
         detail=(f"{mix.eligible_share:.0%} of kernel time comes from matmul/conv operators, all on the fp32 units; "
-                f"compute capability {cc[0]}.{cc[1]} has tensor cores" + (" and bf16" if bf16 else "")),
+                f"compute capability {cc[0]}.{cc[1]} has tensor cores" + (" and bf16" if bf16 else "")
+                + replaced_lines(lines)),
     )
 
 
@@ -1040,7 +1021,7 @@ def conv_rule(f: Facts) -> list[Verdict]:
 
 def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str, name: str | None) -> Suggestion:
     """cudnn.benchmark and channels_last, estimated from the conv kernels and layout conversions;
-    ``name``: the cell's name for its model (``model`` when the cell does not show it)."""
+    ``name``: the cell's name for its model (a guarded ``model`` when the cell does not show it)."""
     transpose = mix.layout_transpose_share * dt.utilization
 
     def at(speedup: float) -> float:
@@ -1048,8 +1029,8 @@ def _cudnn_settings(mix: M.KernelMix, dt: M.DeviceTime, conv: float, step: str, 
     gain, high = at(T.CONV_TUNING_SPEEDUP_TYPICAL), at(T.CONV_TUNING_SPEEDUP_MAX)
     code = ("torch.backends.cudnn.benchmark = True  "
             "# fixed input shapes: cuDNN tries its algorithms once, keeps the best\n"
-            f"{name or 'model'} = {name or 'model'}.to(memory_format=torch.channels_last)  "
-            "# NHWC, the tensor cores' native layout\n"
+            + model_code(name, "{}.to(memory_format=torch.channels_last)", "NHWC, the tensor cores' native layout")
+            + "\n"
             "# and in the loop, each input batch x:\n"
             "# x = x.contiguous(memory_format=torch.channels_last)")
     return Suggestion(
