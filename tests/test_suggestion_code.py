@@ -178,6 +178,19 @@ def test_accumulation_edits_the_cells_loop(traces):
     assert ns["batches"] == 2 * 2 * BATCHES and ns["steps"] == 2 * BATCHES  # one step per 2 micro-batches
 
 
+@pytest.mark.parametrize("header, counter", [
+    ("for step, (xb, yb) in enumerate(train_dl):", "step"),  # the cell's own counter
+    ("for step, (xb, yb) in enumerate(train_dl, 1):", "i"),  # counting from 1: a counter of its own
+])
+def test_accumulation_counts_with_the_loops_counter(header, counter):
+    cell = CELL.replace("for xb, yb in train_dl:", header)
+    loader = ("train_dl", "from torch.utils.data import DataLoader\ntrain_dl = DataLoader(train_ds, batch_size=4)")
+    code, lines = accumulation_code(training_step(cell), loader, 2)
+    assert f"        if ({counter} + 1) % accumulation == 0:" in code.splitlines()
+    ns = run_cell(paste(cell, code, lines)[1])
+    assert ns["batches"] == 2 * 2 * BATCHES and ns["steps"] == 2 * BATCHES
+
+
 def test_conv_code_uses_the_cells_model(traces, monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
     s = only(_v100(traces, (7, 0), CELL), "conv")

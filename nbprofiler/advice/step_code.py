@@ -79,6 +79,7 @@ def _counter(step: TrainingStep, loop: ast.For) -> tuple[str, str | None]:
     """The loop's batch counter, and its new header where the loop does not count already."""
     it, target = loop.iter, loop.target
     if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate"
+            and len(it.args) == 1 and not it.keywords  # counting from 0, as the edit's modulo does
             and isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name)):
         return target.elts[0].id, None
     counter = "i" if "i" not in step.names else "micro_step"
