@@ -191,9 +191,13 @@ def ip():
 
 @pytest.fixture()
 def shell(ip):
-    """The shell with a fresh small model, optimizer and DataLoader in its namespace."""
+    """The shell with a fresh small model, optimizer and DataLoader in its namespace, and ``_``
+    the last output again: an earlier test's ``for _ in ...`` would make IPython treat ``_`` as
+    the user's own variable, which it then never updates with a cell's output."""
     result = ip.run_cell(SETUP_CELL)
     result.raise_error()
+    for unders in ("_", "__", "___"):
+        ip.user_ns[unders] = getattr(ip.displayhook, unders)
     return ip
 
 
