@@ -55,6 +55,17 @@ class LoaderRecord:
     iterations_started: int = 0
     batches: int = 0
     wait_ms_by_step: dict[int, float] = field(default_factory=dict)
+    # CPU time the loop's thread used while it waited for batches: near the wait itself when
+    # it loaded them (num_workers=0) by computing, near zero when loading waited on I/O.
+    # None: not measured (a report saved before it was).
+    wait_cpu_ms: float | None = None
+
+    @property
+    def wait_cpu_share(self) -> float | None:
+        """The share of the loop's data waiting that its thread spent computing (None: it never
+        waited). Low means the loading sleeps on I/O, which workers overlap without cores."""
+        wall = sum(self.wait_ms_by_step.values())
+        return min(self.wait_cpu_ms / wall, 1.0) if wall > 0 and self.wait_cpu_ms is not None else None
 
     @classmethod
     def of(cls, loader: Any) -> "LoaderRecord":

@@ -381,6 +381,7 @@ def _cpu_loader(wait_ms: float, n: int = 12) -> LoaderRecord:
     record = _loader_record(64)
     record.num_workers, record.pin_memory, record.persistent_workers, record.prefetch_factor = 0, False, False, None
     record.wait_ms_by_step = {i: wait_ms for i in range(n)}
+    record.wait_cpu_ms = wait_ms * n  # the loop's thread computed all the time it loaded
     return record
 
 
@@ -443,7 +444,7 @@ def _mlp(width: int, inputs: int = 32) -> nn.Module:
 
 
 def test_slow_loader_gets_a_dataloader_suggestion_with_the_users_names(one_torch_thread):
-    ds = SlowDataset(16 * 10, delay=0.002)
+    ds = SlowDataset(16 * 10, delay=0.002, compute=True)
     ns = {"train_ds": ds, "train_loader": DataLoader(ds, batch_size=16, shuffle=True)}
     report = _train(ns, _mlp(256))
     s = only(report.suggestions, "dataloader")
@@ -463,7 +464,7 @@ def test_slow_loader_gets_a_dataloader_suggestion_with_the_users_names(one_torch
 
 def test_local_ranks_share_the_cpus(monkeypatch, one_torch_thread):
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
-    ds = SlowDataset(16 * 8, delay=0.002)
+    ds = SlowDataset(16 * 8, delay=0.002, compute=True)
     report = _train({"train_ds": ds, "train_loader": DataLoader(ds, batch_size=16)}, _mlp(128))
     s = only(report.suggestions, "dataloader")
     assert s.evidence["local_ranks"] == 2

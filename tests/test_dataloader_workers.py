@@ -43,22 +43,46 @@ def _only(found, kind: str):
     return matches[0]
 
 
+def _bound_with(s, workers: int) -> float:
+    """The step speed-up if ``workers`` each load a step's batches as fast as the loop did (the
+    wait) while compute keeps its speed, from the suggestion's own evidence: the loop then waits
+    only for what the workers cannot overlap with compute."""
+    step, wait, compute = s.evidence["step_ms"], s.evidence["wait_ms_per_step"], s.evidence["compute_ms_per_step"]
+    left = max(wait / workers - compute, 0.0)
+    return min(step / (compute + left), 1 / (1 - wait / step))
+
+
 @pytest.mark.parametrize("cores, fewest", [(2, 1), (4, 3), (16, 8)])
 def test_workers_take_the_cores_compute_leaves(monkeypatch, one_torch_thread, cores, fewest):
-    """2 ms a sample, 16 a batch: 32 ms of loading against a few ms of compute needs more than
-    8 workers, so the small machines give all the cores the one compute thread leaves, and 16
-    cores at least 8 (how many more depends on the measured compute); never a thread split."""
+    """2 ms of CPU work a sample, 16 a batch: 32 ms of loading against a few ms of compute needs
+    more than 8 workers, so the small machines give all the cores the one compute thread leaves,
+    and 16 cores at least 8 (how many more depends on the measured compute); never a thread split.
+    The claim is what those workers can do at most, not all the waiting gone."""
     monkeypatch.setattr("nbprofiler.capture.session.process_cpus", lambda: cores)
-    ds = SlowDataset(16 * 6, delay=0.002)
+    ds = SlowDataset(16 * 6, delay=0.002, compute=True)
     report = _train(DataLoader(ds, batch_size=16), ds)
     assert (report.run.cpu_count, report.run.intra_op_threads) == (cores, 1)
     s = _only(report.suggestions, "dataloader")
     workers = int(s.code.split("num_workers=")[1].split(",")[0])
     assert fewest <= workers <= cores - 1 and "# changed: was 0" in s.code
-    assert "set_num_threads" not in s.code
-    share = s.evidence["wait_ms_per_step"] / s.evidence["step_ms"]
-    assert s.claim == "at_most" and s.gain == pytest.approx(1 / (1 - share), rel=1e-3)  # all the wait gone
+    assert "set_num_threads" not in s.code and "waits on I/O" not in " ".join(s.facts)
+    assert s.evidence["loading_cpu_share"] > T.IO_BOUND_CPU_SHARE
+    assert s.claim == "at_most" and s.gain == pytest.approx(_bound_with(s, workers), rel=1e-3)
     assert (s.evidence["usable_cpus"], s.evidence["compute_threads"]) == (cores, 1)
+
+
+def test_a_loader_that_waits_on_io_gets_more_workers_than_cores(monkeypatch, one_torch_thread):
+    """2 ms asleep a sample (a read from slow storage): the loop's thread hardly computes while
+    it waits, so workers, which mostly sleep too, are not limited to the one spare core of a
+    2-core machine; the claim is what that many workers can do at most."""
+    monkeypatch.setattr("nbprofiler.capture.session.process_cpus", lambda: 2)
+    ds = SlowDataset(16 * 6, delay=0.002)
+    report = _train(DataLoader(ds, batch_size=16), ds)
+    s = _only(report.suggestions, "dataloader")
+    workers = int(s.code.split("num_workers=")[1].split(",")[0])
+    assert 1 < workers <= T.IO_MAX_WORKERS and s.evidence["loading_cpu_share"] < T.IO_BOUND_CPU_SHARE
+    assert any("the loading waits on I/O" in fact for fact in s.facts)
+    assert s.claim == "at_most" and s.gain == pytest.approx(_bound_with(s, workers), rel=1e-3)
 
 
 # -- workers against compute threads: fixed step figures --------------------------------------------

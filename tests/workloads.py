@@ -12,18 +12,22 @@ from torch.utils.data import Dataset
 
 
 class SlowDataset(Dataset):
-    """Each sample takes ``delay`` seconds to produce, like a read from slow storage or a decode;
-    32 random features and one of 4 classes."""
+    """Each sample takes ``delay`` seconds to produce: asleep, like a read from slow storage,
+    or with ``compute`` busy on the CPU, like a decode; 32 random features and one of 4 classes."""
 
-    def __init__(self, n: int, delay: float) -> None:
-        self.n, self.delay = n, delay
+    def __init__(self, n: int, delay: float, compute: bool = False) -> None:
+        self.n, self.delay, self.compute = n, delay, compute
         self.data = torch.randn(n, 32)
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        if self.delay:
+        if self.compute:
+            end = time.thread_time() + self.delay  # CPU time: a busy machine stretches it, never shortens it
+            while time.thread_time() < end:
+                pass
+        elif self.delay:
             time.sleep(self.delay)
         return self.data[i], i % 4
 

@@ -110,6 +110,7 @@ class LoaderPlan:
     up to ``trace_workers``); ``contended`` says more workers would help but only on
     cores compute needs, with no split that wins even if compute slows with its threads,
     ``prefetch`` (median and mean steady wait, when waiting is bursty),
+    ``io_bound`` (the loading waited on I/O, so its workers are not limited to spare cores),
     ``persistent`` and ``pin``. ``loaded_wait`` is the steady wait left with these
     settings, ``new_wait`` that plus the start-up waits they keep.
     """
@@ -125,6 +126,7 @@ class LoaderPlan:
     all_cores: bool
     trace_workers: int
     prefetch: tuple[float, float] | None
+    io_bound: bool
     persistent: bool
     restarts: int
     pin: bool
@@ -192,7 +194,7 @@ def plan(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cor
     result = LoaderPlan(
         waiting=waiting, workers=workers, cores=cores, sampler=sampler, load_ms=more.load_ms,
         num_workers=more.num_workers, split=more.split, contended=more.contended, all_cores=use_cores,
-        trace_workers=more.trace_workers, prefetch=more.prefetch, persistent=persistent,
+        trace_workers=more.trace_workers, prefetch=more.prefetch, io_bound=more.io_bound, persistent=persistent,
         restarts=_restarts(record, workers), pin=pin, loaded_wait=loaded,
         new_wait=loaded + _startup_kept(waiting, persistent, workers))
     return result if result.changed or waiting.slow else None
@@ -218,6 +220,7 @@ class _MoreLoading:
     contended: bool = False
     trace_workers: int = T.TRACE_MAX_WORKERS
     prefetch: tuple[float, float] | None = None
+    io_bound: bool = False
 
 
 _NO_MORE = _MoreLoading()
@@ -234,6 +237,9 @@ def _worker_changes(waiting: Waiting, record: LoaderRecord | None, workers: int 
     prefetch = _bursty_prefetch(waiting, record, workers)
     if cores is None or workers is None:
         return _MoreLoading(load_ms=load_ms, trace_workers=max(needed or 0, T.TRACE_MAX_WORKERS), prefetch=prefetch)
+    if _waits_on_io(record, workers):
+        target = min(T.IO_MAX_WORKERS, max(needed or T.IO_MAX_WORKERS, workers + 1))
+        return _MoreLoading(load_ms=load_ms, num_workers=target, prefetch=prefetch, io_bound=True)
     target = min(cores.spare, max(needed or cores.spare, workers + 1))
     if target > workers:
         return _MoreLoading(load_ms=load_ms, num_workers=target, prefetch=prefetch)
@@ -244,6 +250,14 @@ def _worker_changes(waiting: Waiting, record: LoaderRecord | None, workers: int 
     n, threads = split
     return _MoreLoading(load_ms=load_ms, num_workers=n, split=Split(threads, cores.compute / threads),
                         prefetch=prefetch)
+
+
+def _waits_on_io(record: LoaderRecord | None, workers: int) -> bool:
+    """The loop's thread loaded its batches (no workers) but computed for under
+    ``IO_BOUND_CPU_SHARE`` of that time: the loading sleeps on I/O, and workers that sleep
+    need no cores."""
+    share = record.wait_cpu_share if record is not None and workers == 0 else None
+    return share is not None and share < T.IO_BOUND_CPU_SHARE
 
 
 def _needed(waiting: Waiting, load_ms: float | None) -> int | None:

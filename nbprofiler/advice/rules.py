@@ -287,11 +287,13 @@ def _loader_claim(p: LoaderPlan, changed: bool, loader_name: str) -> dict[str, A
                    f"same time and {p.split.slowdown:.2f}× as long")
         return dict(claim="estimate", gain=mid, gain_low=low, gain_high=high,
                     expected_gain=f"{estimate_words(low, mid, high, 'step time', assumes)}. {measure}")
+    if changed and p.gain < p.bound - 0.005:  # the workers' own loading speed bounds it more tightly
+        text = (f"at most {p.gain:.2f}× step time ({_ms(wait.step_ms)} → {_ms(wait.step_ms / p.gain)} per step), "
+                "if each worker loads a batch no faster than the loop did and compute keeps its cores; "
+                f"all data waiting gone would be 1/(1-{wait.share:.2f}) = {p.bound:.2f}×")
+        return dict(gain=p.gain, expected_gain=f"{text}. {measure}")
     text = (f"at most 1/(1-{wait.share:.2f}) = {p.bound:.2f}× step time if data waiting disappears "
             "and compute keeps its cores")
-    if changed and p.gain < p.bound - 0.005:
-        text += (f"; with these settings about {_ms(wait.step_ms)} → {_ms(wait.step_ms / p.gain)} per step "
-                 f"({p.gain:.2f}×)")
     return dict(gain=p.bound if changed else 1.0, expected_gain=f"{text}. {measure}")
 
 
@@ -341,6 +343,10 @@ def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None,
     if record is not None:
         evidence.update(loader=record.name, dataset=record.dataset_name or record.dataset_type,
                         batch_size=record.batch_size, num_workers=record.num_workers)
+        if record.num_workers == 0 and record.wait_cpu_share is not None:
+            evidence["loading_cpu_share"] = round(record.wait_cpu_share, 3)
+            facts.append(f"while it waited for batches, the loop's thread computed {record.wait_cpu_share:.0%} of "
+                         "the time" + (": the loading waits on I/O" if p.io_bound else ""))
         facts.append(f"{loader_name} = DataLoader({record.dataset_name or record.dataset_type}, "
                      f"batch_size={record.batch_size}, num_workers={record.num_workers}, "
                      f"persistent_workers={record.persistent_workers}, pin_memory={record.pin_memory})")
@@ -406,8 +412,10 @@ def _more_loading_reason(p: LoaderPlan) -> str:
     per_batch = f" ({_ms(p.load_ms / w.batches)} to load a batch)" if p.workers == 0 else ""
     who = f"{p.num_workers} worker processes deliver" if p.num_workers != 1 else "1 worker process delivers"
     what = "a batch" if w.batches == 1 else f"a step's {w.batches:g} batches"
+    io = (": the loading waits on I/O, and waiting workers need no CPU cores of their own, so more of them than "
+          "cores overlap the waits" if p.io_bound else "")
     return (f"{who} {what} every {_ms(p.load_ms / p.num_workers)} or faster{per_batch}, "
-            f"against {_ms(w.compute_ms)} of compute per step")
+            f"against {_ms(w.compute_ms)} of compute per step{io}")
 
 
 def _loader_verb(changes: dict[str, object]) -> str:
@@ -634,7 +642,7 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
         "optimizer_us_per_step": round(co.optimizer_us, 1),
         "batch_size": batch,
     }
-    code = _batch_code(record, batch * k if batch else None, k)
+    code = _batch_code(record, batch * k if batch else None, k, trains=co.optimizer_us > 0)
     size = f"batch_size={batch * k}" if batch else f"a {k}× larger batch"
     assumes = (f"the fixed cost stays the same and the per-sample cost too ({k}/({o:.2f} + {k}×{1 - o:.2f})); "
                f"the range spans a per-sample cost {T.PER_SAMPLE_COST_RISE_MAX - 1:.0%} higher to "
@@ -673,13 +681,16 @@ def batch_estimate(fixed_share: float, k: int) -> tuple[float, float, float]:
     return at(T.PER_SAMPLE_COST_RISE_MAX), at(1.0), at(1.0 / T.PER_SAMPLE_COST_FALL_MAX)
 
 
-def _batch_code(record: LoaderRecord | None, new_batch: int | None, factor: float) -> str:
+def _batch_code(record: LoaderRecord | None, new_batch: int | None, factor: float, trains: bool = True) -> str:
     """The user's DataLoader call with ``new_batch``; without one, the change in words (a comment,
-    which runs when pasted: the code that batches the samples is the user's)."""
+    which runs when pasted: the code that batches the samples is the user's). A step that
+    trains (``trains``) also gets the learning-rate reminder; inference has no learning rate."""
     if record is not None and new_batch:
         code = dataloader_call(args_from_record(record), {"batch_size": new_batch})
     else:
         code = f"# no DataLoader was seen: give each step {factor:g}× as many samples"
+    if not trains:
+        return code
     return code + (f"\n# keep the learning rate in step with the batch (linear rule: lr × {factor:g}) "
                    "and check convergence")
 

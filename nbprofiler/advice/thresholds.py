@@ -25,6 +25,12 @@ CORES_KEPT_FOR_MAIN = 1
 # (torch.set_num_threads), only where the step still gets this much faster if compute slows
 # down in proportion to the threads it gives up; below it the trade is within noise or a loss.
 SPLIT_MIN_GAIN = 1.05
+# Loading during which the loop's thread computed under this share of the wait (num_workers=0)
+# waits on I/O (storage, network, a sleep): workers overlap such waits without cores of their
+# own, so their number is not capped by the spare cores, only by IO_MAX_WORKERS (each worker is
+# a process with its own copy of the dataset object).
+IO_BOUND_CPU_SHARE = 0.3  # a sleep computes ~0%; a decode on a busy shared machine still over 50%
+IO_MAX_WORKERS = 8
 # A trace does not say how many cores its machine had: its loader gets that machine's cores less
 # the main process's, up to this many workers (or what its figures need, if more).
 TRACE_MAX_WORKERS = 8

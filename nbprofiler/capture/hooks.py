@@ -40,7 +40,8 @@ class StepHooks:
     """Installs the hooks for one profiled cell and reports events to ``listener``.
 
     ``listener`` gets ``on_boundary(source)`` when a step ends,
-    ``on_data_wait(seconds, record)`` for each fetch, and ``on_batch(samples)`` for
+    ``on_data_wait(seconds, cpu_seconds, record)`` for each fetch (its wall time, and the
+    CPU time the fetching thread used in it), and ``on_batch(samples)`` for
     each batch delivered; its ``options.modules``
     and ``namespace`` say whether to record module ranges and how to name the roots.
     """
@@ -155,11 +156,11 @@ class StepHooks:
             record = getattr(iterator, "_nbprofiler_record", None)
             if hooks._loader_ends_step():
                 hooks.listener.on_boundary("dataloader")
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.thread_time()
             try:
                 batch = original(iterator)
             finally:
-                hooks.listener.on_data_wait(time.perf_counter() - start, record)
+                hooks.listener.on_data_wait(time.perf_counter() - start, time.thread_time() - cpu_start, record)
             hooks._fetches_since_boundary += 1
             if record is not None:
                 record.batches += 1
