@@ -443,7 +443,10 @@ try {
 
   await page.reload();
   await page.waitForSelector('.jp-NotebookPanel .jp-Cell', { timeout: 120000 });
-  await page.waitForFunction(() => !!window.jupyterapp?.shell?.currentWidget?.content?.widgets?.length, null, { timeout: 60000 });
+  // The notebook adds its cells as it loads: wait for the profiled one, not just the first.
+  await page.waitForFunction(
+    i => (window.jupyterapp?.shell?.currentWidget?.content?.widgets?.length ?? 0) > i, t, { timeout: 60000 }
+  );
   await page.evaluate(() => window.jupyterapp.shell.collapseLeft());
   cell = await cellLocator(t);
   await cell.scrollIntoViewIfNeeded();
