@@ -13,17 +13,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from advice_accuracy import broken_claim, paste, quartiles, spread  # noqa: E402 - bench/ is on sys.path
+from accuracy_workloads import LEAKY_VALIDATION  # noqa: E402 - bench/ is on sys.path
+from advice_accuracy import broken_claim, paste, quartiles, spread  # noqa: E402 - the same
 
-CELL = """\
-for x, y in train_loader:
-    loss = loss_fn(model(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    history.append(loss_fn(model(x_val), y_val))
-    samples += len(x)
-"""
+CELL = LEAKY_VALIDATION.cell  # its line 6 keeps each validation loss with its graph
 
 
 def test_spread_is_half_the_interquartile_range_of_the_rounds():
