@@ -59,6 +59,7 @@ from nbprofiler.advice.suggestion import Suggestion  # noqa: E402 - the reposito
 
 ROUNDS = 5
 QUICK_ROUNDS = 3
+MIN_ARM_SECONDS = 1.0  # each arm of a round repeats its cell until this long: a 60 ms pass is mostly noise
 MAGIC = "%%torchprofile -q -o report\n"
 
 
@@ -133,23 +134,26 @@ class Row:
     flagged: bool = False
 
 
-def run_loop(setup: str, before: str, cell: str) -> tuple[float, dict[str, Any]]:
-    """Samples/s of one pass of ``cell`` in a fresh namespace built from ``setup`` and
-    ``before``; the namespace comes back so that a caller can look at what it kept."""
+def run_loop(setup: str, before: str, cell: str, min_seconds: float = 0.0) -> tuple[float, dict[str, Any]]:
+    """Samples/s of ``cell`` in a fresh namespace built from ``setup`` and ``before``: one pass,
+    or as many as fill ``min_seconds`` (a short cell timed once is mostly noise); the
+    namespace comes back so that a caller can look at what it kept."""
     ns: dict[str, Any] = {"__name__": "__bench__"}
     exec(setup, ns)
     exec(before, ns)
     gc.collect()
     start = time.perf_counter()
     exec(cell, ns)
+    while time.perf_counter() - start < min_seconds:
+        exec(cell, ns)
     elapsed = time.perf_counter() - start
     return ns["samples"] / elapsed, ns
 
 
 def loop_rate(setup: str, before: str, cell: str) -> float:
-    """``run_loop``'s samples/s; the namespace is dropped at once, so that its DataLoader
-    workers stop before the next run."""
-    rate, ns = run_loop(setup, before, cell)
+    """``run_loop``'s samples/s over at least ``MIN_ARM_SECONDS``; the namespace is dropped
+    at once, so that its DataLoader workers stop before the next run."""
+    rate, ns = run_loop(setup, before, cell, MIN_ARM_SECONDS)
     ns.clear()
     gc.collect()
     return rate
