@@ -23,7 +23,7 @@ import ast
 import builtins
 from dataclasses import dataclass
 
-from ..analysis.retention import parse_cell
+from ..analysis.cell_source import own_lines, parse_cell
 
 # Methods only an nn.Module has among what a training cell calls.
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "modules", "named_modules", "eval", "train",
@@ -111,13 +111,13 @@ def training_step(cell_source: str | None) -> TrainingStep | None:
     outer, block, i, loss = found
     forward = _forward(block[:i], loss)
     lines = cell_source.splitlines()
-    if not forward or not all(_own_lines(st, lines) for st in (forward[0], forward[-1], block[i])):
+    if not forward or not all(own_lines(st, lines) for st in (forward[0], forward[-1], block[i])):
         return None
     optimizer = _optimizer(tree)
     loop = _innermost_for(outer)
     updates = tuple(st for st in ast.walk(loop) if isinstance(st, ast.Expr) and optimizer is not None
                     and _method_receiver(st, "step", "zero_grad") == optimizer) if loop is not None else ()
-    if loop is not None and (loop.body[0].lineno == loop.lineno or not all(_own_lines(u, lines) for u in updates)):
+    if loop is not None and (loop.body[0].lineno == loop.lineno or not all(own_lines(u, lines) for u in updates)):
         loop, updates = None, ()
     names = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)) | frozenset(
         (a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
@@ -186,11 +186,3 @@ def _innermost_for(outer: tuple[ast.AST, ...]) -> ast.For | None:
         if isinstance(node, ast.For):
             return node
     return None
-
-
-def _own_lines(statement: ast.stmt, lines: list[str]) -> bool:
-    """Whether ``statement`` has its lines to itself: nothing before it on its first, only a comment after it."""
-    first = lines[statement.lineno - 1].encode()
-    last = lines[(statement.end_lineno or statement.lineno) - 1].encode()
-    after = last[statement.end_col_offset:].strip() if statement.end_col_offset is not None else b""
-    return not first[:statement.col_offset].strip() and (not after or after.startswith(b"#"))

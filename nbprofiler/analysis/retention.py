@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..records import NOT_IN_CELL, LineMarks
 from ..trace.table import EventTable
+from .cell_source import call_name, loop_statements, own_lines, parse_cell, uses_name
 from .lines import line_at
 from .memory import allocation_lifetimes
 from .steps import step_of
@@ -45,9 +46,7 @@ _PLAIN_FUNCTIONS = {"float", "int", "len", "bool", "str", "round", "range"}
 # Calls whose result is one number: a loss or a reduction (unless asked for no reduction).
 _SCALAR_CALLS = {"mean", "sum", "norm", "cross_entropy", "mse_loss", "nll_loss", "l1_loss", "smooth_l1_loss",
                  "huber_loss", "kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits", "criterion"}
-_NO_GRAPH_BLOCKS = {"no_grad", "inference_mode"}
 _VALIDATION_NAME = re.compile(r"(^|_)(val|valid|validation|eval|test|dev)($|_|\d)|^(val|eval|test)", re.IGNORECASE)
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Names that say they hold or make tensors with a graph.
 _TENSOR_NAME = re.compile(r"^(torch|F|nn)$|model|net|loss|criterion|encoder|decoder|logits|out", re.IGNORECASE)
 
@@ -95,7 +94,7 @@ def fixed_statement(source: str, kept: KeptValue, on_device: bool) -> str:
     if kept.validation and kept.alone:  # a block around a line shared with other statements would take them in
         statement = lines[kept.line - 1:kept.end_line]
         indent = re.match(r"\s*", statement[0]).group(0)  # type: ignore[union-attr]  # always matches
-        head = [f"{indent}import torch"] if not _uses_name(source, "torch") else []
+        head = [f"{indent}import torch"] if not uses_name(source, "torch") else []
         return "\n".join([*head, f"{indent}with torch.no_grad():", *("    " + s for s in statement)])
     suffix = ".item()" if kept.scalar and not on_device else ".detach()"
     raw = [s.encode() for s in lines]
@@ -131,39 +130,6 @@ def kept_bytes_by_line(table: EventTable, steps: pd.DataFrame, marks: LineMarks)
     return out.sort_values(["steps", "kept_bytes"], ascending=False, kind="stable").reset_index(drop=True)
 
 
-def parse_cell(source: str) -> ast.Module | None:
-    """The cell's syntax tree; lines of IPython syntax (``%magic``, ``!cmd``) become ``pass``
-    so that every other line keeps its number."""
-    try:
-        return ast.parse(source)
-    except SyntaxError:
-        pass
-    lines = [re.sub(r"^(\s*)[%!].*$", r"\1pass", s) for s in source.splitlines()]
-    try:
-        return ast.parse("\n".join(lines))
-    except SyntaxError:
-        return None
-
-
-def loop_statements(tree: ast.AST, skip_no_grad: bool = True) -> Iterator[tuple[ast.stmt, ast.stmt]]:
-    """(innermost loop, statement) for each statement in a loop body; with ``skip_no_grad``, outside
-    any ``torch.no_grad()`` / ``inference_mode()`` block (there nothing keeps a graph)."""
-    def walk(node: ast.AST, loop: ast.stmt | None) -> Iterator[tuple[ast.stmt, ast.stmt]]:
-        for child in ast.iter_child_nodes(node):
-            if skip_no_grad and isinstance(child, (ast.With, ast.AsyncWith)) \
-                    and any(_no_graph(i.context_expr) for i in child.items):
-                continue
-            if isinstance(child, ast.stmt) and loop is not None and not isinstance(child, _LOOPS):
-                yield loop, child
-            yield from walk(child, child if isinstance(child, _LOOPS) else loop)
-    return walk(tree, None)
-
-
-def _no_graph(expr: ast.expr) -> bool:
-    call = expr.func if isinstance(expr, ast.Call) else expr
-    return _call_name(call) in _NO_GRAPH_BLOCKS
-
-
 def _kept(loop: ast.stmt, statement: ast.stmt, source: str) -> KeptValue | None:
     """The statement as a ``KeptValue`` when it keeps a graph beyond the iteration."""
     rebound = _bound_in(loop)
@@ -187,16 +153,8 @@ def _kept(loop: ast.stmt, statement: ast.stmt, source: str) -> KeptValue | None:
         edits=tuple((v.lineno, v.col_offset, v.end_lineno or v.lineno, v.end_col_offset or 0,
                      not isinstance(v, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))) for v in values),
         made_on=frozenset(made_on),
-        alone=_alone(statement, source),
+        alone=own_lines(statement, source.splitlines()),
     )
-
-
-def _alone(statement: ast.stmt, source: str) -> bool:
-    """Whether nothing but the statement (and a comment) is on its lines."""
-    lines = source.splitlines()
-    first, last = lines[statement.lineno - 1].encode(), lines[(statement.end_lineno or statement.lineno) - 1].encode()
-    after = last[statement.end_col_offset or 0:].strip()
-    return not first[:statement.col_offset].strip() and (not after or after.startswith(b"#"))
 
 
 def _holder_and_values(statement: ast.stmt) -> tuple[str | None, str, list[ast.expr]]:
@@ -260,7 +218,7 @@ def _has_graph(value: ast.expr, assigned: dict[str, ast.expr], seen: set[str]) -
     """Whether ``value`` can carry an autograd graph: it calls something that computes
     tensors, and does not end in ``.item()`` / ``.detach()`` / ``float(...)`` and the like."""
     if isinstance(value, ast.Call):
-        name = _call_name(value.func)
+        name = call_name(value.func)
         if name in _PLAIN_METHODS or name in _PLAIN_FUNCTIONS:
             return False
         return True
@@ -295,7 +253,7 @@ def _scalar(value: ast.expr, assigned: dict[str, ast.expr]) -> bool:
             or isinstance(value.right, ast.Constant) and _scalar(value.left, assigned)
     if not isinstance(value, ast.Call):
         return False
-    name = _call_name(value.func) or ""
+    name = call_name(value.func) or ""
     reduces = not any(k.arg == "reduction" and not (isinstance(k.value, ast.Constant) and k.value.value in
                                                     ("mean", "sum")) for k in value.keywords)
     whole = not (name in ("mean", "sum", "norm") and (value.args or value.keywords))
@@ -309,19 +267,6 @@ def _names(value: ast.expr, assigned: dict[str, ast.expr], seen: set[str]) -> It
             yield node.id
             if node.id in assigned:
                 yield from _names(assigned[node.id], assigned, seen | {node.id})
-
-
-def _call_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None
-
-
-def _uses_name(source: str, name: str) -> bool:
-    tree = parse_cell(source)
-    return tree is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(tree))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .retention import loop_statements, parse_cell
+from .cell_source import loop_statements, parse_cell
 
 # What the trace calls each kind of sync (``analysis.sync.SYNC_OPS`` and copies), by the call that makes it.
 _METHOD_CAUSES = {"item": "item", "cpu": "cpu", "numpy": "cpu", "tolist": "cpu"}
