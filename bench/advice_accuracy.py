@@ -39,7 +39,6 @@ import argparse
 import gc
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -50,12 +49,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy_workloads import WORKLOADS, Workload  # noqa: E402 - bench/ is on sys.path
 
 from nbprofiler.advice.suggestion import Suggestion  # noqa: E402 - the repository is on sys.path
+from nbprofiler.measure import rounds  # noqa: E402 - the same
 
 ROUNDS = 5
 QUICK_ROUNDS = 3
@@ -65,12 +67,10 @@ MAGIC = "%%torchprofile -q -o report\n"
 
 # -- the verdict on one claim (pure) ---------------------------------------------------------------
 def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
-    """First quartile, median and third quartile (inclusive method: with 3 or 5 rounds the
-    quartiles are measured ratios or midpoints between them, never extrapolated)."""
-    if len(values) == 1:
-        return values[0], values[0], values[0]
-    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, median, q3
+    """First quartile, median and third quartile, as the measuring tools take them from their
+    rounds (``nbprofiler.measure.rounds``: interpolated between measured ratios, never beyond)."""
+    q = rounds.quartiles(pd.DataFrame({"ratio": list(values)})).loc["ratio"]
+    return float(q["low"]), float(q["median"]), float(q["high"])
 
 
 def spread(values: Sequence[float]) -> float:
