@@ -42,6 +42,7 @@ class ProfileOptions:
     sort: str | None = None
     top: int = 15
     quiet: bool = False
+    history: bool = True  # keep the run in the local history (nbprofiler.history), which --compare reads
 
     def __post_init__(self) -> None:
         counts = (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 0), ("skip_first", 0), ("top", 1))

@@ -125,6 +125,11 @@ class RunRecord:
     error: str | None = None  # "KeyboardInterrupt", "ValueError: ..." when the code raised
     cell_source: str | None = None
     cell_filename: str | None = None
+    # Which cell ran, across runs: JupyterLab's cell id, else a fingerprint of the source (None
+    # outside a notebook); and the notebook's path when the front end names it. The history
+    # and ``--compare`` find "the previous run of this cell" by them.
+    cell_key: str | None = None
+    notebook: str | None = None
     line_marks: LineMarks | None = None  # with --stack in a cell: which cell line ran when
     sampler_bytes: int = 0
     cpu_count: int = 1  # CPU cores the process may use (affinity, cgroup quota)

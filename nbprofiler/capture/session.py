@@ -55,11 +55,14 @@ class ProfileRun:
 
     def __init__(self, options: ProfileOptions, namespace: dict[str, Any] | None = None,
                  cell_source: str | None = None, cell_filename: str | None = None,
-                 on_step: Callable[["ProfileRun"], None] | None = None) -> None:
+                 on_step: Callable[["ProfileRun"], None] | None = None,
+                 cell_key: str | None = None, notebook: str | None = None) -> None:
         self.options = options
         self.namespace = namespace
         self.cell_source = cell_source
         self.cell_filename = cell_filename
+        self.cell_key = cell_key
+        self.notebook = notebook
         self.lines = LineRecorder(cell_filename) if options.stack and cell_filename else None
         self.on_step = on_step
         self.cuda = _use_cuda(options.device)
@@ -343,6 +346,8 @@ class ProfileRun:
             error=error,
             cell_source=self.cell_source,
             cell_filename=self.cell_filename,
+            cell_key=self.cell_key,
+            notebook=self.notebook,
             line_marks=self.lines.marks() if self.lines is not None and not self.lines.skipped else None,
             sampler_bytes=self.sampler.nbytes(),
             cpu_count=process_cpus(),
