@@ -78,6 +78,33 @@ def fmt_pct(x: float | None) -> str:
     return f"{100 * float(x):.1f}%"
 
 
+def fmt_delta_us(us: float | None) -> str:
+    """A change in duration with its sign: +12.3 ms, −166.0 ms (a true minus sign, as in print)."""
+    if us is None or (isinstance(us, float) and math.isnan(us)):
+        return "–"
+    sign = "−" if us < 0 else "+"
+    return sign + fmt_us(abs(float(us)))
+
+
+def fmt_delta_bytes(n: float | None) -> str:
+    """A change in bytes with its sign: +1.5 KiB, −6.1 MiB."""
+    if n is None or not math.isfinite(float(n)):
+        return "–"
+    return ("−" if n < 0 else "+") + fmt_bytes(abs(float(n)))
+
+
+def fmt_factor(x: float | None) -> str:
+    """A speed-up factor: 1.74×."""
+    if x is None or not math.isfinite(float(x)):
+        return "–"
+    return f"{float(x):.2f}×"
+
+
+def fmt_interval(low: float, high: float) -> str:
+    """An interval of factors, as a verdict quotes it after the figure: 1.52–1.96."""
+    return f"{float(low):.2f}–{float(high):.2f}"
+
+
 def shorten(name: str, width: int = 60) -> str:
     """Long kernel names cut in the middle, keeping both ends readable."""
     name = " ".join(str(name).split())

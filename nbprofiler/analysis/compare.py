@@ -1,0 +1,394 @@
+"""Did a change help? Two runs' tables side by side, and whether the difference beats the noise.
+
+Pure functions over what two reports measured: the per-step times, the per-step
+breakdown, the operator, kernel and memory tables, and the live runs' set-up.
+``nbprofiler.report.comparison.Comparison`` feeds them from two Reports.
+
+The interval is a percentile bootstrap over the steps of each run, each side
+resampled on its own: it needs no assumption about the shape of the step-time
+distribution, and it holds for the few steps a default schedule profiles (3 a
+side; ``tests/test_compare.py`` checks that identical distributions give an
+interval holding 1 in at least 90% of simulated pairs). What it cannot see is a
+drift between the two runs that no step of either shows (another program
+starting on the machine between them), so a change of a few percent is
+reported with that caveat.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import zip_longest
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..format import fmt_delta_us, fmt_factor, fmt_interval, fmt_pct
+from ..options import ProfileOptions
+from ..records import LoaderRecord, RunRecord
+
+RESAMPLES = 10_000
+SEED = 12  # fixed: the same two runs always get the same interval
+CONFIDENCE = 0.95
+# A speed-up within this of 1 may be the machine's load moving between runs, which no
+# interval over one run's steps can see.
+SMALL_CHANGE = 0.02
+# A part that moved by less than this share of the step is not worth explaining, however sure the move.
+NEGLIGIBLE_PART = 0.01
+ONE_STEP = "one step on a side: no interval; profile more steps with --active"
+NO_STEPS = "no step on a side: nothing to compare"
+METHOD = (f"{CONFIDENCE:.0%} percentile bootstrap of the ratio of median step times, each run's steps resampled "
+          f"on their own ({RESAMPLES:,} resamples, fixed seed); it covers the variation between steps of each "
+          "run, not a drift of the machine's load between the runs")
+UNKNOWN_SETUP = "unknown: trace files record no set-up"
+
+LOADER_SETTINGS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
+SCHEDULE = ("skip_first", "wait", "warmup", "active", "repeat")
+# The parts of the step a setting can move; None: the whole step (a batch size changes every part's work).
+_LOADER_TARGETS: dict[str, frozenset[str] | None] = {
+    "num_workers": frozenset({"dataloader"}), "persistent_workers": frozenset({"dataloader"}),
+    "prefetch_factor": frozenset({"dataloader"}), "pin_memory": frozenset({"dataloader", "memcpy"}),
+    "batch_size": None,
+}
+# What a suggestion tried (``--tried KIND``) is meant to move; kinds not named change the whole step.
+SUGGESTION_TARGETS: dict[str, frozenset[str]] = {"dataloader": frozenset({"dataloader", "memcpy"})}
+
+OPERATOR_VALUES = ("calls", "host_self_ms", "device_self_ms")
+KERNEL_VALUES = ("calls", "total_ms")
+
+
+@dataclass(frozen=True)
+class SetupChange:
+    """One difference in set-up between the runs: ``text`` in words, ``what`` changed
+    ("DataLoader"), and the breakdown ``parts`` it can move (None: the whole step)."""
+
+    text: str
+    what: str
+    parts: frozenset[str] | None
+
+
+# -- step times --------------------------------------------------------------------------
+def step_samples(window: Sequence[int], spans: pd.DataFrame, sampled: pd.DataFrame | None) -> np.ndarray:
+    """The per-step times (ms) the report's figures are over: the live sampler's ``wall_ms``
+    of the window's steps, else the steps' spans (``end_us - start_us``, stretched on a GPU)."""
+    if sampled is not None and len(sampled):
+        rows = sampled[sampled["step"].isin(window)].sort_values("step")
+        if len(rows):
+            return _finite(rows["wall_ms"])
+    rows = spans[spans["step"].isin(window)]
+    return _finite((rows["end_us"] - rows["start_us"]) / 1e3)
+
+
+def _finite(values: Iterable[float]) -> np.ndarray:
+    x = np.asarray(list(values), dtype=np.float64)
+    return x[np.isfinite(x) & (x > 0)]
+
+
+def resample(x: np.ndarray, stat: Callable[..., np.ndarray], rng: np.random.Generator,
+             resamples: int = RESAMPLES) -> np.ndarray:
+    """``stat`` of ``resamples`` bootstrap resamples of ``x`` along its first axis (steps):
+    rows of a per-step matrix are drawn together, so a step's parts stay together."""
+    idx = rng.integers(0, len(x), size=(resamples, len(x)))
+    return stat(x[idx], axis=1)
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = 50 * (1 - confidence)
+    low, high = np.percentile(values, [tail, 100 - tail], axis=0)
+    return float(low), float(high)
+
+
+def median_ratio(before: np.ndarray, after: np.ndarray) -> float | None:
+    """median(before) / median(after): above 1 when the after run is faster."""
+    if len(before) == 0 or len(after) == 0:
+        return None
+    return float(np.median(before) / np.median(after))
+
+
+def median_ratio_interval(before: np.ndarray, after: np.ndarray, *, seed: int = SEED,
+                          resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The bootstrap interval of ``median_ratio``; None when a side has fewer than 2 steps
+    (one step says nothing about how much steps vary)."""
+    if len(before) < 2 or len(after) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    ratios = resample(before, np.median, rng, resamples) / resample(after, np.median, rng, resamples)
+    return _percentiles(ratios, confidence)
+
+
+def verdict(speedup: float | None, interval: tuple[float, float] | None) -> str:
+    """The comparison in words: faster, slower, or no measurable change, with the interval."""
+    if speedup is None:
+        return NO_STEPS
+    if interval is None:
+        direction = "faster" if speedup >= 1 else "slower"
+        return f"{fmt_factor(max(speedup, 1 / speedup))} {direction} by the medians ({ONE_STEP})"
+    low, high = interval
+    if low > 1:
+        return f"{fmt_factor(speedup)} faster ({fmt_interval(low, high)})"
+    if high < 1:
+        return f"{fmt_factor(1 / speedup)} slower ({fmt_interval(1 / high, 1 / low)})"
+    return f"no measurable change ({fmt_interval(low, high)})"
+
+
+# -- breakdown -----------------------------------------------------------------------------
+BREAKDOWN_COLUMNS = ["part", "label", "before_ms", "after_ms", "delta_ms", "delta_low_ms", "delta_high_ms",
+                     "before_share", "after_share", "explanation"]
+
+
+def breakdown_diff(before: pd.DataFrame, after: pd.DataFrame, labels: Mapping[str, str],
+                   changes: Sequence[SetupChange] | None, *, seed: int = SEED) -> pd.DataFrame:
+    """Per part, ms per step before and after, the delta of the means with its bootstrap
+    interval, each side's share of the step, and what explains the delta.
+
+    ``before``/``after``: ``step`` and one µs column per part (the same parts on both).
+    ``changes``: the set-up changes when known (live runs), else None.
+    """
+    parts = [c for c in before.columns if c != "step"]
+    b = before[parts].to_numpy(dtype=np.float64) / 1e3
+    a = after[parts].to_numpy(dtype=np.float64) / 1e3
+    mean_b = b.mean(axis=0) if len(b) else np.full(len(parts), np.nan)
+    mean_a = a.mean(axis=0) if len(a) else np.full(len(parts), np.nan)
+    delta = mean_a - mean_b
+    low, high = _delta_interval(b, a, seed)
+    step = Step(float(np.nansum(mean_b)), float(np.nansum(delta)))
+    rows = []
+    for i, part in enumerate(parts):
+        label = labels.get(part, part)
+        why = explain(part, label, float(delta[i]), (float(low[i]), float(high[i])), step, changes)
+        rows.append((part, label, mean_b[i], mean_a[i], delta[i], low[i], high[i],
+                     _share(mean_b, i), _share(mean_a, i), why))
+    return pd.DataFrame(rows, columns=BREAKDOWN_COLUMNS)
+
+
+def _delta_interval(b: np.ndarray, a: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per column, the bootstrap interval of mean(a) - mean(b); NaN with fewer than 2 steps a side."""
+    if len(b) < 2 or len(a) < 2:
+        nan = np.full(b.shape[1], np.nan)
+        return nan, nan
+    rng = np.random.default_rng(seed)
+    deltas = resample(a, np.mean, rng) - resample(b, np.mean, rng)
+    tail = 50 * (1 - CONFIDENCE)
+    low, high = np.percentile(deltas, [tail, 100 - tail], axis=0)
+    return low, high
+
+
+def _share(means: np.ndarray, i: int) -> float:
+    total = float(np.nansum(means))
+    return float(means[i] / total) if total > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class Step:
+    """The step a part's move is judged against: its mean ms before, and its mean change."""
+
+    before_ms: float
+    delta_ms: float
+
+
+def explain(part: str, label: str, delta_ms: float, interval: tuple[float, float], step: Step,
+            changes: Sequence[SetupChange] | None) -> str:
+    """Why a part moved, in words: within noise; too small to matter; the target of a change
+    made; a part the change should not have touched (only when every change made has a
+    narrow target: then the machine is the suspect); or its share of the step's change."""
+    low, high = interval
+    if np.isnan(delta_ms):
+        return "not measured on a side"
+    if np.isnan(low):
+        return f"{label} {fmt_delta_us(delta_ms * 1e3)}; no interval (one step on a side)"
+    if low <= 0 <= high:
+        return "within noise"
+    if abs(delta_ms) < NEGLIGIBLE_PART * step.before_ms:
+        return f"too small to matter (under {NEGLIGIBLE_PART:.0%} of the step)"
+    moved = f"{label} {fmt_delta_us(delta_ms * 1e3)}"
+    if changes:
+        aimed = [c for c in changes if c.parts is not None and part in c.parts]
+        if aimed:
+            return f"{moved}: the {aimed[0].what} change's own target"
+        if all(c.parts is not None for c in changes):
+            return f"{moved}, which this change should not have touched: check that the machine was quiet"
+    return f"{moved}, {_share_of_change(delta_ms, step.delta_ms)}"
+
+
+def _share_of_change(delta_ms: float, step_delta_ms: float) -> str:
+    if step_delta_ms == 0 or np.sign(delta_ms) != np.sign(step_delta_ms):
+        return "against the step's change" if step_delta_ms else "while the step as a whole did not move"
+    return f"{fmt_pct(delta_ms / step_delta_ms)} of the step's change"
+
+
+# -- operators and kernels -----------------------------------------------------------------
+def per_step_diff(before: pd.DataFrame, after: pd.DataFrame, values: Sequence[str], steps: tuple[int, int],
+                  main: str) -> pd.DataFrame:
+    """Per name, each of ``values`` per profiled step before and after and its delta, with
+    ``status`` "new" (only after), "vanished" (only before) or "both"; sorted by the
+    largest |delta| of ``main`` first. ``steps``: each side's number of profiled steps."""
+    sides = []
+    for frame, n, suffix in ((before, steps[0], "before"), (after, steps[1], "after")):
+        per = frame.groupby("name", sort=False)[list(values)].sum() / max(n, 1)
+        sides.append(per.add_suffix(f"_{suffix}"))
+    both = sides[0].join(sides[1], how="outer")
+    status = np.where(both[f"{values[0]}_before"].isna(), "new",
+                      np.where(both[f"{values[0]}_after"].isna(), "vanished", "both"))
+    both = both.fillna(0.0)
+    out = pd.DataFrame({"name": both.index.astype(str), "status": status})
+    for v in values:
+        out[f"{v}_before"] = both[f"{v}_before"].to_numpy()
+        out[f"{v}_after"] = both[f"{v}_after"].to_numpy()
+        out[f"{v}_delta"] = out[f"{v}_after"] - out[f"{v}_before"]
+    order = np.lexsort((out["name"].to_numpy(), -out[f"{main}_delta"].abs().to_numpy()))
+    return out.iloc[order].reset_index(drop=True)
+
+
+def operator_diff(before: pd.DataFrame, after: pd.DataFrame, steps: tuple[int, int], device: bool) -> pd.DataFrame:
+    """``per_step_diff`` of two operator tables (µs in, ms out), by device self time on a GPU
+    run, by host self time otherwise."""
+    def ms(ops: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"name": ops["name"], "calls": ops["calls"].astype(np.float64),
+                             "host_self_ms": ops["host_self_us"] / 1e3, "device_self_ms": ops["device_self_us"] / 1e3})
+
+    diff = per_step_diff(ms(before), ms(after), OPERATOR_VALUES, steps,
+                         "device_self_ms" if device else "host_self_ms")
+    return diff
+
+
+def kernel_diff(before: pd.DataFrame, after: pd.DataFrame, steps: tuple[int, int]) -> pd.DataFrame:
+    """``per_step_diff`` of two kernel tables, by total time."""
+    def ms(k: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"name": k["name"], "calls": k["calls"].astype(np.float64),
+                             "total_ms": k["total_us"] / 1e3})
+
+    return per_step_diff(ms(before), ms(after), KERNEL_VALUES, steps, "total_ms")
+
+
+# -- memory ----------------------------------------------------------------------------------
+MEMORY_COLUMNS = ["measure", "device", "before_bytes", "after_bytes", "delta_bytes"]
+_PEAKS = (("peak allocated", ("mem_peak_bytes", "peak_allocated_bytes")),
+          ("peak reserved", ("mem_reserved_bytes", "peak_reserved_bytes")),
+          ("process RSS", ("rss_bytes",)))
+
+
+def memory_measures(steps: pd.DataFrame, growth: pd.DataFrame, label: Callable[[str, str], str]) -> pd.DataFrame:
+    """One run's memory figures per device: peaks (the live sampler's where it has them, else
+    the trace's), the largest rise of a step's peak over its start (which identical runs
+    repeat even where traced levels count from the start of recording; the first profiled
+    step is left out when there are others, as the report does), and the growth slope of
+    each series ``memory_growth`` judged. ``label`` names a growth series (``series_label``)."""
+    rows: list[tuple[str, str, float]] = []
+    for device, g in steps.groupby("device", sort=True):
+        for measure, columns in _PEAKS:
+            found = [g[c].max() for c in columns if c in g and g[c].notna().any()]
+            if found:
+                rows.append((measure, str(device), float(found[0])))
+        rises = g.loc[g["peak_rise_bytes"].notna()].sort_values("step")["peak_rise_bytes"].to_numpy()
+        if len(rises):
+            rows.append(("largest peak rise in a step", str(device), float(rises[1:].max() if len(rises) > 1
+                                                                             else rises[0])))
+    for row in growth[growth["slope_bytes_per_step"].notna()].itertuples(index=False):
+        rows.append((f"growth per step, {label(row.source, row.measure)}", str(row.device),
+                     float(row.slope_bytes_per_step)))
+    return pd.DataFrame(rows, columns=["measure", "device", "bytes"])
+
+
+def memory_diff(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """Two ``memory_measures`` tables side by side (NaN where a side lacks the measure)."""
+    merged = before.merge(after, on=["measure", "device"], how="outer", suffixes=("_before", "_after"), sort=False)
+    merged = merged.rename(columns={"bytes_before": "before_bytes", "bytes_after": "after_bytes"})
+    merged["delta_bytes"] = merged["after_bytes"] - merged["before_bytes"]
+    return merged[MEMORY_COLUMNS].reset_index(drop=True)
+
+
+# -- set-up ----------------------------------------------------------------------------------
+def setup_changes(before: RunRecord | None, after: RunRecord | None,
+                  devices: tuple[str, str]) -> tuple[SetupChange, ...] | None:
+    """What differs in set-up: device, schedule and device option, the DataLoaders' settings,
+    the cell's code. None when a side is a trace file, which records no set-up (its device,
+    if it differs, is still in ``device_change``)."""
+    if before is None or after is None:
+        return None
+    out = list(device_change(devices))
+    out += _option_changes(before.options, after.options)
+    out += _loader_changes(before.loaders, after.loaders)
+    if before.cell_source is not None and after.cell_source is not None \
+            and before.cell_source.strip() != after.cell_source.strip():
+        out.append(SetupChange("the cell's code changed", "code", None))
+    return tuple(out)
+
+
+def device_change(devices: tuple[str, str]) -> tuple[SetupChange, ...]:
+    if devices[0] == devices[1]:
+        return ()
+    return (SetupChange(f"device: {devices[0]} → {devices[1]}", "device", None),)
+
+
+def _option_changes(before: ProfileOptions, after: ProfileOptions) -> list[SetupChange]:
+    out = []
+    if any(getattr(before, f) != getattr(after, f) for f in SCHEDULE):
+        out.append(SetupChange(f"schedule: {_schedule(before)} → {_schedule(after)}", "schedule", frozenset()))
+    if before.device != after.device:
+        out.append(SetupChange(f"--device {before.device} → {after.device}", "device", None))
+    return out
+
+
+def _schedule(o: ProfileOptions) -> str:
+    return " ".join(f"{f} {getattr(o, f)}" for f in SCHEDULE if getattr(o, f) or f == "active")
+
+
+def _loader_changes(before: Sequence[LoaderRecord], after: Sequence[LoaderRecord]) -> list[SetupChange]:
+    out = []
+    for name, b, a in _paired_loaders(before, after):
+        if b is None or a is None:
+            out.append(SetupChange(f"DataLoader {name}: only {'after' if b is None else 'before'}", "DataLoader", None))
+            continue
+        for setting in LOADER_SETTINGS:
+            old, new = getattr(b, setting), getattr(a, setting)
+            if old != new:
+                out.append(SetupChange(f"DataLoader {name}: {setting} {old} → {new}", "DataLoader",
+                                       _LOADER_TARGETS[setting]))
+    return out
+
+
+def _paired_loaders(before: Sequence[LoaderRecord], after: Sequence[LoaderRecord]
+                    ) -> list[tuple[str, LoaderRecord | None, LoaderRecord | None]]:
+    """The loaders that fed batches in both runs, paired by variable name, the rest in order
+    of how many batches they fed."""
+    fed = [sorted((r for r in side if r.batches), key=lambda r: -r.batches) for side in (before, after)]
+    named = {r.name: r for r in fed[1] if r.name}
+    pairs: list[tuple[str, LoaderRecord | None, LoaderRecord | None]] = []
+    rest_before = []
+    for r in fed[0]:
+        match = named.pop(r.name, None) if r.name else None
+        if match is not None:
+            pairs.append((str(r.name), r, match))
+        else:
+            rest_before.append(r)
+    paired = {id(p[2]) for p in pairs}
+    rest_after = [r for r in fed[1] if id(r) not in paired]
+    for b, a in zip_longest(rest_before, rest_after):
+        pairs.append((next((r.name for r in (b, a) if r is not None and r.name), "(unnamed)"), b, a))
+    return pairs
+
+
+# -- what was claimed, ranks -----------------------------------------------------------------
+def stated_vs_measured(gain_range: tuple[float, float] | None, stated: str, speedup: float | None,
+                       interval: tuple[float, float] | None) -> str:
+    """A suggestion's claim beside the measured speed-up, and whether the measurement is
+    within it: the interval (or the point, without one) overlapping the claimed range."""
+    measured = "no step to measure" if speedup is None else fmt_factor(speedup) + (
+        f" ({fmt_interval(*interval)})" if interval else "")
+    line = f"stated: {stated} · measured: {measured}"
+    if gain_range is None or speedup is None:
+        return line
+    low, high = interval or (speedup, speedup)
+    if high < gain_range[0]:
+        return f"{line}: below the claim"
+    if low > gain_range[1]:
+        return f"{line}: beyond the claim (something else changed too, or the machine was busier before)"
+    return f"{line}: within the claim"
+
+
+def rank_speedups(before: Mapping[int, float | None], after: Mapping[int, float | None]) -> pd.DataFrame:
+    """Per rank both runs have: mean step ms before and after, and before / after."""
+    rows = []
+    for rank in sorted(set(before) & set(after)):
+        b, a = before[rank], after[rank]
+        rows.append((rank, b, a, b / a if b and a else np.nan))
+    return pd.DataFrame(rows, columns=["rank", "before_ms", "after_ms", "speedup"])

@@ -1,0 +1,301 @@
+"""``Comparison``: two reports side by side, and ``nbprofiler.compare`` that makes one.
+
+Like a Report it never changes: each figure is computed on first access by the pure
+functions of ``nbprofiler.analysis.compare`` and cached, and each table is handed out
+as a copy of its own.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import compare as cmp
+from .report import Report, read_only_table
+
+if TYPE_CHECKING:
+    from ..advice.suggestion import Suggestion
+
+Side = Union[Report, str, "os.PathLike[str]", int]
+
+
+def compare(before: Side, after: Side, *, tried: str | None = None,
+            before_label: str = "before", after_label: str = "after") -> "Comparison":
+    """Compare two runs: did the change help, by how much, and is that more than noise?
+
+    ``before`` and ``after`` are each a Report, a path ``nbprofiler.load`` reads (a trace
+    file, a TensorBoard directory, a ``.nbprof``), or a run id of ``nbprofiler.history()``.
+    ``tried`` names the suggestion kind the change follows (``"dataloader"``): its claim is
+    then shown beside the measured speed-up (``stated_vs_measured``).
+    """
+    return Comparison(_report(before, "before"), _report(after, "after"), before_label, after_label, tried)
+
+
+def _report(side: Any, which: str) -> Report:
+    if isinstance(side, Report):
+        return side
+    if isinstance(side, (str, os.PathLike)):
+        from .load import load
+
+        return load(side)
+    if isinstance(side, (int, np.integer)) and not isinstance(side, bool):
+        from ..history import stored_run
+
+        return stored_run(int(side))
+    raise TypeError(f"compare: {which} must be a Report, a trace or report path, or a run id of "
+                    f"nbprofiler.history(), got {type(side).__name__}")
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """Two runs compared: the speed-up with its interval, a verdict in words, and the
+    breakdown, operators, kernels, memory and set-up that changed between them."""
+
+    before: Report
+    after: Report
+    before_label: str = "before"
+    after_label: str = "after"
+    tried: str | None = None
+
+    @property
+    def stored(self) -> dict[str, Any]:
+        """No kept tables: a comparison is always computed from its two reports (``read_only_table``,
+        shared with Report, serves a table from here first)."""
+        return {}
+
+    # -- the step ----------------------------------------------------------------------------
+    @cached_property
+    def _samples(self) -> tuple[np.ndarray, np.ndarray]:
+        return _step_samples(self.before), _step_samples(self.after)
+
+    @property
+    def step_samples(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each run's per-step times (ms) that the speed-up and its interval are over."""
+        b, a = self._samples
+        return b.copy(), a.copy()
+
+    @cached_property
+    def speedup(self) -> float | None:
+        """median(before step ms) / median(after step ms): above 1 when the after run is faster."""
+        return cmp.median_ratio(*self._samples)
+
+    @cached_property
+    def speedup_ci(self) -> tuple[float, float] | None:
+        """The speed-up's interval (``method``); None when a side has fewer than 2 steps."""
+        return cmp.median_ratio_interval(*self._samples)
+
+    @property
+    def method(self) -> str:
+        """How the interval was made, in words."""
+        return cmp.METHOD
+
+    @cached_property
+    def step_ms(self) -> tuple[float | None, float | None]:
+        """Each report's own headline average step (ms), as its overview shows it."""
+        return _avg_ms(self.before), _avg_ms(self.after)
+
+    @cached_property
+    def median_step_ms(self) -> tuple[float | None, float | None]:
+        return tuple(float(np.median(s)) if len(s) else None for s in self._samples)  # type: ignore[return-value]
+
+    @cached_property
+    def samples_per_s(self) -> tuple[float | None, float | None]:
+        return self.before.summary.get("samples_per_s"), self.after.summary.get("samples_per_s")
+
+    @cached_property
+    def verdict(self) -> str:
+        """"1.74× faster (1.52–1.96)", "1.20× slower (1.10–1.31)", "no measurable change (0.97–1.04)"."""
+        return cmp.verdict(self.speedup, self.speedup_ci)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the interval excludes 1 (False without an interval)."""
+        ci = self.speedup_ci
+        return ci is not None and (ci[0] > 1 or ci[1] < 1)
+
+    # -- where the time went -------------------------------------------------------------------
+    @cached_property
+    def breakdown_kind(self) -> str:
+        """"device" (GPU categories) when both runs have device activity, else "phases" (host)."""
+        kinds = {breakdown_kind(r) for r in (self.before, self.after)}
+        return "device" if kinds == {"device"} else "phases"
+
+    @read_only_table
+    def breakdown(self) -> pd.DataFrame:
+        """Per part, ms per step before, after and delta with the delta's interval
+        (``delta_low_ms``, ``delta_high_ms``), each run's shares, and an ``explanation``."""
+        from ..render.views import LABELS
+
+        before, after = (_parts(r, self.breakdown_kind) for r in (self.before, self.after))
+        return cmp.breakdown_diff(before, after, LABELS, self._targets)
+
+    @cached_property
+    def _setup(self) -> tuple[cmp.SetupChange, ...] | None:
+        return cmp.setup_changes(self.before.run, self.after.run, self._device_names)
+
+    @cached_property
+    def _targets(self) -> tuple[cmp.SetupChange, ...] | None:
+        """The changes whose targets explain the breakdown: the set-up's, with the tried
+        suggestion's own target added (known even between trace files)."""
+        tried: tuple[cmp.SetupChange, ...] = ()
+        if self.tried is not None:
+            tried = (cmp.SetupChange(f"tried: {self.tried}", _tried_name(self.tried),
+                                     cmp.SUGGESTION_TARGETS.get(self.tried)),)
+        if self._setup is None:
+            return tried or None
+        return self._setup + tried
+
+    @property
+    def _device_names(self) -> tuple[str, str]:
+        return self.before.device.name, self.after.device.name
+
+    @read_only_table
+    def operators(self) -> pd.DataFrame:
+        """Per operator name, per profiled step: calls, host and device self ms, before,
+        after and delta, with ``status`` new / vanished / both; largest change first."""
+        device = self.before.has_device_activity or self.after.has_device_activity
+        return cmp.operator_diff(self.before.operator_table(False), self.after.operator_table(False),
+                                 self._profiled_steps, device)
+
+    @read_only_table
+    def kernels(self) -> pd.DataFrame:
+        """Per kernel name, per profiled step: calls and total ms before, after and delta."""
+        return cmp.kernel_diff(self.before.kernels, self.after.kernels, self._profiled_steps)
+
+    @property
+    def _profiled_steps(self) -> tuple[int, int]:
+        return len(self.before.trace_steps), len(self.after.trace_steps)
+
+    @read_only_table
+    def memory(self) -> pd.DataFrame:
+        """Per measure and device: peaks and growth per step, before, after and delta (bytes)."""
+        from ..analysis.memory import series_label
+
+        sides = [cmp.memory_measures(r.memory_steps, r.memory_growth, series_label) for r in (self.before, self.after)]
+        return cmp.memory_diff(*sides)
+
+    # -- set-up, claims, ranks, notes ----------------------------------------------------------
+    @cached_property
+    def changes(self) -> tuple[str, ...]:
+        """What differs in set-up, in words; for a trace file, that it is unknown."""
+        if self._setup is None:
+            return (cmp.UNKNOWN_SETUP, *(c.text for c in cmp.device_change(self._device_names)))
+        return tuple(c.text for c in self._setup)
+
+    @cached_property
+    def tried_suggestion(self) -> "Suggestion | None":
+        """The before run's suggestion of the ``tried`` kind, when it made one."""
+        return next((s for s in self.before.suggestions if s.kind == self.tried), None)
+
+    @cached_property
+    def stated_vs_measured(self) -> str | None:
+        """With ``tried``: the before run's claim for that suggestion beside the measured speed-up."""
+        if self.tried is None:
+            return None
+        s = self.tried_suggestion
+        if s is None:
+            return cmp.stated_vs_measured(None, f"no '{self.tried}' suggestion in the {self.before_label} run",
+                                          self.speedup, self.speedup_ci)
+        stated = (f"at most {s.gain:.2f}×" if s.claim == "at_most"
+                  else f"about {s.gain:.2f}× (estimate, {s.gain_range[0]:.2f}–{s.gain_range[1]:.2f}×)")
+        return cmp.stated_vs_measured(s.gain_range, stated, self.speedup, self.speedup_ci)
+
+    @read_only_table
+    def ranks(self) -> pd.DataFrame:
+        """Per rank both runs have (distributed directories): mean step ms and speed-up."""
+        return cmp.rank_speedups({k: _avg_ms(r) for k, r in self.before.ranks.items()},
+                                 {k: _avg_ms(r) for k, r in self.after.ranks.items()})
+
+    @cached_property
+    def notes(self) -> tuple[str, ...]:
+        """What to keep in mind when reading the comparison."""
+        return tuple(_notes(self))
+
+    # -- output ----------------------------------------------------------------------------------
+    def to_text(self) -> str:
+        from ..render.compare_text import render_compare_text
+
+        return render_compare_text(self)
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The standalone static HTML comparison; written to ``path`` when given."""
+        from ..render.compare_html import render_compare_html
+
+        html = render_compare_html(self, standalone=path is not None)
+        if path is not None:
+            Path(path).expanduser().write_text(html, encoding="utf-8")
+        return html
+
+    def explorer(self) -> Any:
+        """The Compare view (an ipywidgets widget): the two runs' charts side by side."""
+        from ..render.compare_widget import CompareView
+
+        return CompareView(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from ..render.bundle import comparison_mimebundle
+
+        return comparison_mimebundle(self, include, exclude)
+
+    def __repr__(self) -> str:
+        return f"<nbprofiler.Comparison {self.before_label} → {self.after_label}: {self.verdict}>"
+
+
+def _step_samples(report: Report) -> np.ndarray:
+    run = report.run
+    return cmp.step_samples(report.step_window.steps, report.stretched_steps, None if run is None else run.steps)
+
+
+def _avg_ms(report: Report) -> float | None:
+    avg = report.summary.get("avg_step_us")
+    return None if avg is None else float(avg) / 1e3
+
+
+def _parts(report: Report, kind: str) -> pd.DataFrame:
+    """The report's per-step parts of ``kind``, over the steps its figures are over."""
+    from ..render.views import breakdown_parts
+
+    parts = breakdown_parts(report, kind)[1]
+    return report.step_window.of(parts) if len(parts) else parts
+
+
+def _tried_name(kind: str) -> str:
+    return {"dataloader": "DataLoader", "amp": "mixed precision", "compile": "torch.compile"}.get(kind, kind)
+
+
+def _notes(c: Comparison) -> list[str]:
+    sides = ((c.before_label, c.before), (c.after_label, c.after))
+    out = []
+    names = c._device_names
+    if names[0] != names[1]:
+        out.append(f"The runs ran on different devices ({names[0]}, {names[1]}): the speed-up is the devices' "
+                   "as much as the change's.")
+    if c.before.run is not None and c.after.run is not None and any(
+            getattr(c.before.run.options, f) != getattr(c.after.run.options, f) for f in cmp.SCHEDULE):
+        out.append("The schedules differ, so the runs profiled different steps of the loop.")
+    if len({breakdown_kind(r) for _, r in sides}) > 1:
+        out.append("One run has device activity and the other none: the breakdown compares host phases for both.")
+    for label, report in sides:
+        if not report.has_trace:
+            out.append(f"The {label} run has no trace: its operators, kernels and breakdown are empty.")
+        if report.partial:
+            out.append(f"The {label} run is partial (it raised, was interrupted, or stopped before its schedule "
+                       "ended): its steps may not be typical.")
+    b, a = c._samples
+    if min(len(b), len(a)) == 1:
+        out.append(cmp.ONE_STEP[0].upper() + cmp.ONE_STEP[1:] + ".")
+    if c.changed and c.speedup is not None and abs(c.speedup - 1) < cmp.SMALL_CHANGE:
+        out.append(f"The change is under {cmp.SMALL_CHANGE:.0%}: a busier or quieter machine moves a whole run "
+                   "that much, which the interval (over each run's own steps) cannot see; re-run both to be sure.")
+    return out
+
+
+def breakdown_kind(report: Report) -> str:
+    from ..render.views import breakdown_parts
+
+    return breakdown_parts(report)[0]
