@@ -13,13 +13,14 @@ from .advice.suggestion import Suggestion
 from .errors import NbprofilerError, NestedProfileError, OptionError, TraceError
 from .options import ProfileOptions
 from .report import Report
+from .report.comparison import Comparison, compare
 from .report.load import load
 
 __version__ = "0.1.0"
 __all__ = [
     "profile", "load", "last", "step", "Report", "ProfileOptions",
     "TraceError", "OptionError", "NestedProfileError", "NbprofilerError",
-    "Suggestion", "tune_dataloader", "batch_size_curve",
+    "Suggestion", "tune_dataloader", "batch_size_curve", "compare", "Comparison",
 ]
 
 
