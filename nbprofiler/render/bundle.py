@@ -16,7 +16,8 @@ an empty widget instead of the static report.
 """
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .html import render_html
@@ -24,10 +25,17 @@ from .payload import report_payload
 from .text import render_text
 
 if TYPE_CHECKING:
+    import ipywidgets
+
     from ..report import Report
+    from ..report.comparison import Comparison
+    from .compare_widget import CompareView
     from .widget import Explorer
 
 MIME_TYPE = "application/vnd.nbprofiler.report+json"
+# A comparison's static HTML and verdict, which the labextension shows without a kernel.
+COMPARISON_MIME = "application/vnd.nbprofiler.comparison+json"
+COMPARISON_VERSION = 1
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
@@ -66,20 +74,55 @@ def mimebundle(report: "Report", include: Collection[str] | None = None,
 
     ``explorer`` is the widget to show (a new one for the report by default).
     """
+    def view() -> "Explorer":
+        from .widget import Explorer
+
+        return explorer if explorer is not None else Explorer(report)
+
+    return _bundle(lambda: render_text(report), lambda: render_html(report), MIME_TYPE,
+                   lambda: report_payload(report), view, include, exclude)
+
+
+def comparison_mimebundle(comparison: "Comparison", include: Collection[str] | None = None,
+                          exclude: Collection[str] | None = None,
+                          view: "CompareView | None" = None) -> dict[str, Any]:
+    """The bundle for ``display(comparison)``, as ``mimebundle`` is for a Report: the compare
+    view where a widget front end runs the cell; the static comparison everywhere else, and in
+    ``COMPARISON_MIME`` for the labextension (``{version, html, verdict}``)."""
+    from .compare_html import render_compare_html
+
+    html = cache(lambda: render_compare_html(comparison))  # text/html and the payload hold the same page
+
+    def payload() -> dict[str, Any]:
+        return {"version": COMPARISON_VERSION, "html": html(), "verdict": comparison.verdict}
+
+    def widget() -> "CompareView":
+        from .compare_widget import CompareView
+
+        return view if view is not None else CompareView(comparison)
+
+    return _bundle(comparison.to_text, html, COMPARISON_MIME, payload, widget, include, exclude)
+
+
+def _bundle(text: Callable[[], str], html: Callable[[], str], data_mime: str, data: Callable[[], Any],
+            view: "Callable[[], ipywidgets.DOMWidget]", include: Collection[str] | None,
+            exclude: Collection[str] | None) -> dict[str, Any]:
+    """Text always; where the front end shows more, each wanted type, the widget only in a
+    widget front end. Each is made only when wanted: the HTML draws charts, the view builds widgets."""
     def wanted(mime: str) -> bool:
         return (include is None or mime in include) and not (exclude and mime in exclude)
 
-    bundle: dict[str, Any] = {"text/plain": render_text(report)}
+    bundle: dict[str, Any] = {"text/plain": text()}
     if not rich_output():
         return bundle
     if wanted("text/html"):
-        bundle["text/html"] = render_html(report)
-    if wanted(MIME_TYPE):
-        bundle[MIME_TYPE] = report_payload(report)
+        bundle["text/html"] = html()
+    if wanted(data_mime):
+        bundle[data_mime] = data()
     if wanted(WIDGET_MIME) and widget_frontend():
-        from .widget import Explorer, shown, widget_view
+        from .widget import shown, widget_view
 
-        view = explorer if explorer is not None else Explorer(report)
-        shown(view)
-        bundle[WIDGET_MIME] = widget_view(view)
+        widget = view()
+        shown(widget)
+        bundle[WIDGET_MIME] = widget_view(widget)
     return bundle

@@ -19,7 +19,7 @@ import importlib
 import io
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,12 +33,14 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ..report import Report
+    from ..report.comparison import Comparison
 
 WIDTH_IN, HEIGHT_IN, DPI = 7.5, 3.0, 100
 MAX_TIMELINE_POINTS = 4000
 MAX_STEP_LABELS = 30
 MAX_BARS = 120
-_cache: "weakref.WeakKeyDictionary[Report, dict[str, str | None]]" = weakref.WeakKeyDictionary()
+# Per Report (or Comparison), each chart drawn so far by name.
+_cache: "weakref.WeakKeyDictionary[object, dict[str, str | None]]" = weakref.WeakKeyDictionary()
 # What drawing imports: the figure, the Agg canvas savefig switches to, and the helpers.
 MATPLOTLIB_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.patches",
                       "matplotlib.ticker")
@@ -49,10 +51,26 @@ def chart(report: "Report", name: str) -> str | None:
 
     Names: ``breakdown``, ``memory``, ``memory_timeline``, ``kernels``.
     """
-    charts = _cache.setdefault(report, {})
+    return _cached(report, name, lambda: _DRAW[name](report))
+
+
+def comparison_chart(comparison: "Comparison") -> str | None:
+    """The comparison's two breakdowns side by side (``compare_breakdown_figure``) as a PNG data URI."""
+    def draw() -> "Figure | None":
+        kind = comparison.breakdown_kind
+        titles = (f"{comparison.before_label} (before)", f"{comparison.after_label} (after)")
+        return compare_breakdown_figure(breakdown_parts(comparison.before, kind)[1],
+                                        breakdown_parts(comparison.after, kind)[1], kind, titles)
+
+    return _cached(comparison, "compare_breakdown", draw)
+
+
+def _cached(owner: object, name: str, draw: "Callable[[], Figure | None]") -> str | None:
+    """``owner``'s chart ``name``, drawn by ``draw`` the first time it is asked for."""
+    charts = _cache.setdefault(owner, {})
     if name not in charts:
         import_matplotlib()
-        fig = _DRAW[name](report)
+        fig = draw()
         charts[name] = None if fig is None else png_data_uri(fig)
     return charts[name]
 
@@ -91,27 +109,46 @@ def _figure(rows: int = 1, height: float = HEIGHT_IN) -> tuple["Figure", list["A
     fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI)
     axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0].tolist()
     for ax in axes:
-        ax.tick_params(labelsize=9)
-        ax.grid(axis="y", color="#e5e5e5", linewidth=0.8)
-        ax.set_axisbelow(True)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
+        _style(ax)
     return fig, axes
 
 
+def _style(ax: "Axes") -> None:
+    """The look every chart's axes share: small ticks, light horizontal grid, no top or right frame."""
+    ax.tick_params(labelsize=9)
+    ax.grid(axis="y", color="#e5e5e5", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
 def breakdown_figure(report: "Report") -> "Figure | None":
-    """Stacked bars, one per profiled step, of the breakdown parts in ms. Past
-    ``MAX_BARS`` steps, one stacked band per part (a step-wise area): thousands of
-    separate bars would be slivers, and each is an object matplotlib draws on its own."""
+    """Stacked bars, one per profiled step, of the breakdown parts in ms."""
     kind, parts = breakdown_parts(report)
     if parts.empty:
         return None
     fig, (ax,) = _figure()
+    _stacked_steps(ax, parts)
+    ax.set_ylabel("time (ms)", fontsize=10)
+    ax.set_title(BREAKDOWN_TITLES[kind], fontsize=11)
+    if ax.get_legend_handles_labels()[0]:  # all parts zero (an empty step): no legend to draw
+        ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+BREAKDOWN_TITLES = {"device": "Step time by device activity", "phases": "Step time by phase (host)"}
+
+
+def _stacked_steps(ax: "Axes", parts: pd.DataFrame, drawn: Collection[str] | None = None) -> None:
+    """One stacked bar per step of ``parts`` (``step`` plus a µs column per part) in ms, each part
+    in its own colour; the parts in ``drawn`` (by default those with any time). Past ``MAX_BARS``
+    steps, one stacked band per part (a step-wise area): thousands of separate bars would be
+    slivers, and each is an object matplotlib draws on its own."""
     x = np.arange(len(parts))
     bottom = np.zeros(len(parts))
     for col in parts.columns[1:]:
         ms = np.nan_to_num(parts[col].to_numpy(dtype=np.float64) / 1e3)
-        if not ms.sum():
+        if not (col in drawn if drawn is not None else ms.sum()):
             continue
         style = {"label": LABELS.get(col, col), "color": COLORS.get(col)}
         if len(x) <= MAX_BARS:
@@ -128,10 +165,29 @@ def breakdown_figure(report: "Report") -> "Figure | None":
         ax.xaxis.set_major_locator(MaxNLocator(nbins=12, integer=True))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: str(steps[int(v)]) if 0 <= v < len(steps) else ""))
     ax.set_xlabel("profiled step", fontsize=10)
-    ax.set_ylabel("time (ms)", fontsize=10)
-    ax.set_title("Step time by device activity" if kind == "device" else "Step time by phase (host)", fontsize=11)
-    if ax.get_legend_handles_labels()[0]:  # all parts zero (an empty step): no legend to draw
-        ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+
+
+def compare_breakdown_figure(before: pd.DataFrame, after: pd.DataFrame, kind: str,
+                             titles: tuple[str, str]) -> "Figure | None":
+    """The two runs' per-step breakdowns (``breakdown_parts`` frames) side by side, on one
+    time axis and with the report chart's colours, so bars of equal height are equal times.
+    Both panels stack the same parts in the same order: those with time on either side."""
+    sides = [(parts, title) for parts, title in zip((before, after), titles) if not parts.empty]
+    if not sides:
+        return None
+    drawn = {c for parts, _ in sides for c in parts.columns[1:] if np.nansum(parts[c].to_numpy(np.float64)) > 0}
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2 * WIDTH_IN * 0.75, HEIGHT_IN), dpi=DPI)
+    axes = fig.subplots(1, len(sides), sharey=True, squeeze=False)[0]
+    for ax, (parts, title) in zip(axes, sides):
+        _style(ax)
+        _stacked_steps(ax, parts, drawn)
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("time (ms)", fontsize=10)
+    fig.suptitle(BREAKDOWN_TITLES[kind], fontsize=11)
+    if axes[-1].get_legend_handles_labels()[0]:
+        axes[-1].legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
 

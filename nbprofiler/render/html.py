@@ -63,6 +63,7 @@ STYLE = """
   text-overflow:ellipsis}
 .nbp .mrow>span:first-child{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace}
 .nbp .mhead{font-weight:600}
+.nbp .nbp-try{display:none}.nbp-lab .nbp .nbp-try{display:inline-block}.nbp-lab .nbp .nbp-try-line{display:none}
 """
 
 # The Copy button's handler, inline so that it also works where a page's scripts do not run
@@ -183,9 +184,21 @@ def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
     if s.code:
         button = (f'<button class="nbp-copy-code" type="button" onclick="{esc(_COPY_ONCLICK)}">Copy</button>'
                   if copy_button else "")
-        parts.append(f"<div>{button}<pre>{esc(s.code)}</pre></div>")
+        parts.append(f"<div>{button}{try_button(s.kind)}<pre>{esc(s.code)}</pre></div>{TRY_LINE}")
     parts.append("</div>")
     return "".join(parts)
+
+
+# "Try it" re-profiles a suggestion: in JupyterLab the labextension (which puts ``nbp-lab`` on
+# the page's body) shows the button and handles its click; everywhere else STYLE hides the button
+# and shows the line, which says how to do the same by hand.
+TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell below, run it, then re-run this '
+            "cell with <code>%%torchprofile --compare</code>.</div>")
+
+
+def try_button(kind: str) -> str:
+    """The "Try it" button of a card whose suggestion is ``kind``; the code it tries is the card's ``<pre>``."""
+    return f'<button class="nbp-try" type="button" data-nbp-kind="{esc(kind)}">Try it</button>'
 
 
 def overview_section(report: "Report") -> str:

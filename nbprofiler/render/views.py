@@ -33,10 +33,13 @@ COLORS = {
 PHASE_SHADES = {"wait": "#e6e6e6", "warmup": "#fbe9b7", "active": "#d5ecd4"}
 
 
-def breakdown_parts(report: "Report") -> tuple[str, pd.DataFrame]:
+def breakdown_parts(report: "Report", kind: str | None = None) -> tuple[str, pd.DataFrame]:
     """``("device", …)`` per-step device categories when the run has device activity,
-    else ``("phases", …)`` per-step host phases: ``step`` plus one µs column per part."""
-    if report.has_device_activity:
+    else ``("phases", …)`` per-step host phases: ``step`` plus one µs column per part.
+    ``kind`` asks for one of the two (a comparison shows both runs the same way)."""
+    if kind is None:
+        kind = "device" if report.has_device_activity else "phases"
+    if kind == "device":
         return "device", report.breakdown[["step", *CATEGORIES, "other"]]
     return "phases", report.phases[["step", *PHASES]]
 

@@ -52,7 +52,7 @@ OVERVIEW_SUGGESTIONS = 3
 # output goes blank): each keeps its Report, traces of several MB, for the kernel's life.
 MAX_LIVE_CELLS = 10
 
-_WIDGET_STYLE = STYLE + """
+WIDGET_STYLE = STYLE + """
 .nbp-grid{display:grid;column-gap:0;font-size:12px}
 .nbp-grid>div{padding:2px 6px;border-bottom:1px solid #eee;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;
   text-align:right}
@@ -509,7 +509,7 @@ def close_tree(widget: widgets.Widget) -> None:
 class _Shown:
     """An explorer displayed by one execution of one cell."""
 
-    explorer: "Explorer"
+    explorer: widgets.Widget
     cell: str
     execution: str
 
@@ -533,7 +533,7 @@ def _execution() -> tuple[str, str, list[str]]:
     return str(metadata.get("cellId") or execution), execution, [str(c) for c in metadata.get("deletedCells") or ()]
 
 
-def shown(explorer: "Explorer") -> None:
+def shown(explorer: widgets.Widget) -> None:
     """Record that ``explorer`` is being displayed, and close the explorers no output shows
     any more: those of this cell's earlier runs, of deleted cells, and of all but the
     ``MAX_LIVE_CELLS`` cells that displayed one most recently."""
@@ -551,43 +551,25 @@ def shown(explorer: "Explorer") -> None:
             close_tree(s.explorer)
 
 
-class Explorer(widgets.VBox):
-    """The report's explorer widget. ``tab_titles`` lists its tabs; ``show_tab(title)`` shows one.
+class TabbedView(widgets.VBox):
+    """A header above tabs, each tab built the first time it is opened. ``tab_titles``
+    lists the tabs; ``show_tab(title)`` shows one. ``noun`` names what the view shows."""
 
-    Displayed, it carries the whole report bundle (``bundle.mimebundle``): the
-    explorer where a widget front end runs the cell, the static report everywhere.
-    """
+    noun = "view"
 
-    def __init__(self, report: "Report") -> None:
-        self.report = report
-        self.operators: OperatorsTab | None = None
-        self.kernels: PagedTable | None = None
-        self.memory: PagedTable | None = None
-        self.export: ExportTab | None = None
-        builders: list[tuple[str, Callable[[], widgets.Widget]]] = [
-            ("Overview", self._overview), ("Operators", self._operators)]
-        if not report.kernels.empty:
-            builders.append(("Kernels", self._kernels))
-        builders += [("Memory", self._memory), ("Cell lines", self._lines), ("Modules", self._modules),
-                     ("Suggestions", self._suggestions), ("Export", self._export)]
+    def __init__(self, header: widgets.Widget, builders: Sequence[tuple[str, Callable[[], widgets.Widget]]]) -> None:
         self._builders = dict(builders)
         self.tab_titles = tuple(self._builders)
         self._built: set[int] = set()
         self.tabs = widgets.Tab(children=[widgets.VBox() for _ in builders], titles=self.tab_titles)
         self.tabs.observe(self._on_select, "selected_index")
-        notes = "".join(f'<div class="note">{esc(n)}</div>' for n in report.notes)
-        header = widgets.HTML(f'<style>{_WIDGET_STYLE}</style><div class="nbp"><h3>nbprofiler report — '
-                              f"{esc(render_summary_line(report))}</h3>{notes}</div>")
         super().__init__([header, self.tabs])
         self._build(0)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
-        return mimebundle(self.report, include, exclude, explorer=self)
 
     def show_tab(self, title: str) -> widgets.Widget:
         """Select the tab called ``title`` (building it if needed) and return its content."""
         if title not in self.tab_titles:
-            raise ValueError(f"this report has no tab {title!r}; its tabs are {', '.join(self.tab_titles)}")
+            raise ValueError(f"this {self.noun} has no tab {title!r}; its tabs are {', '.join(self.tab_titles)}")
         index = self.tab_titles.index(title)
         self.tabs.selected_index = index
         self._build(index)
@@ -602,6 +584,36 @@ class Explorer(widgets.VBox):
             return
         self._built.add(index)
         self.tabs.children[index].children = [self._builders[self.tab_titles[index]]()]
+
+
+class Explorer(TabbedView):
+    """The report's explorer widget.
+
+    Displayed, it carries the whole report bundle (``bundle.mimebundle``): the
+    explorer where a widget front end runs the cell, the static report everywhere.
+    """
+
+    noun = "report"
+
+    def __init__(self, report: "Report") -> None:
+        self.report = report
+        self.operators: OperatorsTab | None = None
+        self.kernels: PagedTable | None = None
+        self.memory: PagedTable | None = None
+        self.export: ExportTab | None = None
+        builders: list[tuple[str, Callable[[], widgets.Widget]]] = [
+            ("Overview", self._overview), ("Operators", self._operators)]
+        if not report.kernels.empty:
+            builders.append(("Kernels", self._kernels))
+        builders += [("Memory", self._memory), ("Cell lines", self._lines), ("Modules", self._modules),
+                     ("Suggestions", self._suggestions), ("Export", self._export)]
+        notes = "".join(f'<div class="note">{esc(n)}</div>' for n in report.notes)
+        header = widgets.HTML(f'<style>{WIDGET_STYLE}</style><div class="nbp"><h3>nbprofiler report — '
+                              f"{esc(render_summary_line(report))}</h3>{notes}</div>")
+        super().__init__(header, builders)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
+        return mimebundle(self.report, include, exclude, explorer=self)
 
     # -- tab builders ---------------------------------------------------------------------
     def _overview(self) -> widgets.Widget:
