@@ -4,7 +4,9 @@
  * - `nbprofiler:plugin`: the "Profile cell" and "Profile cell with options…"
  *   commands (palette, cell toolbar, context menu, Run menu, shortcut; the
  *   last four are declared in schema/plugin.json).
- * - `nbprofiler:renderer`: the renderer of saved `%%torchprofile` reports.
+ * - `nbprofiler:renderer`: the renderers of saved `%%torchprofile` reports and
+ *   of their comparisons (`--compare`).
+ * - `nbprofiler:try-it`: the "Try it" buttons of suggestion cards.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Dialog, ICommandPalette, Notification, showDialog } from '@jupyterlab/apputils';
@@ -12,20 +14,18 @@ import { CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { COMPARISON_MIME, comparisonRendererFactory } from './comparison';
 import { profileIcon } from './icon';
-import { executeProfiled, prepareKernel, ProfileError, readyKernel } from './kernel';
 import { IProfileOptions, loadOptions, OptionsForm, saveOptions } from './options';
+import { ITarget, profile } from './profile';
 import { RENDERER_RANK, reportRendererFactory } from './renderer';
 import { REPORT_MIME } from './report/types';
+import { LAB_CLASS } from './try/card';
+import { tryClickListener } from './try/run';
 
 export namespace CommandIDs {
   export const profile = 'nbprofiler:profile-cell';
   export const profileWithOptions = 'nbprofiler:profile-cell-with-options';
-}
-
-interface ITarget {
-  panel: NotebookPanel;
-  cell: CodeCell;
 }
 
 function currentTarget(tracker: INotebookTracker): ITarget | null {
@@ -35,38 +35,6 @@ function currentTarget(tracker: INotebookTracker): ITarget | null {
     return null;
   }
   return { panel, cell: cell as CodeCell };
-}
-
-/** Cells being profiled now, so a second click does not queue a second run. */
-const running = new WeakSet<CodeCell>();
-
-async function profile(target: ITarget, options: IProfileOptions | null): Promise<void> {
-  const { panel, cell } = target;
-  if (running.has(cell)) {
-    Notification.info('This cell is already being profiled.', { autoClose: 3000 });
-    return;
-  }
-  if (!cell.model.sharedModel.getSource().trim()) {
-    Notification.warning('The cell is empty: there is nothing to profile.', { autoClose: 4000 });
-    return;
-  }
-  running.add(cell);
-  try {
-    const kernel = await readyKernel(panel.sessionContext);
-    await prepareKernel(kernel);
-    await executeProfiled(cell, panel.sessionContext, options);
-  } catch (err) {
-    if (err instanceof ProfileError) {
-      Notification.error(err.message, { autoClose: false });
-    } else if (err instanceof Error && err.message.startsWith('Canceled')) {
-      // The kernel was interrupted or restarted while the cell ran.
-    } else {
-      Notification.error(`Profiling failed: ${err instanceof Error ? err.message : String(err)}`, { autoClose: false });
-      console.error(err);
-    }
-  } finally {
-    running.delete(cell);
-  }
 }
 
 /** The active code cell to profile, or a notification asking for one. */
@@ -144,23 +112,44 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
 
 const rendererPlugin: JupyterFrontEndPlugin<void> = {
   id: 'nbprofiler:renderer',
-  description: 'Renders saved nbprofiler reports, and hands live ones to the ipywidgets explorer.',
+  description: 'Renders saved nbprofiler reports and comparisons, and hands live ones to the ipywidgets explorer.',
   autoStart: true,
   requires: [IRenderMimeRegistry],
   optional: [INotebookTracker],
   activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, tracker: INotebookTracker | null) => {
+    const factories = [
+      { mime: REPORT_MIME, make: reportRendererFactory },
+      { mime: COMPARISON_MIME, make: comparisonRendererFactory }
+    ];
     // Everywhere (output views, consoles): renderers find their panel when attached.
-    rendermime.addFactory(reportRendererFactory(), RENDERER_RANK);
+    for (const { make } of factories) {
+      rendermime.addFactory(make(), RENDERER_RANK);
+    }
     // In notebooks: bind the renderers to the panel from the start, so a live
     // explorer is recognised before the output is attached.
     const bind = (panel: NotebookPanel) => {
       const rm = panel.content.rendermime;
-      rm.removeMimeType(REPORT_MIME);
-      rm.addFactory(reportRendererFactory({ rendermime: rm, sessionContext: panel.sessionContext }), RENDERER_RANK);
+      for (const { mime, make } of factories) {
+        rm.removeMimeType(mime);
+        rm.addFactory(make({ rendermime: rm, sessionContext: panel.sessionContext }), RENDERER_RANK);
+      }
     };
     tracker?.forEach(bind);
     tracker?.widgetAdded.connect((_, panel) => bind(panel));
   }
 };
 
-export default [commandsPlugin, rendererPlugin];
+const tryPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'nbprofiler:try-it',
+  description: 'The "Try it" buttons of suggestion cards: run the code in a new cell, re-profile, compare.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    // The cards' CSS shows "Try it" (and hides the by-hand line) under this class.
+    document.body.classList.add(LAB_CLASS);
+    // One delegated handler: the buttons live in widget, HTML and saved-report outputs alike.
+    document.addEventListener('click', tryClickListener(tracker));
+  }
+};
+
+export default [commandsPlugin, rendererPlugin, tryPlugin];

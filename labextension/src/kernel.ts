@@ -68,17 +68,18 @@ export async function prepareKernel(kernel: Kernel.IKernelConnection): Promise<v
 }
 
 /**
- * Run a code cell under `%%torchprofile` with `options`, into its own output
- * area, the way JupyterLab runs a cell (prompt, execution count, trust); the
- * cell's source is not changed.
+ * Run a code cell under `%%torchprofile` with `options` and then the `extra`
+ * flags, into its own output area, the way JupyterLab runs a cell (prompt,
+ * execution count, trust); the cell's source is not changed.
  */
 export async function executeProfiled(
   cell: CodeCell,
   sessionContext: ISessionContext,
-  options: IProfileOptions | null
+  options: IProfileOptions | null,
+  extra: string[] = []
 ): Promise<KernelMessage.IExecuteReplyMsg | undefined> {
   const model = cell.model;
-  const code = profiledCode(model.sharedModel.getSource(), options);
+  const code = profiledCode(model.sharedModel.getSource(), options, extra);
   const metadata = { ...model.metadata, cellId: model.sharedModel.getId() };
   model.sharedModel.transact(() => {
     model.clearExecution();

@@ -100,17 +100,24 @@ const MAGIC_LINE = /^(\s*%%torchprofile\b[^\n]*)(\n|$)/;
  * A plain cell gets a `%%torchprofile` line with the flags of `options` that
  * differ from the defaults. A cell that already starts with `%%torchprofile`
  * runs with its own flags, followed by every flag of `options` when given.
+ * `extra` flags (such as `--compare --tried KIND` for "Try it") come last, so
+ * they win over the same flags earlier on the line.
  */
-export function profiledCode(source: string, options: IProfileOptions | null): string {
+export function profiledCode(source: string, options: IProfileOptions | null, extra: string[] = []): string {
   const m = MAGIC_LINE.exec(source);
   if (m) {
-    if (!options) {
+    const flags = [...(options ? optionFlags(options, true) : []), ...extra];
+    if (!flags.length) {
       return source;
     }
-    const line = `${m[1].trimEnd()} ${optionFlags(options, true).join(' ')}`;
-    return line + m[2] + source.slice(m[0].length);
+    return `${m[1].trimEnd()} ${flags.join(' ')}` + m[2] + source.slice(m[0].length);
   }
-  return `${magicLine(options ? optionFlags(options) : [])}\n${source}`;
+  return `${magicLine([...(options ? optionFlags(options) : []), ...extra])}\n${source}`;
+}
+
+/** A word as the magic's argument parser (shlex, posix) reads it back unchanged. */
+export function quoteFlag(word: string): string {
+  return /^[\w.,:=+\/-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`;
 }
 
 interface IMetadataHolder {

@@ -1,5 +1,7 @@
 /**
- * The MIME renderer for `application/vnd.nbprofiler.report+json`.
+ * The MIME renderer for `application/vnd.nbprofiler.report+json`, and what it
+ * shares with the comparison's renderer (comparison.ts): the choice between
+ * the live explorer and the saved data.
  *
  * Ranking: ipywidgets registers its `application/vnd.jupyter.widget-view+json`
  * renderer at rank -10, and JupyterLab renders an output with the single
@@ -24,7 +26,7 @@ import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { h } from './report/dom';
-import { parseReport, REPORT_MIME, WIDGET_MIME } from './report/types';
+import { IReport, parseReport, REPORT_MIME, WIDGET_MIME } from './report/types';
 import { ReportView } from './report/view';
 
 /** Ahead of ipywidgets' -10 (lower ranks win). */
@@ -64,16 +66,29 @@ export function widgetModelId(data: unknown): string {
 
 export type RenderMode = 'static' | 'widget' | 'error';
 
-export class ReportRenderer extends Panel implements IRenderMime.IRenderer {
+/**
+ * An output that the notebook's live ipywidgets explorer shows while its
+ * kernel has the widget, and that this extension draws from the saved data
+ * otherwise. Subclasses say how to read the saved data and how to draw it.
+ */
+export abstract class LiveOrSavedRenderer<T> extends Panel implements IRenderMime.IRenderer {
   private readonly boundHost: IRenderHost | null;
   private generation = 0;
   private attached = new PromiseDelegate<void>();
   private _mode: RenderMode = 'static';
 
-  constructor(options: IRenderMime.IRendererOptions, host?: IRenderHost | null) {
+  /**
+   * @param mimeType - the MIME type of the saved data.
+   * @param what - what the output is, in words, for the message when it cannot be shown.
+   */
+  constructor(
+    options: IRenderMime.IRendererOptions,
+    host: IRenderHost | null | undefined,
+    protected readonly mimeType: string,
+    private readonly what: string
+  ) {
     super();
     this.boundHost = host ?? null;
-    this.addClass('nbp-ReportRenderer');
     this.node.dataset.mimeType = options.mimeType;
   }
 
@@ -82,11 +97,17 @@ export class ReportRenderer extends Panel implements IRenderMime.IRenderer {
     return this._mode;
   }
 
+  /** The saved data, read from the bundle; throws with a reason when it cannot be read. */
+  protected abstract parse(data: unknown): T;
+
+  /** Draw the saved data; `hadWidget` says the bundle also named an explorer that is gone. */
+  protected abstract showSaved(saved: T, model: IRenderMime.IMimeModel, hadWidget: boolean): Promise<Widget>;
+
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const generation = ++this.generation;
-    let report;
+    let saved: T;
     try {
-      report = parseReport(model.data[REPORT_MIME]);
+      saved = this.parse(model.data[this.mimeType]);
     } catch (err) {
       this.showError(err, model);
       return;
@@ -103,7 +124,14 @@ export class ReportRenderer extends Panel implements IRenderMime.IRenderer {
     if (generation !== this.generation) {
       return;
     }
-    this.showStatic(report, modelId !== '');
+    const widget = await this.showSaved(saved, model, modelId !== '');
+    if (generation !== this.generation) {
+      widget.dispose();
+      return;
+    }
+    this.clearContent();
+    this.addWidget(widget);
+    this.setMode('static');
     if (modelId && model.trusted) {
       void this.upgradeIfLive(model, modelId, generation);
     }
@@ -123,7 +151,7 @@ export class ReportRenderer extends Panel implements IRenderMime.IRenderer {
     return !!kernel && !kernel.isDisposed && kernel.hasComm(modelId);
   }
 
-  /** The static report is up; switch to the explorer if its widget turns out to be alive. */
+  /** The saved data is drawn; switch to the explorer if its widget turns out to be alive. */
   private async upgradeIfLive(model: IRenderMime.IMimeModel, modelId: string, generation: number): Promise<void> {
     let host = this.host();
     if (!host) {
@@ -141,7 +169,7 @@ export class ReportRenderer extends Panel implements IRenderMime.IRenderer {
         const content = reply.content as { status: string; comms?: { [id: string]: unknown } };
         live = content.status === 'ok' && !!content.comms && modelId in content.comms;
       } catch {
-        return; // The kernel went away: the static report stays.
+        return; // The kernel went away: the saved drawing stays.
       }
     }
     if (live && generation === this.generation) {
@@ -172,7 +200,7 @@ export class ReportRenderer extends Panel implements IRenderMime.IRenderer {
     const previous = [...this.widgets];
     renderer.addClass('nbp-widget-host');
     // Kept hidden until the explorer is drawn, so "Loading widget..." never shows
-    // next to the static report it is about to replace.
+    // next to the saved drawing it is about to replace.
     renderer.hide();
     this.addWidget(renderer);
     try {
@@ -198,28 +226,36 @@ export class ReportRenderer extends Panel implements IRenderMime.IRenderer {
     return true;
   }
 
-  private showStatic(report: ReturnType<typeof parseReport>, hadWidget: boolean): void {
-    this.clearContent();
-    const footer = hadWidget
-      ? 'Saved report, drawn by the nbprofiler JupyterLab extension: the interactive explorer needs the kernel that made it. Run the cell again to get it back.'
-      : 'Report drawn by the nbprofiler JupyterLab extension from the data saved in this output.';
-    const view = new ReportView(report, { footer });
-    const widget = new Widget({ node: view.node });
-    this.addWidget(widget);
-    this.setMode('static');
-  }
-
   private showError(err: unknown, model: IRenderMime.IMimeModel): void {
     this.clearContent();
     const text = model.data['text/plain'];
     const node = h(
       'div',
       { class: 'nbp-report nbp-report-error' },
-      h('p', null, `This nbprofiler report cannot be shown: ${err instanceof Error ? err.message : String(err)}.`),
+      h('p', null, `This nbprofiler ${this.what} cannot be shown: ${err instanceof Error ? err.message : String(err)}.`),
       typeof text === 'string' ? h('pre', null, text) : null
     );
     this.addWidget(new Widget({ node }));
     this.setMode('error');
+  }
+}
+
+/** The saved report, drawn from its JSON by ReportView; the explorer while it lives. */
+export class ReportRenderer extends LiveOrSavedRenderer<IReport> {
+  constructor(options: IRenderMime.IRendererOptions, host?: IRenderHost | null) {
+    super(options, host, REPORT_MIME, 'report');
+    this.addClass('nbp-ReportRenderer');
+  }
+
+  protected parse(data: unknown): IReport {
+    return parseReport(data);
+  }
+
+  protected async showSaved(report: IReport, _model: IRenderMime.IMimeModel, hadWidget: boolean): Promise<Widget> {
+    const footer = hadWidget
+      ? 'Saved report, drawn by the nbprofiler JupyterLab extension: the interactive explorer needs the kernel that made it. Run the cell again to get it back.'
+      : 'Report drawn by the nbprofiler JupyterLab extension from the data saved in this output.';
+    return new Widget({ node: new ReportView(report, { footer }).node });
   }
 }
 

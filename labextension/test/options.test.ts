@@ -9,6 +9,7 @@ import {
   optionFlags,
   OptionsForm,
   profiledCode,
+  quoteFlag,
   saveOptions
 } from '../src/options';
 
@@ -36,6 +37,32 @@ describe('profile options', () => {
     expect(profiledCode('%%torchprofile', { ...DEFAULT_OPTIONS })).toBe(
       '%%torchprofile --wait 1 --warmup 1 --active 3 --repeat 1 --device auto'
     );
+  });
+
+  it('adds extra flags last on the magic line, leaving the body as it is', () => {
+    const flags = ['--compare', '--tried', 'dataloader_workers'];
+    const cell = '%%torchprofile --active 5 -o run   \nfor b in loader:\n    step(b)\n';
+    expect(profiledCode(cell, null, flags)).toBe(
+      '%%torchprofile --active 5 -o run --compare --tried dataloader_workers\nfor b in loader:\n    step(b)\n'
+    );
+    // With options too: theirs first, so the extra flags win a repeated one.
+    expect(profiledCode(cell, { ...DEFAULT_OPTIONS, stack: true }, flags).split('\n')[0]).toBe(
+      '%%torchprofile --active 5 -o run --wait 1 --warmup 1 --active 3 --repeat 1 --device auto --stack --compare --tried dataloader_workers'
+    );
+    // A plain cell, profiled with "Profile cell" before: a magic line of its own.
+    const plain = 'for b in loader:\n    step(b)';
+    expect(profiledCode(plain, null, flags)).toBe(`%%torchprofile --compare --tried dataloader_workers\n${plain}`);
+    expect(profiledCode(plain, { ...DEFAULT_OPTIONS, active: 2 }, flags)).toBe(
+      `%%torchprofile --active 2 --compare --tried dataloader_workers\n${plain}`
+    );
+    expect(profiledCode(cell, null, [])).toBe(cell);
+  });
+
+  it('quotes a flag value only where the magic would split or change it', () => {
+    expect(quoteFlag('dataloader_workers')).toBe('dataloader_workers');
+    expect(quoteFlag('amp.bf16-autocast')).toBe('amp.bf16-autocast');
+    expect(quoteFlag("two words 'and' quotes")).toBe(`'two words '"'"'and'"'"' quotes'`);
+    expect(quoteFlag('')).toBe("''");
   });
 
   it('repairs bad or foreign values', () => {

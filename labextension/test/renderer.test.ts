@@ -5,13 +5,13 @@
 import { readFileSync } from 'fs';
 import { join } from 'path';
 import { Panel, Widget } from '@lumino/widgets';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
-import { IRenderHost, RENDERER_RANK, ReportRenderer, reportRendererFactory, widgetModelId } from '../src/renderer';
+import { RENDERER_RANK, ReportRenderer, reportRendererFactory, widgetModelId } from '../src/renderer';
 import { REPORT_MIME, WIDGET_MIME } from '../src/report/types';
+import { fakeHost, MODEL_ID } from './fake-host';
 
 const payload = JSON.parse(readFileSync(join(__dirname, 'fixtures', 'report_cpu_live.json'), 'utf-8'));
-const MODEL_ID = '4f1c2b0e9d8a4c7b';
 
 function mimeModel(opts: { widget?: boolean; trusted?: boolean; data?: unknown } = {}) {
   const data: { [k: string]: unknown } = {
@@ -23,33 +23,6 @@ function mimeModel(opts: { widget?: boolean; trusted?: boolean; data?: unknown }
     data[WIDGET_MIME] = { version_major: 2, version_minor: 0, model_id: MODEL_ID };
   }
   return { trusted: opts.trusted ?? true, data, metadata: {}, setData: () => undefined } as any;
-}
-
-/** Stands in for ipywidgets' WidgetRenderer. */
-class FakeWidgetRenderer extends Widget {
-  constructor(private readonly found: boolean) {
-    super();
-  }
-  async renderModel(model: any): Promise<void> {
-    await new Promise(r => setTimeout(r, 1));
-    this.node.textContent = this.found
-      ? `EXPLORER ${model.data[WIDGET_MIME].model_id}`
-      : 'Error displaying widget: model not found';
-  }
-}
-
-function fakeHost(opts: { open?: boolean; remote?: boolean; found?: boolean; kernel?: boolean } = {}) {
-  const requestCommInfo = vi.fn(async () => ({
-    content: { status: 'ok', comms: opts.remote ? { [MODEL_ID]: { target_name: 'jupyter.widget' } } : {} }
-  }));
-  const hasComm = vi.fn((id: string) => !!opts.open && id === MODEL_ID);
-  const createRenderer = vi.fn(() => new FakeWidgetRenderer(opts.found ?? true));
-  const kernel = { isDisposed: false, hasComm, requestCommInfo };
-  const host = {
-    rendermime: { createRenderer },
-    sessionContext: { session: opts.kernel === false ? null : { kernel } }
-  } as unknown as IRenderHost;
-  return { host, requestCommInfo, hasComm, createRenderer };
 }
 
 const attached: Widget[] = [];

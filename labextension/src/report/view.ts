@@ -30,6 +30,8 @@ export interface IViewOptions {
   pageSize?: number;
 }
 
+const TRY_TITLE = 'Run this code in a new cell below, then profile this cell again and compare';
+
 export type SortDir = 'ascending' | 'descending';
 
 const COLUMN_LABELS: { [name: string]: string } = {
@@ -745,7 +747,18 @@ export class ReportView {
           () => this.flash(button, 'Copy failed: select the code')
         );
       });
-      children.push(h('div', { class: 'nbp-code' }, button, h('pre', null, h('code', null, code))));
+      // "Try it" has no handler here: the extension's one click handler serves every card (try/run.ts).
+      const tryIt = h('button', { type: 'button', class: 'nbp-try', 'data-nbp-kind': sug.kind, title: TRY_TITLE }, 'Try it');
+      children.push(
+        h('div', { class: 'nbp-code' }, h('div', { class: 'nbp-code-actions' }, tryIt, button), h('pre', null, h('code', null, code))),
+        h(
+          'div',
+          { class: 'nbp-try-line' },
+          'To try it: paste the code in a new cell below, run it, then re-run this cell with ',
+          h('code', null, '%%torchprofile --compare'),
+          '.'
+        )
+      );
     }
     const severity = ['high', 'medium', 'low'].includes(sug.severity) ? sug.severity : 'low';
     return h('div', { class: `nbp-card nbp-card-${severity}`, 'data-kind': sug.kind }, ...children);

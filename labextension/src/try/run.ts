@@ -1,0 +1,106 @@
+/**
+ * "Try it": re-profile a suggestion in one click. The card's code goes into a
+ * new, marked cell below the profiled cell and runs there, as JupyterLab runs a
+ * cell; then the profiled cell runs again under `%%torchprofile --compare
+ * --tried KIND`, so its second output measures the gain beside the stated one.
+ * The profiled cell's source is not changed, and the new cell stays in the
+ * notebook: what was tried is written down where the user can read it.
+ */
+import { Notification } from '@jupyterlab/apputils';
+import { CodeCell } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { KernelMessage } from '@jupyterlab/services';
+
+import { executeProfiled, prepareKernel, ProfileError, readyKernel } from '../kernel';
+import { exclusively } from '../profile';
+import { ITryRequest, readTryRequest, triedMetadata, triedSource, TRY_SELECTOR, tryFlags } from './card';
+
+const BUSY_LABEL = 'Trying…';
+
+/** Insert the marked cell with the suggestion's code right below `cell`; returns its widget. */
+export function insertTriedCell(panel: NotebookPanel, cell: CodeCell, request: ITryRequest): CodeCell {
+  const notebook = panel.content;
+  const model = panel.model;
+  const index = notebook.widgets.indexOf(cell);
+  if (!model || index < 0) {
+    throw new ProfileError('The profiled cell is no longer in its notebook.');
+  }
+  model.sharedModel.insertCell(index + 1, {
+    cell_type: 'code',
+    source: triedSource(request),
+    metadata: triedMetadata(request.kind)
+  });
+  return notebook.widgets[index + 1] as CodeCell;
+}
+
+/** Why a cell's run failed, in words; '' when it ran. */
+function failure(reply: KernelMessage.IExecuteReplyMsg | void): string {
+  if (!reply) {
+    return 'it did not run (no kernel)';
+  }
+  const content = reply.content;
+  if (content.status === 'ok') {
+    return '';
+  }
+  if (content.status === 'error') {
+    return `${content.ename}: ${content.evalue}`;
+  }
+  return 'it was aborted';
+}
+
+/** Insert and run the suggestion's cell, then re-run the profiled cell to compare. */
+export async function trySuggestion(panel: NotebookPanel, cell: CodeCell, request: ITryRequest): Promise<void> {
+  const { sessionContext } = panel;
+  const kernel = await readyKernel(sessionContext);
+  await prepareKernel(kernel);
+  const tried = insertTriedCell(panel, cell, request);
+  const why = failure(await CodeCell.execute(tried, sessionContext));
+  if (why) {
+    throw new ProfileError(
+      `The suggestion's code failed in the new cell below the profiled one (${why}). ` +
+        'Fix it there and run it, then re-run the profiled cell with %%torchprofile --compare.'
+    );
+  }
+  await executeProfiled(cell, sessionContext, null, tryFlags(request.kind));
+}
+
+/** A click on a "Try it" button: find its notebook cell and try the suggestion, once at a time. */
+export async function onTryClick(tracker: INotebookTracker, button: HTMLButtonElement): Promise<void> {
+  if (button.disabled) {
+    return;
+  }
+  const request = readTryRequest(button);
+  if (typeof request === 'string') {
+    Notification.warning(request, { autoClose: 4000 });
+    return;
+  }
+  const panel = tracker.find(p => p.node.contains(button));
+  const cell = panel?.content.widgets.find(c => c.node.contains(button));
+  if (!panel || !cell || cell.model.type !== 'code') {
+    Notification.warning('"Try it" works on a report shown under its notebook cell.', { autoClose: 4000 });
+    return;
+  }
+  const label = button.textContent;
+  button.disabled = true;
+  button.textContent = BUSY_LABEL;
+  try {
+    await exclusively(cell as CodeCell, 'Trying the suggestion', () => trySuggestion(panel, cell as CodeCell, request));
+  } finally {
+    // The re-run usually replaces the card; a button still shown gets its label back.
+    button.disabled = false;
+    button.textContent = label;
+  }
+}
+
+/** The delegated click handler for every "Try it" button of the page (widget, HTML or saved report). */
+export function tryClickListener(tracker: INotebookTracker): (event: MouseEvent) => void {
+  return (event: MouseEvent) => {
+    const target = event.target;
+    const button = target instanceof Element ? target.closest<HTMLButtonElement>(TRY_SELECTOR) : null;
+    if (!button) {
+      return;
+    }
+    event.preventDefault();
+    void onTryClick(tracker, button);
+  };
+}

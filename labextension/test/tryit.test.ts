@@ -1,0 +1,292 @@
+/**
+ * "Try it": the button in every card with code, what a click reads from the
+ * card, and what it does in the notebook (a marked cell below, run, then the
+ * profiled cell re-run with `--compare --tried KIND`), against a fake notebook
+ * and kernel. JupyterLab's cell runner, output area and notifications are
+ * replaced by recorders; the extension's own code runs as it is.
+ */
+import { readFileSync } from 'fs';
+import { join } from 'path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+const calls = vi.hoisted(() => ({ order: [] as string[], executeCell: vi.fn(), executeOutput: vi.fn(), notify: [] as string[][] }));
+
+vi.mock('@jupyterlab/cells', () => ({ CodeCell: { execute: calls.executeCell } }));
+vi.mock('@jupyterlab/outputarea', () => ({ OutputArea: { execute: calls.executeOutput } }));
+vi.mock('@jupyterlab/apputils', () => ({
+  Notification: Object.fromEntries(
+    ['info', 'warning', 'error', 'success'].map(level => [level, (message: string) => void calls.notify.push([level, message])])
+  )
+}));
+
+import { PromiseDelegate } from '@lumino/coreutils';
+
+import { parseReport } from '../src/report/types';
+import { ReportView } from '../src/report/view';
+import { LAB_CLASS, readTryRequest, triedMarker, tryFlags } from '../src/try/card';
+import { onTryClick, tryClickListener } from '../src/try/run';
+
+const HOSTILE_SCRIPT = '</script><script>alert("nbp")</script>';
+const v100 = JSON.parse(readFileSync(join(__dirname, 'fixtures', 'report_v100_trace.json'), 'utf-8'));
+const loaderSuggestion = v100.suggestions.find((s: any) => s.kind === 'dataloader_workers');
+
+function okReply(count: number) {
+  return { content: { status: 'ok', execution_count: count } };
+}
+
+let counter = 0;
+function fakeCell(source: string, metadata: { [k: string]: unknown } = {}) {
+  const node = document.createElement('div');
+  node.className = 'jp-Cell';
+  const id = `cell-${++counter}`;
+  const model = {
+    type: 'code',
+    metadata,
+    executionCount: null as number | null,
+    executionState: 'idle',
+    trusted: false,
+    sharedModel: { getSource: () => source, getId: () => id, transact: (f: () => void) => f() },
+    clearExecution: vi.fn()
+  };
+  return { node, model, outputArea: { future: null }, isDisposed: false, outputHidden: false, source, metadata };
+}
+
+/** A notebook of code cells, its panel, its kernel (Python, nbprofiler ready) and a tracker that finds it. */
+function fakeNotebook(sources: string[]) {
+  const widgets = sources.map(s => fakeCell(s));
+  const node = document.createElement('div');
+  widgets.forEach(w => node.appendChild(w.node));
+  const kernel = {
+    name: 'python3',
+    info: Promise.resolve({ language_info: { name: 'python' } }),
+    requestExecute: () => ({
+      done: Promise.resolve({ content: { status: 'ok', user_expressions: { nbprofiler: { status: 'ok', data: { 'text/plain': "'ok'" } } } } })
+    })
+  };
+  const sessionContext = { ready: Promise.resolve(), session: { kernel }, hasNoKernel: false };
+  const panel = {
+    node,
+    sessionContext,
+    content: { widgets },
+    model: {
+      sharedModel: {
+        insertCell: (index: number, cell: { source: string; metadata: { [k: string]: unknown } }) => {
+          const w = fakeCell(cell.source, cell.metadata);
+          widgets.splice(index, 0, w);
+          node.insertBefore(w.node, node.children[index] ?? null);
+        }
+      }
+    }
+  };
+  document.body.appendChild(node);
+  const tracker = { find: (fn: (p: unknown) => boolean) => [panel].find(fn) };
+  return { panel, widgets, tracker: tracker as any, sessionContext };
+}
+
+/** The saved-report view of the V100 run, as an output of `cell`; its "Try it" button for `kind`. */
+function showReport(cell: { node: HTMLElement }, kind = 'dataloader_workers'): HTMLButtonElement {
+  const view = new ReportView(parseReport(v100));
+  cell.node.appendChild(view.node);
+  return view.node.querySelector(`.nbp-card[data-kind="${kind}"] button.nbp-try`) as HTMLButtonElement;
+}
+
+const TRAINING = '%%torchprofile --active 3\nfor x, y in train_loader:\n    train_step(x, y)';
+
+beforeEach(() => {
+  calls.order.length = 0;
+  calls.notify.length = 0;
+  calls.executeCell.mockReset();
+  calls.executeOutput.mockReset();
+  calls.executeCell.mockImplementation(async (cell: any) => {
+    calls.order.push(`run ${cell.source.split('\n')[0]}`);
+    return okReply(7);
+  });
+  calls.executeOutput.mockImplementation(async (code: string, _area: unknown, _session: unknown, metadata: any) => {
+    calls.order.push(`profile ${code.split('\n')[0]} (${metadata.cellId})`);
+    return okReply(8);
+  });
+});
+
+afterEach(() => {
+  document.body.textContent = '';
+});
+
+describe('the "Try it" button', () => {
+  it('sits next to Copy in every card with code, naming its suggestion, with the by-hand line', () => {
+    const view = new ReportView(parseReport(v100));
+    const cards = Array.from(view.node.querySelectorAll('.nbp-card'));
+    expect(cards.map(c => c.querySelector('button.nbp-try')?.getAttribute('data-nbp-kind') ?? null)).toEqual(
+      v100.suggestions.map((s: any) => (s.code ? s.kind : null))
+    );
+    for (const card of cards) {
+      const actions = card.querySelector('.nbp-code-actions')!;
+      expect(Array.from(actions.children).map(b => `${b.className}:${b.textContent}`)).toEqual(['nbp-try:Try it', 'nbp-copy:Copy']);
+      expect((actions.querySelector('.nbp-try') as HTMLButtonElement).type).toBe('button');
+      expect(card.querySelector('.nbp-try-line')!.textContent).toBe(
+        'To try it: paste the code in a new cell below, run it, then re-run this cell with %%torchprofile --compare.'
+      );
+    }
+  });
+
+  it('shows only where the extension put its class on the body; the by-hand line shows elsewhere', () => {
+    const style = document.createElement('style');
+    style.textContent = readFileSync(join(__dirname, '..', 'style', 'base.css'), 'utf-8');
+    document.head.appendChild(style);
+    const view = new ReportView(parseReport(v100));
+    document.body.appendChild(view.node);
+    const button = view.node.querySelector('.nbp-try') as HTMLElement;
+    const line = view.node.querySelector('.nbp-try-line') as HTMLElement;
+    try {
+      expect([getComputedStyle(button).display, getComputedStyle(line).display]).toEqual(['none', 'block']);
+      document.body.classList.add(LAB_CLASS);
+      expect([getComputedStyle(button).display, getComputedStyle(line).display]).toEqual(['inline-block', 'none']);
+    } finally {
+      document.body.classList.remove(LAB_CLASS);
+      style.remove();
+    }
+  });
+
+  it('reads the kind, the title and the code from the extension\'s card', () => {
+    const view = new ReportView(parseReport(v100));
+    const request = readTryRequest(view.node.querySelector('.nbp-card[data-kind="dataloader_workers"] .nbp-try')!);
+    expect(request).toEqual({ kind: 'dataloader_workers', title: loaderSuggestion.title, code: loaderSuggestion.code });
+    const hostile = readTryRequest(view.node.querySelector('.nbp-card[data-kind="hostile"] .nbp-try')!) as { title: string };
+    expect(hostile.title).toBe(v100.suggestions.find((s: any) => s.kind === 'hostile').title);
+  });
+
+  it('reads a card of nbprofiler\'s HTML and explorer (.nbp .card), from its text only', () => {
+    // The markup of nbprofiler/render/html.py suggestion_card.
+    const host = document.createElement('div');
+    host.className = 'nbp';
+    host.innerHTML =
+      '<div class="card high"><b>Load batches &lt;b&gt;in workers&lt;/b&gt;</b> <span class="how">[high]</span>' +
+      '<div>Expected gain: up to 1.4×</div><div><button class="nbp-copy-code" type="button">Copy</button>' +
+      '<button class="nbp-try" type="button" data-nbp-kind="dataloader_workers">Try it</button>' +
+      '<pre>train_loader = DataLoader(ds, &lt;num_workers&gt;=4)\n</pre></div><div class="nbp-try-line">To try it: …</div></div>';
+    document.body.appendChild(host);
+    expect(readTryRequest(host.querySelector('.nbp-try')!)).toEqual({
+      kind: 'dataloader_workers',
+      title: 'Load batches <b>in workers</b>',
+      code: 'train_loader = DataLoader(ds, <num_workers>=4)\n'
+    });
+    host.querySelector('pre')!.remove();
+    expect(readTryRequest(host.querySelector('.nbp-try')!)).toBe('This suggestion card has no code to try.');
+  });
+
+  it('marks the tried cell with the suggestion\'s title on one line, and names the kind in the flags', () => {
+    expect(triedMarker(`Hostile\n title ${HOSTILE_SCRIPT}`)).toBe(`# nbprofiler: trying "Hostile title ${HOSTILE_SCRIPT}"`);
+    expect(tryFlags('dataloader_workers')).toEqual(['--compare', '--tried', 'dataloader_workers']);
+    expect(tryFlags('a kind; rm')).toEqual(['--compare', '--tried', "'a kind; rm'"]);
+  });
+});
+
+describe('clicking "Try it"', () => {
+  it('inserts the marked cell below the profiled one, runs it, then re-profiles with --compare --tried', async () => {
+    const { widgets, tracker } = fakeNotebook(['import torch', TRAINING, 'print("after")']);
+    const profiled = widgets[1];
+    const button = showReport(profiled);
+    await onTryClick(tracker, button);
+
+    expect(widgets.map(w => w.source.split('\n')[0])).toEqual([
+      'import torch',
+      '%%torchprofile --active 3',
+      `# nbprofiler: trying "${loaderSuggestion.title}"`,
+      'print("after")'
+    ]);
+    const tried = widgets[2];
+    expect(tried.source).toBe(`# nbprofiler: trying "${loaderSuggestion.title}"\n${loaderSuggestion.code.trimEnd()}`);
+    expect(tried.metadata).toEqual({ nbprofiler: { tried: 'dataloader_workers' } });
+    // The new cell ran first, as JupyterLab runs a cell; then the profiled cell, source unchanged.
+    expect(calls.executeCell).toHaveBeenCalledTimes(1);
+    expect(calls.executeCell.mock.calls[0][0]).toBe(tried);
+    expect(calls.order).toEqual([
+      `run # nbprofiler: trying "${loaderSuggestion.title}"`,
+      `profile %%torchprofile --active 3 --compare --tried dataloader_workers (${profiled.model.sharedModel.getId()})`
+    ]);
+    expect(calls.executeOutput.mock.calls[0][0]).toBe(
+      '%%torchprofile --active 3 --compare --tried dataloader_workers\nfor x, y in train_loader:\n    train_step(x, y)'
+    );
+    expect(profiled.model.sharedModel.getSource()).toBe(TRAINING);
+    expect(profiled.model.executionCount).toBe(8);
+    expect(calls.notify).toEqual([]);
+    expect(button.disabled).toBe(false);
+  });
+
+  it('gives a cell profiled with "Profile cell" (no magic line) the magic line with the flags', async () => {
+    const plain = 'for x, y in train_loader:\n    train_step(x, y)';
+    const { widgets, tracker } = fakeNotebook([plain]);
+    await onTryClick(tracker, showReport(widgets[0]));
+    expect(calls.executeOutput.mock.calls[0][0]).toBe(`%%torchprofile --compare --tried dataloader_workers\n${plain}`);
+    expect(widgets[0].model.sharedModel.getSource()).toBe(plain);
+  });
+
+  it('is disabled while it runs: a second click does nothing', async () => {
+    const { widgets, tracker } = fakeNotebook([TRAINING]);
+    const button = showReport(widgets[0]);
+    const gate = new PromiseDelegate<void>();
+    calls.executeCell.mockImplementation(async () => {
+      await gate.promise;
+      return okReply(2);
+    });
+    // Through the page's delegated handler, as a user clicks.
+    const listener = tryClickListener(tracker);
+    document.addEventListener('click', listener);
+    try {
+      button.click();
+      await new Promise(r => setTimeout(r, 10));
+      expect(button.disabled).toBe(true);
+      expect(button.textContent).toBe('Trying…');
+      button.click();
+      await onTryClick(tracker, button);
+      await new Promise(r => setTimeout(r, 10));
+      expect(widgets.length).toBe(2);
+      expect(calls.executeCell).toHaveBeenCalledTimes(1);
+      gate.resolve();
+      await new Promise(r => setTimeout(r, 10));
+    } finally {
+      document.removeEventListener('click', listener);
+    }
+    expect(calls.executeOutput).toHaveBeenCalledTimes(1);
+    expect(button.disabled).toBe(false);
+    expect(button.textContent).toBe('Try it');
+  });
+
+  it('stops with a notification when the suggestion\'s code fails, without re-profiling', async () => {
+    const { widgets, tracker } = fakeNotebook([TRAINING]);
+    calls.executeCell.mockImplementation(async () => ({
+      content: { status: 'error', ename: 'NameError', evalue: "name 'train_ds' is not defined", execution_count: 3 }
+    }));
+    const button = showReport(widgets[0]);
+    await onTryClick(tracker, button);
+    expect(widgets.length).toBe(2);
+    expect(calls.executeOutput).not.toHaveBeenCalled();
+    expect(calls.notify).toEqual([
+      [
+        'error',
+        "The suggestion's code failed in the new cell below the profiled one (NameError: name 'train_ds' is not defined). " +
+          'Fix it there and run it, then re-run the profiled cell with %%torchprofile --compare.'
+      ]
+    ]);
+    expect(button.disabled).toBe(false);
+  });
+
+  it('says so when the button is not in a notebook cell (an output view)', async () => {
+    const { tracker } = fakeNotebook([TRAINING]);
+    const elsewhere = document.createElement('div');
+    document.body.appendChild(elsewhere);
+    await onTryClick(tracker, showReport({ node: elsewhere }));
+    expect(calls.executeCell).not.toHaveBeenCalled();
+    expect(calls.notify).toEqual([['warning', '"Try it" works on a report shown under its notebook cell.']]);
+  });
+
+  it('leaves other clicks alone', () => {
+    const { widgets, tracker } = fakeNotebook([TRAINING]);
+    const view = new ReportView(parseReport(v100));
+    widgets[0].node.appendChild(view.node);
+    const event = new MouseEvent('click', { bubbles: true, cancelable: true });
+    view.node.querySelector('.nbp-card-title')!.dispatchEvent(event);
+    tryClickListener(tracker)(event);
+    expect(event.defaultPrevented).toBe(false);
+    expect(calls.executeCell).not.toHaveBeenCalled();
+  });
+});
