@@ -9,8 +9,10 @@ import sys
 from importlib import import_module
 from typing import Any
 
+from . import history  # a callable module: nbprofiler.history() lists the kept runs
 from .advice.suggestion import Suggestion
 from .errors import NbprofilerError, NestedProfileError, OptionError, TraceError
+from .history import stored_run
 from .options import ProfileOptions
 from .report import Report
 from .report.comparison import Comparison, compare
@@ -18,9 +20,9 @@ from .report.load import load
 
 __version__ = "0.1.0"
 __all__ = [
-    "profile", "load", "last", "step", "Report", "ProfileOptions",
+    "profile", "load", "last", "last_comparison", "step", "Report", "ProfileOptions",
     "TraceError", "OptionError", "NestedProfileError", "NbprofilerError",
-    "Suggestion", "tune_dataloader", "batch_size_curve", "compare", "Comparison",
+    "Suggestion", "tune_dataloader", "batch_size_curve", "history", "stored_run", "compare", "Comparison",
 ]
 
 
@@ -47,6 +49,13 @@ def step() -> None:
     run = current_run()
     if run is not None:
         run.step()
+
+
+def last_comparison() -> Any:
+    """The Comparison the most recent ``%%torchprofile --compare`` run made, or None."""
+    from .cell_runs import last_comparison as latest
+
+    return latest()
 
 
 def last() -> Report | None:

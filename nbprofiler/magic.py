@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import keyword
 import re
+import sys
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from types import CodeType, TracebackType
@@ -21,6 +22,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 
 from .capture.session import ProfileRun
+from .cell_identity import cell_key, notebook_path
+from .cell_runs import Baseline, baseline, compared, finished
 from .errors import NbprofilerError, OptionError
 from .options import DEVICE_CHOICES, SORT_KEYS, STEP_ON_CHOICES, ProfileOptions
 
@@ -59,6 +62,14 @@ class TorchProfileMagics(Magics):
     @argument("-o", "--output", default=None, metavar="VAR",
               help="Store the Report in the variable VAR of the notebook.")
     @argument("-q", "--quiet", action="store_true", help="Display nothing (use with -o).")
+    @argument("--compare", nargs="?", const="", default=None, metavar="VAR",
+              help="Compare this run with the Report in VAR (alone: with this cell's previous run, in this "
+                   "kernel or in the history) and show whether it got faster, beyond noise.")
+    @argument("--tried", default=None, metavar="KIND",
+              help="The suggestion this run tries (its kind): the comparison puts its stated gain beside the "
+                   "measured one. Implies --compare.")
+    @argument("--no-history", action="store_true",
+              help="Do not keep this run in the local history (nbprofiler.history(); file: NBPROFILER_HISTORY).")
     @argument("--sort", default=None, help=f"Sort the operator table by one of: {', '.join(SORT_KEYS)}.")
     @argument("--top", type=int, default=15, help="Number of operators to show (default 15).")
     @argument("statement", nargs="*", help="With %%torchprofile (the line magic): the statement to profile.")
@@ -97,6 +108,9 @@ class TorchProfileMagics(Magics):
 
             %torchprofile -n 10 --wait 0 y = model(x)      # no loop: 10 runs, 10 steps
 
+            %%torchprofile --compare                       # after a change: faster than this cell's last run?
+            for x, y in train_loader: ...
+
             %%torchprofile --step-on manual --stack
             for batch in stream:
                 process(batch)
@@ -105,6 +119,10 @@ class TorchProfileMagics(Magics):
         Afterwards ``run.breakdown``, ``run.operators``, ``run.steps``,
         ``run.suggestions`` ... hold the tables; ``nbprofiler.last()`` returns the
         latest Report; ``run.export_chrome_trace("t.json.gz")`` saves the trace.
+        Every run is kept in a local history (``nbprofiler.history()``; the file is
+        ``NBPROFILER_HISTORY``, and ``--no-history`` skips it); ``--compare`` reads it
+        after a kernel restart, and ``nbprofiler.last_comparison()`` returns the
+        latest comparison.
         """
         __tracebackhide__ = True  # IPython and pytest show the user's frames, not the magic's
         name = "%%torchprofile" if cell is not None else "%torchprofile"
@@ -133,15 +151,28 @@ class TorchProfileMagics(Magics):
                 skip_first=args.skip_first, step_on=args.step_on, iterations=args.iterations,
                 device=args.device, memory=not args.no_memory, shapes=args.shapes, stack=args.stack,
                 modules=args.modules, trace=args.trace, tensorboard=args.tensorboard, sort=args.sort,
-                top=args.top, quiet=args.quiet,
+                top=args.top, quiet=args.quiet, history=not args.no_history,
             )
+            request = _Request(args.output, self._baseline(args, source), args.tried)
         except OptionError as exc:
             raise UsageError(f"{name} {exc}") from None
         if args.output is not None and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
             raise UsageError(f"{name} -o: {args.output!r} is not a valid variable name")
-        return self._run(source, options, args.output)
+        return self._run(source, options, request)
 
-    def _run(self, source: str, options: ProfileOptions, output: str | None) -> Any:
+    def _baseline(self, args: argparse.Namespace, source: str) -> "Baseline | None":
+        """The run ``--compare`` (or ``--tried``) names, found before the cell runs; a cell with no
+        earlier run to compare with runs anyway, with a note that says so."""
+        if args.compare is None and args.tried is None:
+            return None
+        key = cell_key(self._ipython, source)
+        found = baseline(self._ipython.user_ns, args.compare or None, key)
+        if found is None:
+            print("nbprofiler: --compare: this cell has no earlier run to compare with (run it once, or name a "
+                  "report with --compare VAR); the report is shown alone", file=sys.stderr)
+        return found
+
+    def _run(self, source: str, options: ProfileOptions, request: "_Request") -> Any:
         """Profile ``source``, run as IPython runs a cell, and return the value of its last
         expression (IPython shows it as the cell's ``Out``, under the report).
 
@@ -155,7 +186,7 @@ class TorchProfileMagics(Magics):
         except SyntaxError as exc:
             self._ipython.showsyntaxerror(exc.filename)  # as IPython shows a cell's: the line and a caret
             raise UsageError("%%torchprofile: the cell has a syntax error (shown above), so it did not run") from None
-        profiled = self._profile(cell, options, output)
+        profiled = self._profile(cell, options, request)
         if not cell.awaits:
             return _run_to_end(profiled)
         try:
@@ -164,7 +195,7 @@ class TorchProfileMagics(Magics):
             return self._ipython.loop_runner(profiled)
         return profiled
 
-    async def _profile(self, cell: "_Cell", options: ProfileOptions, output: str | None) -> Any:
+    async def _profile(self, cell: "_Cell", options: ProfileOptions, request: "_Request") -> Any:
         """Run ``cell`` under a run, finish the run whatever happened, then show the report and
         re-raise the cell's exception. Every moment after the run may have started is inside a
         ``try`` that finishes it, so a Ctrl-C anywhere leaves nothing installed."""
@@ -175,7 +206,8 @@ class TorchProfileMagics(Magics):
         status = LiveStatus(enabled=not options.quiet)
         try:
             run = ProfileRun(options, namespace=namespace, cell_source=cell.source, cell_filename=cell.filename,
-                             on_step=status.update)
+                             on_step=status.update, cell_key=cell_key(self._ipython, cell.source),
+                             notebook=notebook_path(self._ipython))
         except NbprofilerError as exc:
             raise UsageError(f"%%torchprofile: {exc}") from None
         failure: BaseException | None = None
@@ -196,10 +228,11 @@ class TorchProfileMagics(Magics):
             status.close()
         if run.report is None:
             raise _not_started(failure)
-        if output is not None:
-            namespace[output] = run.report
+        if request.output is not None:
+            namespace[request.output] = run.report
         if not options.quiet:
             status.show(run.report)  # the status line turns into the report
+        _follow_up(run.report, options, request)
         if failure is not None:
             raise failure.with_traceback(_from_cell(failure.__traceback__, cell.filename))
         return value
@@ -209,6 +242,27 @@ class TorchProfileMagics(Magics):
         """The shell the magic is registered with (``Magics.shell`` is None only before that)."""
         assert self.shell is not None
         return self.shell
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What the cell asked for besides profiling: where to store the report, and what to compare it with."""
+
+    output: str | None
+    baseline: "Baseline | None"
+    tried: str | None
+
+
+def _follow_up(report: Any, options: ProfileOptions, request: _Request) -> None:
+    """Keep the run (history, its cell's latest) and show its comparison, after the report."""
+    finished(report, keep=options.history)
+    if request.baseline is None:
+        return
+    comparison = compared(request.baseline, report, request.tried)
+    if comparison is not None and not options.quiet:
+        from IPython.display import display
+
+        display(comparison)
 
 
 def _not_started(failure: BaseException | None) -> BaseException:
@@ -387,19 +441,32 @@ def _split_statement(line: str, parser: argparse.ArgumentParser) -> tuple[str, s
     """The line magic's options, and its statement verbatim from the first word that is
     neither an option nor an option's value (so ``y = -x`` is code, not a flag). A quoted
     value is one word, as the shell would split it (``--trace "a b.json"``)."""
-    expects_value = False
+    expects_value = may_take_value = False
     for word in _SHELL_WORD.finditer(line):
         token = word.group()
         if expects_value:
             expects_value = False
+        elif may_take_value and _names_a_value(token, line[word.end():]):
+            may_take_value = False
         elif token in _HELP_FLAGS:
             continue
         elif token.startswith("-") and token.split("=", 1)[0] in parser._option_string_actions:
             action = parser._option_string_actions[token.split("=", 1)[0]]
-            expects_value = action.nargs != 0 and "=" not in token
+            given = "=" in token
+            expects_value = action.nargs not in (0, "?") and not given
+            may_take_value = action.nargs == "?" and not given
         else:
             return line[:word.start()], line[word.start():].strip()
     return line, ""
+
+
+def _names_a_value(word: str, rest: str) -> bool:
+    """Whether ``word``, after an option whose value is optional (``--compare [VAR]``), is that
+    value rather than the statement's start: a name that some statement follows, and that
+    does not itself start the statement (``--compare y = model(x)`` profiles ``y = ...``)."""
+    follows = rest.lstrip()
+    starts_code = follows[:1] in ("=", "(", ".", "[", ",", ":") or follows[:2] in ("+=", "-=", "*=", "/=")
+    return word.isidentifier() and not keyword.iskeyword(word) and bool(follows) and not starts_code
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -557,5 +557,11 @@ def profile(options: ProfileOptions | None = None, **kwargs: Any) -> Iterator[Pr
                                         "in a cell")
     run = ProfileRun(opts)
     run._owner = sys._getframe(2)  # the frame with the `with` statement (1 is contextlib's __enter__)
-    with run:
-        yield run
+    try:
+        with run:
+            yield run
+    finally:
+        if run.report is not None:  # kept in the history as the magic's runs are (unless history=False)
+            from ..cell_runs import finished
+
+            finished(run.report, keep=opts.history)
