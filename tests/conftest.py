@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 from collections.abc import Iterable
 from functools import lru_cache
@@ -176,6 +177,21 @@ def shared_raw_events(name: str) -> list[dict]:
     """A shared trace's complete ("X") events as plain dicts, for independent reference checks."""
     raw = json.loads(gzip.decompress(shared_trace(name).read_bytes()))
     return [e for e in raw["traceEvents"] if e.get("ph") == "X"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_history(tmp_path_factory) -> Iterable[Path]:
+    """Every run the tests profile is kept in a run history of this test session's own, never in
+    the user's (~/.local/share/nbprofiler); kernels and notebooks the tests start inherit it. A
+    test that needs a history file of its own sets NBPROFILER_HISTORY itself."""
+    path = tmp_path_factory.mktemp("history") / "history.sqlite"
+    before = os.environ.get("NBPROFILER_HISTORY")
+    os.environ["NBPROFILER_HISTORY"] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop("NBPROFILER_HISTORY", None)
+    else:
+        os.environ["NBPROFILER_HISTORY"] = before
 
 
 @pytest.fixture(scope="session")

@@ -42,22 +42,28 @@ class read_only_table:  # noqa: N801 - used as a decorator, like cached_property
     the user's copy, never the Report: every renderer, rule and later access sees the
     table as the analysis made it. Under pandas' copy-on-write the copy is shallow (no data
     is copied until someone writes); without it, a deep copy.
+
+    A run reloaded from the history has no trace to compute from: the tables it kept are in
+    ``report.stored`` and served from there instead.
     """
 
     def __init__(self, build: Callable[[Any], Any]) -> None:
         self.build = build
         self.__doc__ = build.__doc__
         self.slot = ""
+        self.name = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.slot = f"_table_{name}"
+        self.name = name
 
     def __get__(self, report: Any, owner: type | None = None) -> Any:
         if report is None:
             return self
         cache = report.__dict__  # a frozen dataclass: the cache bypasses __setattr__, as cached_property does
         if self.slot not in cache:
-            cache[self.slot] = self.build(report)
+            stored = report.stored
+            cache[self.slot] = stored[self.name] if self.name in stored else self.build(report)
         value = cache[self.slot]
         if isinstance(value, pd.DataFrame):
             return value.copy(deep=not _copy_on_write())
@@ -71,6 +77,9 @@ class Report:
     ``table`` is the recorded trace (None when the run ended before any active
     step); ``run`` holds what a live run measured on every step (None for
     trace files); ``ranks`` maps rank to Report when a directory held several.
+    ``stored`` holds what the run history kept of a run (``nbprofiler.stored_run``): its
+    tables, suggestions and notes, served as they were since there is no trace to recompute
+    them from; ``lacks`` names the tables it cannot give.
     """
 
     parsed: EventTable | None = None  # the trace when it came parsed (files); else see ``table``
@@ -79,6 +88,7 @@ class Report:
     source_path: str | None = None
     ranks: Mapping[int, "Report"] = field(default_factory=dict)
     load_notes: tuple[str, ...] = ()  # what ``load`` chose in a directory (the latest cycle), for ``notes``
+    stored: Mapping[str, Any] = field(default_factory=dict, repr=False)  # see nbprofiler.history.stored
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -146,7 +156,12 @@ class Report:
 
     @property
     def has_device_activity(self) -> bool:
-        return self.table.has_device
+        return bool(self.stored.get("has_device_activity", self.table.has_device))
+
+    @property
+    def lacks(self) -> tuple[str, ...]:
+        """The tables this report cannot give, empty here: a stored run's, which need the raw trace."""
+        return tuple(self.stored.get("lacks", ()))
 
     @read_only_table
     def trace_steps(self) -> pd.DataFrame:
@@ -375,6 +390,8 @@ class Report:
     def suggestions(self) -> tuple["Suggestion", ...]:
         """What to change, largest expected gain first, each with its evidence and code
         (``nbprofiler.advice``); one ``nothing_to_improve`` entry when no rule fires."""
+        if "suggestions" in self.stored:  # as they were made when the run was kept
+            return tuple(self.stored["suggestions"])
         from ..advice.rules import suggest
 
         return tuple(suggest(self))
@@ -382,6 +399,8 @@ class Report:
     @cached_property
     def notes(self) -> tuple[str, ...]:
         """Plain-language remarks about what the report does and does not cover."""
+        if "notes" in self.stored:
+            return tuple(self.stored["notes"])
         from .notes import report_notes
 
         return tuple(report_notes(self))

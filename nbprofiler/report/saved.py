@@ -115,6 +115,51 @@ def _unreadable(path: Path) -> str:
             "load a trace file by its own name, or save the report again")
 
 
+def frame_to_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table column by column with its dtype, so the frame read back has the same dtypes (an
+    all-missing column stays object, not float); missing values are null."""
+    return [{"name": c, "dtype": str(frame[c].dtype),
+             "values": frame[c].astype(object).where(frame[c].notna(), None).tolist()} for c in frame.columns]
+
+
+def frame_from_json(columns: list[dict[str, Any]]) -> pd.DataFrame:
+    """The table ``frame_to_json`` wrote."""
+    return pd.DataFrame({c["name"]: pd.Series(c["values"], dtype=c["dtype"]) for c in columns})
+
+
+def run_to_json(run: RunRecord) -> dict[str, Any]:
+    """A RunRecord as plain JSON data, all but its line marks (which run to millions, too many for
+    JSON: the archive keeps them as ``.npy`` members, the run history not at all)."""
+    doc: dict[str, Any] = {name: getattr(run, name) for name in _PLAIN_RUN_FIELDS}
+    doc.update(
+        options=dataclasses.asdict(run.options),
+        device=dataclasses.asdict(run.device),
+        steps=frame_to_json(run.steps),
+        loaders=[{**dataclasses.asdict(loader), "wait_ms_by_step": list(loader.wait_ms_by_step.items())}
+                 for loader in run.loaders],
+        line_marks=None,
+    )
+    return doc
+
+
+def run_from_json(doc: dict[str, Any], line_marks: LineMarks | None = None) -> RunRecord:
+    """The RunRecord ``run_to_json`` wrote; ProfileOptions re-validates the options, as for any caller."""
+    device = dict(doc["device"])
+    if device["compute_capability"] is not None:
+        device["compute_capability"] = tuple(device["compute_capability"])
+    return RunRecord(
+        options=ProfileOptions(**doc["options"]),
+        device=DeviceInfo(**device),
+        steps=frame_from_json(doc["steps"]),
+        loaders=tuple(LoaderRecord(**{**loader, "wait_ms_by_step": {int(s): float(ms) for s, ms in
+                                                                    loader["wait_ms_by_step"]}})
+                      for loader in doc["loaders"]),
+        line_marks=line_marks,
+        # A field a file from before it existed lacks keeps the record's default.
+        **{name: doc[name] for name in _PLAIN_RUN_FIELDS if name in doc},
+    )
+
+
 class _Writer:
     """Writes a Report's members into the archive and returns its JSON description."""
 
@@ -149,20 +194,10 @@ class _Writer:
         return member
 
     def run(self, run: RunRecord, prefix: str) -> dict[str, Any]:
-        """Every RunRecord field: the steps column by column with its dtype, so the loaded
-        frame is the sampler's (an all-missing column stays object, not float)."""
-        doc: dict[str, Any] = {name: getattr(run, name) for name in _PLAIN_RUN_FIELDS}
-        doc.update(
-            options=dataclasses.asdict(run.options),
-            device=dataclasses.asdict(run.device),
-            steps=[{"name": c, "dtype": str(run.steps[c].dtype),
-                    "values": run.steps[c].astype(object).where(run.steps[c].notna(), None).tolist()}
-                   for c in run.steps.columns],
-            loaders=[{**dataclasses.asdict(loader), "wait_ms_by_step": list(loader.wait_ms_by_step.items())}
-                     for loader in run.loaders],
-            line_marks=None if run.line_marks is None else {
-                key: self.array(f"{prefix}lines/{key}.npy", getattr(run.line_marks, key)) for key in _LINE_ARRAYS},
-        )
+        """Every RunRecord field, the line marks as ``.npy`` members."""
+        doc = run_to_json(run)
+        doc["line_marks"] = None if run.line_marks is None else {
+            key: self.array(f"{prefix}lines/{key}.npy", getattr(run.line_marks, key)) for key in _LINE_ARRAYS}
         return doc
 
     def array(self, member: str, values: np.ndarray) -> str:
@@ -236,22 +271,8 @@ class _Reader:
         return self.tables[member]
 
     def run(self, doc: dict[str, Any]) -> RunRecord:
-        """The RunRecord back; ProfileOptions re-validates the options, as for any caller."""
-        device = dict(doc["device"])
-        if device["compute_capability"] is not None:
-            device["compute_capability"] = tuple(device["compute_capability"])
         marks = doc["line_marks"]
-        return RunRecord(
-            options=ProfileOptions(**doc["options"]),
-            device=DeviceInfo(**device),
-            steps=pd.DataFrame({c["name"]: pd.Series(c["values"], dtype=c["dtype"]) for c in doc["steps"]}),
-            loaders=tuple(LoaderRecord(**{**loader, "wait_ms_by_step": {int(s): float(ms) for s, ms in
-                                                                        loader["wait_ms_by_step"]}})
-                          for loader in doc["loaders"]),
-            line_marks=None if marks is None else self.line_marks(marks),
-            # A field a file from before it existed lacks keeps the record's default.
-            **{name: doc[name] for name in _PLAIN_RUN_FIELDS if name in doc},
-        )
+        return run_from_json(doc, None if marks is None else self.line_marks(marks))
 
     def line_marks(self, members: dict[str, str]) -> LineMarks:
         """The marks, checked to be the integer arrays ``cell_lines`` indexes with."""

@@ -1,0 +1,100 @@
+"""The history's tables, and the migrations that bring an older file up to date.
+
+``PRAGMA user_version`` is the schema version: the number of ``MIGRATIONS`` a file has
+had. Opening a file applies the ones it lacks, in order, in one transaction (SQLite's
+schema changes are transactional), so two kernels opening an old file at once migrate
+it once, and a crash mid-way leaves it as it was. A file with a higher version was
+written by a newer nbprofiler: it is left untouched, since this code cannot know what
+its tables mean.
+
+Schema version 1, one row per kept run::
+
+    runs(
+      run_id         INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
+      ran_at         TEXT NOT NULL,     -- when the run ended, UTC, ISO 8601
+      notebook       TEXT,              -- the notebook's path, when the server named it
+      cell           TEXT,              -- the cell's key (front-end cell id, or source:<hash>)
+      cell_source    TEXT,
+      device         TEXT NOT NULL,     -- the device's name ("CPU", "NVIDIA A100-SXM4-40GB")
+      options        TEXT NOT NULL,     -- ProfileOptions as a JSON object
+      steps_run      INTEGER NOT NULL,  -- steps the cell ran
+      steps          INTEGER NOT NULL,  -- steps the average is over (report.step_window)
+      avg_step_us    REAL,
+      samples_per_s  REAL,
+      top_suggestion TEXT,              -- the title of the largest expected gain
+      error          TEXT,              -- what the cell raised, if it did
+      trace_path     TEXT,              -- the trace written by --trace / --tensorboard, absolute
+      nbprofiler     TEXT NOT NULL,     -- the version that kept it
+      run            TEXT NOT NULL,     -- the RunRecord as JSON (report/saved.py's codec, no line marks)
+      tables         TEXT NOT NULL,     -- JSON, see record.py
+      suggestions    TEXT NOT NULL,     -- JSON list, see record.py
+      notes          TEXT NOT NULL      -- JSON list of the report's notes
+    )
+    runs_by_cell ON runs(cell, run_id)   -- a cell's runs, for history(cell=) and previous_run
+
+The scalar columns are what ``history()`` lists without decoding any JSON.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE runs (
+            run_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            ran_at TEXT NOT NULL,
+            notebook TEXT,
+            cell TEXT,
+            cell_source TEXT,
+            device TEXT NOT NULL,
+            options TEXT NOT NULL,
+            steps_run INTEGER NOT NULL,
+            steps INTEGER NOT NULL,
+            avg_step_us REAL,
+            samples_per_s REAL,
+            top_suggestion TEXT,
+            error TEXT,
+            trace_path TEXT,
+            nbprofiler TEXT NOT NULL,
+            run TEXT NOT NULL,
+            tables TEXT NOT NULL,
+            suggestions TEXT NOT NULL,
+            notes TEXT NOT NULL
+        )""",
+        "CREATE INDEX runs_by_cell ON runs(cell, run_id)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class NewerSchema(Exception):
+    """The file's schema version is above ``SCHEMA_VERSION``."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(f"was written by a newer nbprofiler (schema version {version}; this one knows up to "
+                         f"{SCHEMA_VERSION}): upgrade nbprofiler (pip install -U nbprofiler)")
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """Bring the file to ``SCHEMA_VERSION`` (``conn`` in autocommit mode); ``NewerSchema``
+    when it is ahead. The version is read again under the write lock: another process may
+    have migrated the file in between."""
+    if schema_version(conn) == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = schema_version(conn)
+        if version > SCHEMA_VERSION:
+            raise NewerSchema(version)
+        for migration in MIGRATIONS[version:]:
+            for statement in migration:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
