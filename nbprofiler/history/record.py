@@ -79,7 +79,7 @@ def run_row(report: "Report", cell: str | None, notebook: str | None) -> dict[st
         "steps": int(summary.get("steps") or 0),
         "avg_step_us": summary.get("avg_step_us"),
         "samples_per_s": summary.get("samples_per_s"),
-        "top_suggestion": top[0].title if top and not top[0].nothing_to_improve else None,
+        "top_suggestion": top[0].title if top else None,
         "error": run.error,
         "trace_path": trace_path(run.options),
         "nbprofiler": __version__,

@@ -21,7 +21,7 @@ Schema version 1, one row per kept run::
       steps          INTEGER NOT NULL,  -- steps the average is over (report.step_window)
       avg_step_us    REAL,
       samples_per_s  REAL,
-      top_suggestion TEXT,              -- the title of the largest expected gain
+      top_suggestion TEXT,              -- the title of the first suggestion (largest expected gain)
       error          TEXT,              -- what the cell raised, if it did
       trace_path     TEXT,              -- the trace written by --trace / --tensorboard, absolute
       nbprofiler     TEXT NOT NULL,     -- the version that kept it
