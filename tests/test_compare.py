@@ -53,6 +53,7 @@ def test_v100_step_time_and_speedup(v100):
     assert low <= before_ms / after_ms <= high  # the ratio of the means lies in the interval too
     assert v100.changed
     assert v100.verdict.startswith(f"{v100.speedup:.2f}× faster ({low:.2f}–{high:.2f})")
+    assert not any(n.startswith("By the mean steps") for n in v100.notes)  # the means' 1.26× is in the interval
 
 
 def test_v100_breakdown_dataloader_delta_is_negative_and_explained(v100):
@@ -113,7 +114,7 @@ def test_interval_holds_one_for_identical_distributions(n):
     held = 0
     for _ in range(300):
         b, a = (rng.lognormal(np.log(100), 0.1, n) for _ in range(2))
-        low, high = cmp.median_ratio_interval(b, a, resamples=2000)
+        low, high = cmp.median_ratio_interval(b, a, resamples=2000, drift=0)
         held += low <= 1 <= high
     assert held / 300 >= 0.88
 
@@ -165,3 +166,131 @@ def test_operators_new_and_vanished_per_step():
     assert diff.loc["aten::mm", "host_self_ms_before"] == pytest.approx(0.2)  # per profiled step
     assert diff.loc["aten::mm", "calls_delta"] == 0
     assert list(diff.index) == ["aten::mm", "aten::relu", "<script>x</script>"]  # largest |delta| first
+
+
+def test_ranks_compare_rank_by_rank():
+    from nbprofiler import Report
+
+    slow, fast = shared_report(V100_0), shared_report(V100_4)
+    before = Report.from_trace(slow.table, slow.source_path, ranks={0: slow, 1: slow})
+    after = Report.from_trace(fast.table, fast.source_path, ranks={0: fast, 1: fast, 2: fast})
+    ranks = nbprofiler.compare(before, after).ranks
+    assert list(ranks["rank"]) == [0, 1]  # the ranks both runs have
+    assert ranks["speedup"].to_numpy() == pytest.approx([177.592 / 141.068] * 2, rel=1e-4)
+    assert nbprofiler.compare(slow, fast).ranks.empty
+
+
+# -- live runs in the real shell ---------------------------------------------------------------
+# Each sample sleeps 10 ms, as a read from slow storage does: a step of 4 samples is 40 ms of
+# waiting and about 1 ms of compute, so the machine's load barely moves it.
+SLOW_SETUP = """
+import torch, torch.nn as nn, torch.nn.functional as F
+from torch.utils.data import DataLoader
+from workloads import SlowDataset
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+slow_ds = SlowDataset(48, 0.01)
+train_loader = DataLoader(slow_ds, batch_size=4)
+"""
+SLOW_CELL = """%%torchprofile --active 8 -q -o {out}
+for x, y in train_loader:
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def _profile(shell, cell: str, out: str):
+    shell.run_cell(cell.format(out=out)).raise_error()
+    return shell.user_ns[out]
+
+
+def test_same_cell_twice_is_no_measurable_change(shell, one_torch_thread):
+    shell.run_cell(SLOW_SETUP).raise_error()
+    first, second = _profile(shell, SLOW_CELL, "first"), _profile(shell, SLOW_CELL, "second")
+    c = nbprofiler.compare(first, second)
+    low, high = c.speedup_ci
+    assert low <= 1 <= high, c.to_text()
+    assert c.verdict == f"no measurable change ({low:.2f}–{high:.2f})" and not c.changed
+    assert c.changes == () and c.breakdown_kind == "phases"
+    assert len(c.step_samples[0]) == len(c.step_samples[1]) == 8
+    assert set(c.operators["status"]) == {"both"}
+    assert "none recorded" in c.to_text()
+
+
+# The loop's own work takes 30 ms a step (a sleep, as a GPU step waits for its kernels), longer than
+# the 20 ms two workers need for a batch between them: they keep ahead, and every step is the work
+# alone (workers that fell behind would deliver in bursts, a step waiting and the next not).
+WORK_CELL = """%%torchprofile --active 8 -q -o {out}
+for x, y in train_loader:
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    time.sleep(0.03)
+"""
+
+
+def test_workers_for_a_sleeping_loader_are_a_measured_gain(shell, one_torch_thread):
+    shell.run_cell(SLOW_SETUP + "import time").raise_error()
+    before = _profile(shell, WORK_CELL, "before")
+    shell.run_cell("train_loader = DataLoader(slow_ds, batch_size=4, num_workers=2)").raise_error()
+    after = _profile(shell, WORK_CELL, "after")
+    c = nbprofiler.compare(before, after, tried="dataloader")
+    assert c.speedup_ci[0] > 1.3, c.to_text()
+    assert c.verdict.startswith(f"{c.speedup:.2f}× faster") and c.changed
+    assert "DataLoader train_loader: num_workers 0 → 2" in c.changes
+    row = c.breakdown.set_index("part").loc["dataloader"]
+    assert row["delta_high_ms"] < 0
+    assert row["explanation"].startswith("DataLoader −") and row["explanation"].endswith(
+        "the DataLoader change's own target")
+    assert c.samples_per_s[1] > c.samples_per_s[0]
+    assert "measured: " in c.stated_vs_measured
+
+
+def test_live_run_compares_with_a_trace_file(shell, one_torch_thread, tmp_path):
+    shell.run_cell(SLOW_SETUP).raise_error()
+    live = _profile(shell, SLOW_CELL, "live")
+    path = live.export_chrome_trace(tmp_path / "live.pt.trace.json.gz")
+    c = nbprofiler.compare(live, path)
+    assert c.changes == ("unknown: trace files record no set-up",)
+    assert c.after.run is None and c.after.source_path == str(path)
+    # the same trace on both sides: every operator and part is as it was
+    assert set(c.operators["status"]) == {"both"}
+    assert c.operators[["calls_delta", "host_self_ms_delta"]].abs().max().max() == pytest.approx(0, abs=1e-9)
+    assert (c.breakdown["explanation"] == "within noise").all()
+    low, high = c.speedup_ci  # the sampler's wall times against the trace's step spans of the same steps
+    assert low <= 1 <= high, c.to_text()
+
+
+CALL_CELL = """%%torchprofile --active {active} -q -o {out}
+for x, y in train_loader:
+    loss = F.cross_entropy(torch.{op}(model(x)), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_changed_cell_adds_and_removes_operators(shell, one_torch_thread):
+    before = _profile(shell, CALL_CELL.replace("{op}", "sigmoid").replace("{active}", "3"), "before")
+    after = _profile(shell, CALL_CELL.replace("{op}", "tanh").replace("{active}", "3"), "after")
+    c = nbprofiler.compare(before, after)
+    ops = c.operators.set_index("name")
+    assert ops.loc["aten::tanh", "status"] == "new" and ops.loc["aten::sigmoid", "status"] == "vanished"
+    assert ops.loc["aten::tanh", "calls_after"] == 1  # one call per profiled step
+    assert ops.loc["aten::sigmoid", "calls_before"] == 1 and ops.loc["aten::sigmoid", "calls_after"] == 0
+    assert "the cell's code changed" in c.changes
+    mem = c.memory
+    assert {"process RSS", "peak allocated"} <= set(mem["measure"]) and set(mem["device"]) == {"cpu"}
+    rss = mem.set_index("measure").loc["process RSS"]
+    assert rss["before_bytes"] == before.memory_steps["rss_bytes"].max()
+    assert rss["delta_bytes"] == rss["after_bytes"] - rss["before_bytes"]
+
+
+def test_one_step_on_a_side(shell, one_torch_thread):
+    cell = CALL_CELL.replace("{op}", "relu")
+    one = _profile(shell, cell.replace("{active}", "1"), "one")
+    three = _profile(shell, cell.replace("{active}", "3"), "three")
+    c = nbprofiler.compare(one, three)
+    assert len(c.step_samples[0]) == 1 and c.speedup is not None and c.speedup_ci is None and not c.changed
+    assert c.verdict.endswith("(one step on a side: no interval; profile more steps with --active)")
+    assert c.breakdown["delta_low_ms"].isna().all()
+    assert any("schedule" in change for change in c.changes)
+    assert "The schedules differ, so the runs profiled different steps of the loop." in c.notes

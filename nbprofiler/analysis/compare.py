@@ -9,9 +9,10 @@ resampled on its own: it needs no assumption about the shape of the step-time
 distribution, and it holds for the few steps a default schedule profiles (3 a
 side; ``tests/test_compare.py`` checks that identical distributions give an
 interval holding 1 in at least 90% of simulated pairs). What it cannot see is a
-drift between the two runs that no step of either shows (another program
-starting on the machine between them), so a change of a few percent is
-reported with that caveat.
+drift between the two runs that no step of either shows: the machine's load
+moving between them. The same cell profiled twice on a busy 2-core machine, its
+steps steady to 1% within each run, measured medians 2% apart. So the interval
+is widened by ``RUN_DRIFT`` on each side, and a change must beat that too.
 """
 from __future__ import annotations
 
@@ -22,23 +23,24 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..format import fmt_delta_us, fmt_factor, fmt_interval, fmt_pct
+from ..format import fmt_delta_us, fmt_factor, fmt_interval, fmt_pct, fmt_us
 from ..options import ProfileOptions
 from ..records import LoaderRecord, RunRecord
+from ..trace.table import DeviceInfo
 
 RESAMPLES = 10_000
 SEED = 12  # fixed: the same two runs always get the same interval
 CONFIDENCE = 0.95
-# A speed-up within this of 1 may be the machine's load moving between runs, which no
-# interval over one run's steps can see.
-SMALL_CHANGE = 0.02
+# How far the machine's load can move a whole run's steps between two runs (see the module
+# docstring): the interval is widened by this factor on each side.
+RUN_DRIFT = 0.02
 # A part that moved by less than this share of the step is not worth explaining, however sure the move.
 NEGLIGIBLE_PART = 0.01
 ONE_STEP = "one step on a side: no interval; profile more steps with --active"
 NO_STEPS = "no step on a side: nothing to compare"
 METHOD = (f"{CONFIDENCE:.0%} percentile bootstrap of the ratio of median step times, each run's steps resampled "
-          f"on their own ({RESAMPLES:,} resamples, fixed seed); it covers the variation between steps of each "
-          "run, not a drift of the machine's load between the runs")
+          f"on their own ({RESAMPLES:,} resamples, fixed seed), widened by {RUN_DRIFT:.0%} on each side for the "
+          "machine's load moving between the runs, which no step of either shows")
 UNKNOWN_SETUP = "unknown: trace files record no set-up"
 
 LOADER_SETTINGS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
@@ -91,10 +93,11 @@ def resample(x: np.ndarray, stat: Callable[..., np.ndarray], rng: np.random.Gene
     return stat(x[idx], axis=1)
 
 
-def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The interval's ends, per column of ``values`` (the resamples run along axis 0)."""
     tail = 50 * (1 - confidence)
     low, high = np.percentile(values, [tail, 100 - tail], axis=0)
-    return float(low), float(high)
+    return low, high
 
 
 def median_ratio(before: np.ndarray, after: np.ndarray) -> float | None:
@@ -104,15 +107,30 @@ def median_ratio(before: np.ndarray, after: np.ndarray) -> float | None:
     return float(np.median(before) / np.median(after))
 
 
-def median_ratio_interval(before: np.ndarray, after: np.ndarray, *, seed: int = SEED,
-                          resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """The bootstrap interval of ``median_ratio``; None when a side has fewer than 2 steps
-    (one step says nothing about how much steps vary)."""
+def median_ratio_interval(before: np.ndarray, after: np.ndarray, *, seed: int = SEED, resamples: int = RESAMPLES,
+                          confidence: float = CONFIDENCE, drift: float = RUN_DRIFT) -> tuple[float, float] | None:
+    """The bootstrap interval of ``median_ratio``, widened by ``drift`` on each side; None when
+    a side has fewer than 2 steps (one step says nothing about how much steps vary)."""
     if len(before) < 2 or len(after) < 2:
         return None
     rng = np.random.default_rng(seed)
     ratios = resample(before, np.median, rng, resamples) / resample(after, np.median, rng, resamples)
-    return _percentiles(ratios, confidence)
+    low, high = _percentiles(ratios, confidence)
+    return float(low) / (1 + drift), float(high) * (1 + drift)
+
+
+def centre_note(before: np.ndarray, after: np.ndarray, interval: tuple[float, float] | None) -> list[str]:
+    """A note when the ratio of the mean steps (what the reports headline, and what throughput
+    follows) lies outside the interval of the medians' ratio: the steps then vary in a pattern,
+    as when a loader's workers deliver batches in bursts, and the two figures tell it apart."""
+    if interval is None or len(before) == 0 or len(after) == 0:
+        return []
+    by_means = float(before.mean() / after.mean())
+    if interval[0] <= by_means <= interval[1]:
+        return []
+    return [f"By the mean steps ({fmt_us(before.mean() * 1e3)} → {fmt_us(after.mean() * 1e3)}) the speed-up is "
+            f"{fmt_factor(by_means)}, outside the medians' interval: the steps vary in a pattern (a loader's "
+            "workers delivering batches in bursts, say), and throughput follows the means."]
 
 
 def verdict(speedup: float | None, interval: tuple[float, float] | None) -> str:
@@ -138,7 +156,8 @@ BREAKDOWN_COLUMNS = ["part", "label", "before_ms", "after_ms", "delta_ms", "delt
 def breakdown_diff(before: pd.DataFrame, after: pd.DataFrame, labels: Mapping[str, str],
                    changes: Sequence[SetupChange] | None, *, seed: int = SEED) -> pd.DataFrame:
     """Per part, ms per step before and after, the delta of the means with its bootstrap
-    interval, each side's share of the step, and what explains the delta.
+    interval (widened by ``RUN_DRIFT`` of the part, as the step's is), each side's share of
+    the step, and what explains the delta.
 
     ``before``/``after``: ``step`` and one µs column per part (the same parts on both).
     ``changes``: the set-up changes when known (live runs), else None.
@@ -150,6 +169,7 @@ def breakdown_diff(before: pd.DataFrame, after: pd.DataFrame, labels: Mapping[st
     mean_a = a.mean(axis=0) if len(a) else np.full(len(parts), np.nan)
     delta = mean_a - mean_b
     low, high = _delta_interval(b, a, seed)
+    low, high = low - RUN_DRIFT * mean_b, high + RUN_DRIFT * mean_b  # the step's allowance, part by part
     step = Step(float(np.nansum(mean_b)), float(np.nansum(delta)))
     rows = []
     for i, part in enumerate(parts):
@@ -167,9 +187,7 @@ def _delta_interval(b: np.ndarray, a: np.ndarray, seed: int) -> tuple[np.ndarray
         return nan, nan
     rng = np.random.default_rng(seed)
     deltas = resample(a, np.mean, rng) - resample(b, np.mean, rng)
-    tail = 50 * (1 - CONFIDENCE)
-    low, high = np.percentile(deltas, [tail, 100 - tail], axis=0)
-    return low, high
+    return _percentiles(deltas, CONFIDENCE)
 
 
 def _share(means: np.ndarray, i: int) -> float:
@@ -298,7 +316,7 @@ def memory_diff(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
 
 # -- set-up ----------------------------------------------------------------------------------
 def setup_changes(before: RunRecord | None, after: RunRecord | None,
-                  devices: tuple[str, str]) -> tuple[SetupChange, ...] | None:
+                  devices: tuple[DeviceInfo, DeviceInfo]) -> tuple[SetupChange, ...] | None:
     """What differs in set-up: device, schedule and device option, the DataLoaders' settings,
     the cell's code. None when a side is a trace file, which records no set-up (its device,
     if it differs, is still in ``device_change``)."""
@@ -313,10 +331,17 @@ def setup_changes(before: RunRecord | None, after: RunRecord | None,
     return tuple(out)
 
 
-def device_change(devices: tuple[str, str]) -> tuple[SetupChange, ...]:
-    if devices[0] == devices[1]:
+def different_devices(devices: tuple[DeviceInfo, DeviceInfo]) -> bool:
+    """Whether the runs ran on different devices: GPUs by name; a CPU is a CPU (a trace file
+    names it "CPU", a live run adds its cores)."""
+    a, b = devices
+    return a.kind != b.kind or (a.kind != "cpu" and a.name != b.name)
+
+
+def device_change(devices: tuple[DeviceInfo, DeviceInfo]) -> tuple[SetupChange, ...]:
+    if not different_devices(devices):
         return ()
-    return (SetupChange(f"device: {devices[0]} → {devices[1]}", "device", None),)
+    return (SetupChange(f"device: {devices[0].name} → {devices[1].name}", "device", None),)
 
 
 def _option_changes(before: ProfileOptions, after: ProfileOptions) -> list[SetupChange]:

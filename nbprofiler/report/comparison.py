@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import compare as cmp
+from ..trace.table import DeviceInfo
 from .report import Report, read_only_table
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ class Comparison:
 
     @cached_property
     def _setup(self) -> tuple[cmp.SetupChange, ...] | None:
-        return cmp.setup_changes(self.before.run, self.after.run, self._device_names)
+        return cmp.setup_changes(self.before.run, self.after.run, self._devices)
 
     @cached_property
     def _targets(self) -> tuple[cmp.SetupChange, ...] | None:
@@ -151,8 +152,8 @@ class Comparison:
         return self._setup + tried
 
     @property
-    def _device_names(self) -> tuple[str, str]:
-        return self.before.device.name, self.after.device.name
+    def _devices(self) -> tuple[DeviceInfo, DeviceInfo]:
+        return self.before.device, self.after.device
 
     @read_only_table
     def operators(self) -> pd.DataFrame:
@@ -184,7 +185,7 @@ class Comparison:
     def changes(self) -> tuple[str, ...]:
         """What differs in set-up, in words; for a trace file, that it is unknown."""
         if self._setup is None:
-            return (cmp.UNKNOWN_SETUP, *(c.text for c in cmp.device_change(self._device_names)))
+            return (cmp.UNKNOWN_SETUP, *(c.text for c in cmp.device_change(self._devices)))
         return tuple(c.text for c in self._setup)
 
     @cached_property
@@ -271,10 +272,9 @@ def _tried_name(kind: str) -> str:
 def _notes(c: Comparison) -> list[str]:
     sides = ((c.before_label, c.before), (c.after_label, c.after))
     out = []
-    names = c._device_names
-    if names[0] != names[1]:
-        out.append(f"The runs ran on different devices ({names[0]}, {names[1]}): the speed-up is the devices' "
-                   "as much as the change's.")
+    if cmp.different_devices(c._devices):
+        out.append(f"The runs ran on different devices ({c.before.device.name}, {c.after.device.name}): the "
+                   "speed-up is the devices' as much as the change's.")
     if c.before.run is not None and c.after.run is not None and any(
             getattr(c.before.run.options, f) != getattr(c.after.run.options, f) for f in cmp.SCHEDULE):
         out.append("The schedules differ, so the runs profiled different steps of the loop.")
@@ -287,11 +287,9 @@ def _notes(c: Comparison) -> list[str]:
             out.append(f"The {label} run is partial (it raised, was interrupted, or stopped before its schedule "
                        "ended): its steps may not be typical.")
     b, a = c._samples
+    out += cmp.centre_note(b, a, c.speedup_ci)
     if min(len(b), len(a)) == 1:
         out.append(cmp.ONE_STEP[0].upper() + cmp.ONE_STEP[1:] + ".")
-    if c.changed and c.speedup is not None and abs(c.speedup - 1) < cmp.SMALL_CHANGE:
-        out.append(f"The change is under {cmp.SMALL_CHANGE:.0%}: a busier or quieter machine moves a whole run "
-                   "that much, which the interval (over each run's own steps) cannot see; re-run both to be sure.")
     return out
 
 
