@@ -294,3 +294,23 @@ def test_one_step_on_a_side(shell, one_torch_thread):
     assert c.breakdown["delta_low_ms"].isna().all()
     assert any("schedule" in change for change in c.changes)
     assert "The schedules differ, so the runs profiled different steps of the loop." in c.notes
+
+
+def test_stated_against_measured():
+    words = cmp.stated_vs_measured((1.0, 1.5), "at most 1.50×", 1.2, (1.1, 1.3))
+    assert words == "stated: at most 1.50× · measured: 1.20× (1.10–1.30): within the claim"
+    assert cmp.stated_vs_measured((1.0, 1.5), "at most 1.50×", 1.9, (1.7, 2.1)).endswith(
+        ": beyond the claim (something else changed too, or the machine was busier before)")
+    assert cmp.stated_vs_measured((1.2, 1.6), "about 1.40×", 0.9, (0.85, 0.95)).endswith(": below the claim")
+
+
+def test_a_bursty_run_notes_the_means():
+    """Workers that fall behind deliver batches in bursts: one step waits, the next does not.
+    The medians then miss what throughput follows, and a note gives the means' ratio."""
+    before = np.full(8, 100.0) + np.arange(8) * 0.1
+    after = np.array([90.0, 90.5, 91.0, 91.5, 92.0, 92.5, 93.0, 2.0])
+    ci = cmp.median_ratio_interval(before, after)
+    (note,) = cmp.centre_note(before, after, ci)
+    assert note.startswith(f"By the mean steps (100.4 ms → {after.mean():.1f} ms) the speed-up is "
+                           f"{before.mean() / after.mean():.2f}×")
+    assert cmp.centre_note(before, before * 0.5, cmp.median_ratio_interval(before, before * 0.5)) == []

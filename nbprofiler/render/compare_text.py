@@ -90,7 +90,7 @@ def _diff_table(title: str, table: pd.DataFrame, columns: list[str]) -> list[str
 
 
 def _operators(c: "Comparison") -> list[str]:
-    main = "device" if c.breakdown_kind == "device" else "host"
+    main = c.operator_time
     cols = ["calls_before", "calls_after", f"{main}_self_ms_before", f"{main}_self_ms_after", f"{main}_self_ms_delta"]
     return _diff_table("Operators", c.operators, cols)
 

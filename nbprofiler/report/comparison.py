@@ -159,9 +159,14 @@ class Comparison:
     def operators(self) -> pd.DataFrame:
         """Per operator name, per profiled step: calls, host and device self ms, before,
         after and delta, with ``status`` new / vanished / both; largest change first."""
-        device = self.before.has_device_activity or self.after.has_device_activity
-        return cmp.operator_diff(self.before.operator_table(False), self.after.operator_table(False),
-                                 self._profiled_steps, device)
+        return cmp.operator_diff(self.before.operators, self.after.operators, self._profiled_steps,
+                                 self.operator_time == "device")
+
+    @property
+    def operator_time(self) -> str:
+        """The operators' main time, which orders them: "device" self time when either run has
+        device activity, else "host"."""
+        return "device" if self.before.has_device_activity or self.after.has_device_activity else "host"
 
     @read_only_table
     def kernels(self) -> pd.DataFrame:
@@ -170,7 +175,10 @@ class Comparison:
 
     @property
     def _profiled_steps(self) -> tuple[int, int]:
-        return len(self.before.trace_steps), len(self.after.trace_steps)
+        """Each side's profiled steps, the operators' and kernels' divisor (a run reloaded from the
+        history kept its step window, not the trace's steps)."""
+        return (len(self.before.trace_steps) or len(self.before.stretched_steps),
+                len(self.after.trace_steps) or len(self.after.stretched_steps))
 
     @read_only_table
     def memory(self) -> pd.DataFrame:
@@ -283,6 +291,9 @@ def _notes(c: Comparison) -> list[str]:
     for label, report in sides:
         if not report.has_trace:
             out.append(f"The {label} run has no trace: its operators, kernels and breakdown are empty.")
+        if "operators" in report.stored:
+            out.append(f"The {label} run is from the history, which keeps only its largest operators and kernels: "
+                       "a name new or vanished beside it may only have been below them.")
         if report.partial:
             out.append(f"The {label} run is partial (it raised, was interrupted, or stopped before its schedule "
                        "ended): its steps may not be typical.")
