@@ -118,8 +118,15 @@ def _unreadable(path: Path) -> str:
 def frame_to_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A table column by column with its dtype, so the frame read back has the same dtypes (an
     all-missing column stays object, not float); missing values are null."""
-    return [{"name": c, "dtype": str(frame[c].dtype),
-             "values": frame[c].astype(object).where(frame[c].notna(), None).tolist()} for c in frame.columns]
+    return [{"name": c, "dtype": str(frame[c].dtype), "values": _values(frame[c])} for c in frame.columns]
+
+
+def _values(column: pd.Series) -> list[Any]:
+    """A column's values as plain Python values, missing ones as None (a plain ``tolist`` and a
+    mask: an object ``where`` per column cost ~2 ms each, 0.1 s for a run kept in the history)."""
+    values = column.tolist()
+    missing = column.isna().to_numpy()
+    return [None if gone else v for v, gone in zip(values, missing)] if missing.any() else values
 
 
 def frame_from_json(columns: list[dict[str, Any]]) -> pd.DataFrame:
