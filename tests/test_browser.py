@@ -1,9 +1,11 @@
-"""The JupyterLab extension in a real browser (tests/browser/lab_e2e.mjs).
+"""The JupyterLab extension in a real browser (tests/browser/*.mjs).
 
-Starts a JupyterLab server on localhost with a temporary notebook directory
-and a token, copies notebooks/01_quickstart.ipynb there, and runs the
-Playwright script against it with Debian's Chromium. Screenshots and the
-script's result (with timings) go to build/screenshots/.
+Each test starts a JupyterLab server on localhost with a temporary notebook
+directory and a token, copies a notebook there, and runs a Playwright script
+against it with Debian's Chromium: lab_e2e.mjs on notebooks/01_quickstart.ipynb
+(the commands, the explorer, the saved report), try_it_e2e.mjs on a slow-loader
+notebook ("Try it" on a suggestion, and the comparison it brings). Screenshots
+and each script's result (with timings) go to build/screenshots/.
 
 Skipped when Node.js or Chromium is missing (failed instead under
 NBPROFILER_REQUIRE_LABEXTENSION=1, as in CI). When both are there, the
@@ -29,6 +31,7 @@ from browser.prerequisites import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "browser" / "lab_e2e.mjs"
+TRY_IT_SCRIPT = ROOT / "tests" / "browser" / "try_it_e2e.mjs"
 NOTEBOOK = ROOT / "notebooks" / "01_quickstart.ipynb"
 SHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = os.environ.get("NBP_CHROMIUM", "/usr/bin/chromium")
@@ -103,7 +106,8 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
+def _check_prerequisites() -> None:
+    """Skip without Node.js or Chromium; fail when the extension is missing or not the current build."""
     if _node() is None:
         missing("Node.js is not installed")
     if not os.access(CHROMIUM, os.X_OK):
@@ -118,9 +122,14 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
         pytest.fail("the nbprofiler JupyterLab extension is not installed: run labextension/build.sh --install\n"
                     f"{listing}")
 
+
+def _run_in_lab(tmp_path: Path, script: Path, notebook: Path, shots: Path, timeout: float) -> dict:
+    """Start JupyterLab on a temporary copy of ``notebook``, run the Playwright ``script`` against it,
+    and return its result (also written to ``shots``/result.json); fails the test when the script fails."""
+    _check_prerequisites()
     root = tmp_path / "notebooks"
     (root / "build").mkdir(parents=True)
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    shutil.copy(notebook, root / notebook.name)
     home = tmp_path / "jupyter"
     settings = home / "settings"
     # No news or update pop-ups over the page.
@@ -150,8 +159,8 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    for old in [*SHOTS.glob("*.png"), SHOTS / "result.json"]:
+    shots.mkdir(parents=True, exist_ok=True)
+    for old in [*shots.glob("*.png"), shots / "result.json"]:
         old.unlink(missing_ok=True)
     t0 = time.monotonic()
     with log.open("w") as log_file:
@@ -161,14 +170,14 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
         _wait_for_server(url, token, proc, log)
         server_s = time.monotonic() - t0
         run = subprocess.run(
-            [_node(), str(SCRIPT)],
+            [_node(), str(script)],
             cwd=ROOT,
             env=dict(
                 os.environ,
-                NBP_LAB_URL=url, NBP_LAB_TOKEN=token, NBP_NOTEBOOK=NOTEBOOK.name, NBP_ROOT_DIR=str(root),
-                NBP_SCREENSHOTS=str(SHOTS), NBP_CHROMIUM=CHROMIUM,
+                NBP_LAB_URL=url, NBP_LAB_TOKEN=token, NBP_NOTEBOOK=notebook.name, NBP_ROOT_DIR=str(root),
+                NBP_SCREENSHOTS=str(shots), NBP_CHROMIUM=CHROMIUM,
             ),
-            capture_output=True, text=True, timeout=900,
+            capture_output=True, text=True, timeout=timeout,
         )
     finally:
         _stop(proc)
@@ -178,8 +187,61 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
     result = json.loads(result_line[len("RESULT "):]) if result_line else {}
     if result:
         result["serverStartSeconds"] = round(server_s, 1)
-        (SHOTS / "result.json").write_text(json.dumps(result, indent=2))
+        (shots / "result.json").write_text(json.dumps(result, indent=2))
     assert run.returncode == 0 and result.get("ok"), (
         f"browser test failed: {result.get('error', 'no result')}\n"
         f"--- script stderr ---\n{run.stderr[-4000:]}\n--- server log ---\n{log.read_text()[-4000:]}"
     )
+    return result
+
+
+def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
+    _run_in_lab(tmp_path, SCRIPT, NOTEBOOK, SHOTS, timeout=900)
+
+
+def _slow_loader_notebook(path: Path) -> Path:
+    """A notebook whose training loop waits on a sleep-bound DataLoader (20 ms a sample, no workers):
+    its profile suggests DataLoader workers, which "Try it" then measures."""
+    setup = "\n".join([
+        "import sys",
+        f"sys.path.insert(0, {str(ROOT / 'tests')!r})",
+        "import torch",
+        "import torch.nn.functional as F",
+        "from torch import nn",
+        "from torch.utils.data import DataLoader",
+        "from workloads import SlowDataset",
+        "%load_ext nbprofiler",
+        "torch.manual_seed(0)",
+        "train_loader = DataLoader(SlowDataset(160, 0.02), batch_size=8, num_workers=0)",
+        "model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))",
+        "opt = torch.optim.SGD(model.parameters(), lr=0.01)",
+    ])
+    training = "\n".join([
+        "%%torchprofile --active 5",
+        "for x, y in train_loader:",
+        "    loss = F.cross_entropy(model(x), y)",
+        "    opt.zero_grad()",
+        "    loss.backward()",
+        "    opt.step()",
+    ])
+
+    def code(source: str) -> dict:
+        return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                "source": source.splitlines(keepends=True)}
+
+    notebook = {
+        "cells": [code(setup), code(training)],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(notebook, indent=1))
+    return path
+
+
+def test_try_it_reprofiles_a_suggestion_and_shows_the_comparison(tmp_path: Path) -> None:
+    """Click "Try it" on the DataLoader suggestion of a slow-loader notebook: a marked cell with the
+    DataLoader code appears below, the profiled cell re-runs with --compare --tried, and its
+    comparison says "faster" with an interval and the stated gain beside the measured one."""
+    notebook = _slow_loader_notebook(tmp_path / "slow_loader.ipynb")
+    result = _run_in_lab(tmp_path / "lab", TRY_IT_SCRIPT, notebook, SHOTS / "try_it", timeout=300)
+    print(json.dumps({k: result.get(k) for k in ("triedCell", "verdict", "statedVsMeasured")}, indent=1))

@@ -18,14 +18,14 @@ export interface ITarget {
 const running = new WeakSet<CodeCell>();
 
 /**
- * Run `work` on a cell that no other front-end profiling runs on; false (and a
- * note) when one does. Failures go to a notification: the work was started by
- * a click, so nobody else would see them.
+ * Run `work` on a cell unless other front-end profiling runs on it (then a
+ * note says so). Failures go to a notification: the work was started by a
+ * click, so nobody else would see them.
  */
-export async function exclusively(cell: CodeCell, what: string, work: () => Promise<void>): Promise<boolean> {
+export async function exclusively(cell: CodeCell, what: string, work: () => Promise<void>): Promise<void> {
   if (running.has(cell)) {
     Notification.info('This cell is already being profiled.', { autoClose: 3000 });
-    return false;
+    return;
   }
   running.add(cell);
   try {
@@ -42,7 +42,6 @@ export async function exclusively(cell: CodeCell, what: string, work: () => Prom
   } finally {
     running.delete(cell);
   }
-  return true;
 }
 
 /** "Profile cell": run the cell under `%%torchprofile` with `options`, its source unchanged. */

@@ -14,102 +14,42 @@
 //      report is drawn by the extension's renderer (never "Error displaying
 //      widget"), with working tabs, sorting, memory charts and suggestion cards.
 //
-// Configuration comes from the environment (see test_browser.py):
-//   NBP_LAB_URL, NBP_LAB_TOKEN, NBP_NOTEBOOK, NBP_ROOT_DIR, NBP_SCREENSHOTS,
-//   NBP_CHROMIUM (default /usr/bin/chromium), NBP_TRAINING_MARKER.
+// Configuration comes from the environment (see lab.mjs), and
+// NBP_TRAINING_MARKER (text of the training cell).
 // Prints one line per step with its time, then `RESULT {json}`; exits 1 on failure.
-import { createRequire } from 'module';
-import { mkdirSync, readFileSync, writeFileSync } from 'fs';
+import { readFileSync } from 'fs';
 import { join } from 'path';
 
-const require = createRequire(new URL('../../labextension/package.json', import.meta.url));
-const { chromium } = require('playwright-core');
+import {
+  activate,
+  cellState,
+  check,
+  clickExplorerTab,
+  explorerPanel,
+  explorerTabs,
+  finish,
+  LONG,
+  NOTEBOOK,
+  notes,
+  openNotebook,
+  page,
+  pageErrors,
+  reloadAt,
+  REPORT_MIME,
+  ROOT_DIR,
+  saveNotebook,
+  shot,
+  shutDownKernel,
+  step,
+  waitKernelIdle,
+  waitProfiled,
+  WIDGET_MIME
+} from './lab.mjs';
 
-const env = process.env;
-const BASE = (env.NBP_LAB_URL ?? 'http://127.0.0.1:8888/').replace(/\/?$/, '/');
-const TOKEN = env.NBP_LAB_TOKEN ?? '';
-const NOTEBOOK = env.NBP_NOTEBOOK ?? '01_quickstart.ipynb';
-const ROOT_DIR = env.NBP_ROOT_DIR ?? '.';
-const SHOTS = env.NBP_SCREENSHOTS ?? 'build/screenshots';
-const CHROMIUM = env.NBP_CHROMIUM ?? '/usr/bin/chromium';
-const MARKER = env.NBP_TRAINING_MARKER ?? 'for x, y in train_loader';
-const LONG = Number(env.NBP_LONG_TIMEOUT_MS ?? 240000);
-
-const REPORT_MIME = 'application/vnd.nbprofiler.report+json';
-const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
+const MARKER = process.env.NBP_TRAINING_MARKER ?? 'for x, y in train_loader';
 const REQUIRED_EXPLORER_TABS = ['Overview', 'Operators', 'Memory', 'Suggestions', 'Export'];
 const OPTIONAL_EXPLORER_TABS = ['Kernels', 'Cell lines', 'Modules'];
 const RENDERER_TABS = ['Overview', 'Operators', 'Memory', 'Suggestions'];
-
-mkdirSync(SHOTS, { recursive: true });
-const timings = [];
-const notes = [];
-const started = Date.now();
-let last = started;
-
-function step(name) {
-  const now = Date.now();
-  timings.push({ step: name, seconds: (now - last) / 1000 });
-  console.log(`[${((now - started) / 1000).toFixed(1).padStart(6)} s] ${name} (${((now - last) / 1000).toFixed(1)} s)`);
-  last = now;
-}
-
-function check(condition, message) {
-  if (!condition) {
-    throw new Error(`check failed: ${message}`);
-  }
-}
-
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--no-first-run'
-  ]
-});
-const context = await browser.newContext({ viewport: { width: 1400, height: 1100 } });
-await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(BASE).origin });
-const page = await context.newPage();
-const pageErrors = [];
-page.on('pageerror', err => pageErrors.push(String(err)));
-page.on('dialog', d => {
-  // An alert() would mean hostile markup ran: fail loudly.
-  pageErrors.push(`unexpected ${d.type()} dialog: ${d.message()}`);
-  void d.dismiss();
-});
-
-async function shot(name, locator) {
-  const path = join(SHOTS, name);
-  if (locator) {
-    await locator.screenshot({ path });
-  } else {
-    await page.screenshot({ path });
-  }
-  return path;
-}
-
-/** Open the notebook and wait for its kernel to be idle. */
-async function openNotebook() {
-  await page.goto(`${BASE}lab/tree/${NOTEBOOK}?token=${TOKEN}`);
-  await page.waitForSelector('.jp-NotebookPanel .jp-Cell', { timeout: 120000 });
-  await page.waitForFunction(() => !!window.jupyterapp?.shell?.currentWidget?.sessionContext, null, { timeout: 60000 });
-  await page.evaluate(() => window.jupyterapp.shell.collapseLeft());
-  await waitKernelIdle();
-}
-
-async function waitKernelIdle(timeout = 120000) {
-  await page.waitForFunction(
-    () => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle',
-    null,
-    { timeout }
-  );
-}
-
 /** Index of the training cell among the notebook's cells. */
 async function trainingIndex() {
   const index = await page.evaluate(marker => {
@@ -118,50 +58,6 @@ async function trainingIndex() {
   }, MARKER);
   check(index >= 0, `a code cell containing ${JSON.stringify(MARKER)}`);
   return index;
-}
-
-/** A locator for the notebook's cell at `index` (tagged so it survives re-renders). */
-async function cellLocator(index) {
-  await page.evaluate(i => {
-    for (const el of document.querySelectorAll('[data-nbp-e2e]')) {
-      el.removeAttribute('data-nbp-e2e');
-    }
-    window.jupyterapp.shell.currentWidget.content.widgets[i].node.setAttribute('data-nbp-e2e', String(i));
-  }, index);
-  return page.locator(`[data-nbp-e2e="${index}"]`);
-}
-
-async function cellState(index) {
-  return page.evaluate(i => {
-    const cell = window.jupyterapp.shell.currentWidget.content.widgets[i];
-    return {
-      source: cell.model.sharedModel.getSource(),
-      count: cell.model.executionCount,
-      state: cell.model.executionState,
-      outputs: cell.model.outputs.toJSON()
-    };
-  }, index);
-}
-
-/** Wait until the cell ran again (new execution count) and shows an nbprofiler renderer. */
-async function waitProfiled(index, previousCount) {
-  await page.waitForFunction(
-    ([i, before]) => {
-      const cell = window.jupyterapp.shell.currentWidget.content.widgets[i];
-      const count = cell.model.executionCount;
-      return count !== null && count !== before && cell.model.executionState !== 'running' &&
-        !!cell.node.querySelector('.nbp-ReportRenderer[data-nbprofiler-mode]');
-    },
-    [index, previousCount],
-    { timeout: LONG, polling: 250 }
-  );
-}
-
-async function activate(index) {
-  const cell = await cellLocator(index);
-  await cell.scrollIntoViewIfNeeded();
-  await cell.locator('.jp-InputPrompt').click();
-  return cell;
 }
 
 /** The first-column texts of the operator table in `scope`. */
@@ -247,20 +143,6 @@ async function checkExplorerSorting(scope) {
   }
   check(JSON.stringify(after) !== JSON.stringify(before), `explorer: clicking "${chosen}" changes the row order`);
   return { header: chosen.replace(/^sort by /, ''), before: before.slice(0, 3), after: after.slice(0, 3) };
-}
-
-/** Tabs of the ipywidgets explorer (a Lumino TabBar inside the widget output). */
-async function explorerTabs(cell) {
-  return cell.locator('.lm-TabBar-tab .lm-TabBar-tabLabel, .widget-tab .lm-TabBar-tabLabel, .jupyter-widget-Tab .lm-TabBar-tabLabel').allInnerTexts();
-}
-
-async function clickExplorerTab(cell, name) {
-  await cell.locator('.lm-TabBar-tab').filter({ hasText: new RegExp(`^${name}`) }).first().click();
-}
-
-function explorerPanel(cell) {
-  // The visible page of the explorer's tab widget.
-  return cell.locator('.widget-tab-contents > .lm-Widget:not(.lm-mod-hidden), .jupyter-widget-Tab .lm-StackedPanel > .lm-Widget:not(.lm-mod-hidden)').first();
 }
 
 async function rendererChecks(cell, prefix) {
@@ -416,8 +298,7 @@ try {
   step('explorer: tabs, sort by a column, Suggestions');
 
   // 4. Save, shut the kernel down, reload.
-  await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
-  await page.waitForFunction(() => !window.jupyterapp.shell.currentWidget.context.model.dirty, null, { timeout: 30000 });
+  await saveNotebook();
   const saved = JSON.parse(readFileSync(join(ROOT_DIR, NOTEBOOK), 'utf-8'));
   const savedCell = saved.cells.filter(c => c.cell_type === 'code')[
     await page.evaluate(i => window.jupyterapp.shell.currentWidget.content.widgets.slice(0, i).filter(c => c.model.type === 'code').length, t)
@@ -427,28 +308,10 @@ try {
   check(!!savedBundle.data[WIDGET_MIME], 'the saved output keeps the same mimebundle (widget view included)');
   check(saved.metadata?.nbprofiler?.profile_options?.active === 2, 'the saved notebook keeps the last options');
   result.savedWidgetState = !!saved.metadata?.widgets;
-  await page.evaluate(() => void window.jupyterapp.commands.execute('kernelmenu:shutdown'));
-  // JupyterLab may ask for confirmation first.
-  await page.waitForFunction(
-    () => !!document.querySelector('.jp-Dialog .jp-mod-accept') || !window.jupyterapp.shell.currentWidget.sessionContext.session,
-    null,
-    { timeout: 30000 }
-  );
-  const confirm = page.locator('.jp-Dialog .jp-mod-accept');
-  if (await confirm.count()) {
-    await confirm.click();
-  }
-  await page.waitForFunction(() => !window.jupyterapp.shell.currentWidget.sessionContext.session, null, { timeout: 60000 });
+  await shutDownKernel();
   step('save, shut down the kernel');
 
-  await page.reload();
-  await page.waitForSelector('.jp-NotebookPanel .jp-Cell', { timeout: 120000 });
-  // The notebook adds its cells as it loads: wait for the profiled one, not just the first.
-  await page.waitForFunction(
-    i => (window.jupyterapp?.shell?.currentWidget?.content?.widgets?.length ?? 0) > i, t, { timeout: 60000 }
-  );
-  await page.evaluate(() => window.jupyterapp.shell.collapseLeft());
-  cell = await cellLocator(t);
+  cell = await reloadAt(t);
   await cell.scrollIntoViewIfNeeded();
   await page.waitForFunction(
     i => !!window.jupyterapp.shell.currentWidget.content.widgets[i].node.querySelector('.nbp-ReportRenderer[data-nbprofiler-mode]'),
@@ -524,12 +387,5 @@ try {
     // The page is gone.
   }
 } finally {
-  await browser.close();
+  await finish(result);
 }
-result.notes = notes;
-result.pageErrors = pageErrors;
-result.timings = timings;
-result.totalSeconds = (Date.now() - started) / 1000;
-writeFileSync(join(SHOTS, 'result.json'), JSON.stringify(result, null, 2));
-console.log(`RESULT ${JSON.stringify(result)}`);
-process.exit(result.ok ? 0 : 1);
