@@ -63,6 +63,9 @@ STYLE = """
   text-overflow:ellipsis}
 .nbp .mrow>span:first-child{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace}
 .nbp .mhead{font-weight:600}
+.nbp .nbp-copy-code,.nbp .nbp-try{font:inherit;font-size:12px;padding:1px 8px;margin-right:6px;cursor:pointer;
+  border:1px solid #999;border-radius:3px;background:#f3f3f3;color:inherit}
+.nbp .nbp-try:disabled{cursor:progress;opacity:.7}.nbp .nbp-try-line{color:#666;font-size:12px;margin:2px 0}
 .nbp .nbp-try{display:none}.nbp-lab .nbp .nbp-try{display:inline-block}.nbp-lab .nbp .nbp-try-line{display:none}
 """
 
