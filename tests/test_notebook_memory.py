@@ -1,5 +1,5 @@
 """notebooks/03_memory.ipynb runs headless: the leak is flagged with its line and edit, the cell with that edit
-pasted in is not, the HTML holds both."""
+pasted in is not, their comparison shows the growth per step gone, the HTML holds both reports."""
 from __future__ import annotations
 
 import re
@@ -41,9 +41,18 @@ def test_the_leak_is_flagged_and_the_fix_is_not(executed):
     assert "Memory grows" not in fixed["text/html"]
     # Headless, there is no widget front end: the output is the static report, with no widget to lose.
     assert WIDGET not in leaky and WIDGET not in fixed
-    side_by_side = cell_outputs(nb, "import pandas as pd")[0]["data"]["text/plain"]
-    held = re.search(r"MiB held per step\s+([\d.]+)\s+([\d.]+)", side_by_side)
-    assert held and float(held.group(1)) > 2.0 and float(held.group(2)) < 0.1
+
+
+def test_the_comparison_shows_the_leaks_growth_per_step_and_none_once_fixed(executed):
+    """``compare(leaky, fixed).memory`` in MiB: the allocator's bytes held grow by megabytes per
+    step in the leaky run (about 4 MiB: one forward pass's activations), by nothing once fixed."""
+    nb, _ = executed
+    (table,) = [o["data"]["text/plain"] for o in cell_outputs(nb, "comparison = nbprofiler.compare(leaky, fixed)")
+                if "data" in o]
+    assert re.search(r"\bleaky\s+fixed\s+change\n", table), table
+    (growth,) = [line for line in table.splitlines() if "growth" in line and "allocated" in line]
+    leaky, fixed, change = map(float, growth.split()[-3:])
+    assert leaky > 2.0 and abs(fixed) < 0.1 and change < -2.0, growth
 
 
 def test_the_suggestion_names_the_line_and_the_fixed_cell_is_its_code_pasted(executed):
