@@ -263,9 +263,7 @@ def operator_diff(before: pd.DataFrame, after: pd.DataFrame, steps: tuple[int, i
         return pd.DataFrame({"name": ops["name"], "calls": ops["calls"].astype(np.float64),
                              "host_self_ms": ops["host_self_us"] / 1e3, "device_self_ms": ops["device_self_us"] / 1e3})
 
-    diff = per_step_diff(ms(before), ms(after), OPERATOR_VALUES, steps,
-                         "device_self_ms" if device else "host_self_ms")
-    return diff
+    return per_step_diff(ms(before), ms(after), OPERATOR_VALUES, steps, "device_self_ms" if device else "host_self_ms")
 
 
 def kernel_diff(before: pd.DataFrame, after: pd.DataFrame, steps: tuple[int, int]) -> pd.DataFrame:
