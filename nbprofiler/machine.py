@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 # Where the cgroup CPU limits are mounted; a module constant so tests can point it at a fake tree.
@@ -71,3 +73,45 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """CPU seconds used so far by the whole machine and by this process with its children (the
+    DataLoader workers), and when: two readings say how busy other programs kept the machine."""
+
+    machine_busy_s: float
+    own_s: float
+    at_s: float  # time.perf_counter()
+
+
+def cpu_use() -> CpuUse | None:
+    """The machine's and this process's CPU time now; None where the OS does not tell them."""
+    import psutil
+
+    try:
+        total = psutil.cpu_times()
+        me = psutil.Process()
+        with me.oneshot():
+            times = me.cpu_times()
+            own = times.user + times.system + times.children_user + times.children_system
+        for child in me.children(recursive=True):  # live workers: not in children_* until reaped
+            try:
+                child_times = child.cpu_times()
+            except psutil.Error:  # it exited between the listing and the read
+                continue
+            own += child_times.user + child_times.system
+    except (psutil.Error, OSError):
+        return None
+    idle = total.idle + getattr(total, "iowait", 0.0)
+    busy = sum(total) - idle - getattr(total, "guest", 0.0) - getattr(total, "guest_nice", 0.0)
+    return CpuUse(busy, own, time.perf_counter())
+
+
+def other_cores(start: CpuUse | None, end: CpuUse | None) -> float | None:
+    """How many cores, on average, programs other than this one kept busy between two readings
+    (None without both, or over too short a time to tell)."""
+    if start is None or end is None or end.at_s - start.at_s < 0.05:
+        return None
+    other = (end.machine_busy_s - start.machine_busy_s) - (end.own_s - start.own_s)
+    return max(other, 0.0) / (end.at_s - start.at_s)

@@ -137,4 +137,7 @@ class RunRecord:
     # compute keeps busy, which DataLoader workers would compete for; None where not recorded
     intra_op_threads: int | None = None
     wall_s: float = 0.0
+    # Cores other programs kept busy, on average, while the cell ran (machine.other_cores): a
+    # comparison of two runs says when the machine, not the change, may explain a difference.
+    other_cores: float | None = None
     notes: list[str] = field(default_factory=list)

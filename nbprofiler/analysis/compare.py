@@ -34,6 +34,11 @@ CONFIDENCE = 0.95
 # How far the machine's load can move a whole run's steps between two runs (see the module
 # docstring): the interval is widened by this factor on each side.
 RUN_DRIFT = 0.02
+# An interval whose ends are further apart than this factor cannot test a claimed gain.
+TOO_WIDE = 2.0
+# Other programs' load (cores kept busy) differing by this much between two runs can move a CPU
+# run's steps by more than RUN_DRIFT: a comparison then says the machine may explain it.
+LOAD_SHIFT_CORES = 0.5
 # A part that moved by less than this share of the step is not worth explaining, however sure the move.
 NEGLIGIBLE_PART = 0.01
 ONE_STEP = "one step on a side: no interval; profile more steps with --active"
@@ -405,7 +410,23 @@ def stated_vs_measured(gain_range: tuple[float, float] | None, stated: str, spee
         return f"{line}: below the claim"
     if low > gain_range[1]:
         return f"{line}: beyond the claim (something else changed too, or the machine was busier before)"
+    if high / low > TOO_WIDE:
+        return (f"{line}: within the claim, but the interval is too wide to test it: profile more steps "
+                "(--active 10)")
     return f"{line}: within the claim"
+
+
+def load_note(other_cores: tuple[float | None, float | None], labels: tuple[str, str]) -> str | None:
+    """A note when other programs kept the machine busier during one run than the other
+    (``RunRecord.other_cores``): that alone can move every step of a run, beyond the interval's
+    allowance for drift, and no step of either run shows it."""
+    before, after = other_cores
+    if before is None or after is None or abs(before - after) < LOAD_SHIFT_CORES:
+        return None
+    return (f"Other programs kept {before:.1f} cores busy during the {labels[0]} run and {after:.1f} during the "
+            f"{labels[1]} run: the machine's load, not only the change, may explain the difference. Run both "
+            "again on a quiet machine, or measure the alternatives in interleaved rounds "
+            "(nbprofiler.tune_dataloader, nbprofiler.batch_size_curve).")
 
 
 def rank_speedups(before: Mapping[int, float | None], after: Mapping[int, float | None]) -> pd.DataFrame:

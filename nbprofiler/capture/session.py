@@ -30,7 +30,7 @@ import torch
 from torch.profiler import ProfilerActivity
 
 from ..errors import NestedProfileError, OptionError
-from ..machine import process_cpus
+from ..machine import CpuUse, cpu_use, other_cores, process_cpus
 from ..options import ProfileOptions
 from ..records import LoaderRecord, RunRecord
 from ..trace.table import DeviceInfo
@@ -77,6 +77,7 @@ class ProfileRun:
         self._prof: torch.profiler.profile | None = None
         self._boundaries: dict[str, int] = {}
         self._t_start = 0.0
+        self._cpu_start: CpuUse | None = None  # the machine's CPU use when the run started
         self._export_error: BaseException | None = None
         self._cell_thread: int | None = None  # the thread that started the profiler
         self._owner: FrameType | None = None  # the frame that entered the run, until it finishes
@@ -223,6 +224,7 @@ class ProfileRun:
         self.hooks.install()
         self._stderr.start()
         self._t_start = time.perf_counter()
+        self._cpu_start = cpu_use()
         self._cell_thread = threading.get_ident()
         self.sampler.start()
         _profiler_ours = True
@@ -353,6 +355,7 @@ class ProfileRun:
             cpu_count=process_cpus(),
             intra_op_threads=torch.get_num_threads(),  # what the loop ran with, if the cell set it
             wall_s=time.perf_counter() - self._t_start,
+            other_cores=other_cores(self._cpu_start, cpu_use()),
         )
         if self.lines is not None and self.lines.skipped:
             record.notes.append("another trace function (a debugger or coverage tool) was active, so the time per "

@@ -63,12 +63,6 @@ class Comparison:
     after_label: str = "after"
     tried: str | None = None
 
-    @property
-    def stored(self) -> dict[str, Any]:
-        """No kept tables: a comparison is always computed from its two reports (``read_only_table``,
-        shared with Report, serves a table from here first)."""
-        return {}
-
     # -- the step ----------------------------------------------------------------------------
     @cached_property
     def _samples(self) -> tuple[np.ndarray, np.ndarray]:
@@ -110,8 +104,17 @@ class Comparison:
 
     @cached_property
     def verdict(self) -> str:
-        """"1.74× faster (1.52–1.96)", "1.20× slower (1.10–1.31)", "no measurable change (0.97–1.04)"."""
-        return cmp.verdict(self.speedup, self.speedup_ci)
+        """"1.74× faster (1.52–1.96)", "1.20× slower (1.10–1.31)", "no measurable change (0.97–1.04)";
+        a change measured while other programs' load moved says so (``notes`` give the figures)."""
+        words = cmp.verdict(self.speedup, self.speedup_ci)
+        if self.changed and self._load_note is not None:
+            return f"{words}, but the machine's load changed between the runs"
+        return words
+
+    @cached_property
+    def _load_note(self) -> str | None:
+        return cmp.load_note((_other_cores(self.before), _other_cores(self.after)),
+                             (self.before_label, self.after_label))
 
     @property
     def changed(self) -> bool:
@@ -260,6 +263,10 @@ def _step_samples(report: Report) -> np.ndarray:
     return cmp.step_samples(report.step_window.steps, report.stretched_steps, None if run is None else run.steps)
 
 
+def _other_cores(report: Report) -> float | None:
+    return report.run.other_cores if report.run is not None else None
+
+
 def _avg_ms(report: Report) -> float | None:
     avg = report.summary.get("avg_step_us")
     return None if avg is None else float(avg) / 1e3
@@ -297,6 +304,8 @@ def _notes(c: Comparison) -> list[str]:
         if report.partial:
             out.append(f"The {label} run is partial (it raised, was interrupted, or stopped before its schedule "
                        "ended): its steps may not be typical.")
+    if c._load_note is not None:
+        out.append(c._load_note)
     b, a = c._samples
     out += cmp.centre_note(b, a, c.speedup_ci)
     if min(len(b), len(a)) == 1:

@@ -62,7 +62,7 @@ class read_only_table:  # noqa: N801 - used as a decorator, like cached_property
             return self
         cache = report.__dict__  # a frozen dataclass: the cache bypasses __setattr__, as cached_property does
         if self.slot not in cache:
-            stored = report.stored
+            stored = getattr(report, "stored", None) or {}  # a Comparison keeps none
             cache[self.slot] = stored[self.name] if self.name in stored else self.build(report)
         value = cache[self.slot]
         if isinstance(value, pd.DataFrame):

@@ -57,7 +57,7 @@ DOCUMENT = "nbprofiler.json"
 _ZIP_MAGIC = b"PK\x03\x04"
 # The fields of RunRecord stored as JSON values as they are; the others have codecs below.
 _PLAIN_RUN_FIELDS = ("step_source", "error", "cell_source", "cell_filename", "cell_key", "notebook",
-                     "sampler_bytes", "cpu_count", "intra_op_threads", "wall_s", "notes")
+                     "sampler_bytes", "cpu_count", "intra_op_threads", "wall_s", "other_cores", "notes")
 _LINE_ARRAYS = {"times_ns": np.dtype(np.int64), "lines": np.dtype(np.int32)}
 
 
