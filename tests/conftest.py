@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import comm
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -247,3 +248,27 @@ def cell_outputs(nb, startswith: str) -> list[dict]:
         if cell.cell_type == "code" and cell.source.lstrip().startswith(startswith):
             return list(cell.get("outputs", []))
     raise AssertionError(f"no cell starts with {startswith!r}")
+
+
+
+class RecordingComm(comm.DummyComm):
+    """A widget's comm that keeps what the kernel side sends, in place of a front end (the
+    ``recording`` fixture installs it)."""
+
+    sent: list[tuple[str, dict]] = []
+
+    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+        RecordingComm.sent.append((msg_type, data or {}))
+
+
+@pytest.fixture()
+def recording(monkeypatch):
+    """What widgets send to the front end, as (msg_type, data) pairs."""
+    RecordingComm.sent = []
+    monkeypatch.setattr(comm, "create_comm", RecordingComm)
+    return RecordingComm.sent
+
+
+def front_end(widget: Any, **state: Any) -> None:
+    """A state change coming from the browser."""
+    widget.comm.handle_msg({"content": {"data": {"method": "update", "state": state}}, "buffers": []})

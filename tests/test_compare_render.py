@@ -10,10 +10,9 @@ import json
 import re
 import struct
 
-import comm
 import pytest
 
-from conftest import shared_report, shared_trace
+from conftest import front_end, shared_report, shared_trace
 from nbprofiler.format import fmt_pct
 from nbprofiler.render import bundle
 from nbprofiler.render.charts import comparison_chart
@@ -27,27 +26,6 @@ HOSTILE_KERNEL = "<script>alert(1)</script>"
 TRY = re.compile(r'<button class="nbp-try" type="button" data-nbp-kind="([^"]*)">Try it</button>')
 TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell below, run it, then re-run this cell '
             "with <code>%%torchprofile --compare</code>.</div>")
-
-
-class RecordingComm(comm.DummyComm):
-    """A comm that keeps what the kernel side sends, in place of a front end."""
-
-    sent: list[tuple[str, dict]] = []
-
-    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
-        RecordingComm.sent.append((msg_type, data or {}))
-
-
-@pytest.fixture()
-def recording(monkeypatch):
-    RecordingComm.sent = []
-    monkeypatch.setattr(comm, "create_comm", RecordingComm)
-    return RecordingComm.sent
-
-
-def front_end(widget, **state) -> None:
-    """A state change coming from the browser."""
-    widget.comm.handle_msg({"content": {"data": {"method": "update", "state": state}}, "buffers": []})
 
 
 def walk(widget):

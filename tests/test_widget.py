@@ -5,9 +5,9 @@ import html
 import json
 import re
 
-import comm
 import pytest
 import torch
+from conftest import front_end
 from ipywidgets.widgets.widget import _instances as live_widgets  # Widget.widgets, deprecated in 8
 from torch import nn
 
@@ -20,27 +20,6 @@ from nbprofiler.trace.parser import parse_trace
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_IMG = "<img src=x onerror=alert(1)>"
-
-
-class RecordingComm(comm.DummyComm):
-    """A comm that keeps what the kernel side sends, in place of a front end."""
-
-    sent: list[tuple[str, dict]] = []
-
-    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
-        RecordingComm.sent.append((msg_type, data or {}))
-
-
-@pytest.fixture()
-def recording(monkeypatch):
-    RecordingComm.sent = []
-    monkeypatch.setattr(comm, "create_comm", RecordingComm)
-    return RecordingComm.sent
-
-
-def front_end(widget, **state) -> None:
-    """A state change coming from the browser."""
-    widget.comm.handle_msg({"content": {"data": {"method": "update", "state": state}}, "buffers": []})
 
 
 def click(button) -> None:
@@ -153,7 +132,7 @@ def test_host_device_switch_grouping_and_drill_down(live_report, recording):
 
 def test_gpu_trace_has_kernels_and_a_device_time_switch(recording):
     """A real V100 trace: the Kernels tab with its pie and table, and host/device time."""
-    from conftest import shared_trace
+    from conftest import front_end, shared_trace
 
     report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_4.pt.trace.json.gz"))
     e = Explorer(report)

@@ -22,7 +22,7 @@ from .bundle import comparison_mimebundle
 from .compare_html import (COMPARE_STYLE, HOW, breakdown_html, chart_html, kernel_columns, main_time, memory_html,
                            ms, operator_columns, summary_html, title)
 from .html import Col, esc
-from .widget import WIDGET_STYLE, PagedTable, TabbedView
+from .widget import WIDGET_STYLE, PagedTable, TabbedView, view_header
 
 if TYPE_CHECKING:
     from ..report.comparison import Comparison
@@ -74,9 +74,7 @@ class CompareView(TabbedView):
         if not comparison.kernels.empty:
             builders.append(("Kernels", self._kernels))
         builders.append(("Memory", self._memory))
-        notes = "".join(f'<div class="note">{esc(n)}</div>' for n in comparison.notes)
-        header = widgets.HTML(f"<style>{WIDGET_STYLE}{COMPARE_STYLE}</style><div class=\"nbp\">"
-                              f"<h3>nbprofiler comparison — {esc(title(comparison))}</h3>{notes}</div>")
+        header = view_header("comparison", title(comparison), comparison.notes, WIDGET_STYLE + COMPARE_STYLE)
         super().__init__(header, builders)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:

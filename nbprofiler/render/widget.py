@@ -551,6 +551,13 @@ def shown(explorer: widgets.Widget) -> None:
             close_tree(s.explorer)
 
 
+def view_header(what: str, title: str, notes: Sequence[str], style: str = WIDGET_STYLE) -> widgets.HTML:
+    """The header above a view's tabs: "nbprofiler ``what`` — ``title``" and the notes."""
+    shown = "".join(f'<div class="note">{esc(n)}</div>' for n in notes)
+    return widgets.HTML(f'<style>{style}</style><div class="nbp"><h3>nbprofiler {esc(what)} — {esc(title)}</h3>'
+                        f"{shown}</div>")
+
+
 class TabbedView(widgets.VBox):
     """A header above tabs, each tab built the first time it is opened. ``tab_titles``
     lists the tabs; ``show_tab(title)`` shows one. ``noun`` names what the view shows."""
@@ -607,10 +614,7 @@ class Explorer(TabbedView):
             builders.append(("Kernels", self._kernels))
         builders += [("Memory", self._memory), ("Cell lines", self._lines), ("Modules", self._modules),
                      ("Suggestions", self._suggestions), ("Export", self._export)]
-        notes = "".join(f'<div class="note">{esc(n)}</div>' for n in report.notes)
-        header = widgets.HTML(f'<style>{WIDGET_STYLE}</style><div class="nbp"><h3>nbprofiler report — '
-                              f"{esc(render_summary_line(report))}</h3>{notes}</div>")
-        super().__init__(header, builders)
+        super().__init__(view_header("report", render_summary_line(report), report.notes), builders)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
         return mimebundle(self.report, include, exclude, explorer=self)

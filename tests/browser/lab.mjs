@@ -202,3 +202,25 @@ export async function finish(result) {
   console.log(`RESULT ${JSON.stringify(result)}`);
   process.exit(result.ok ? 0 : 1);
 }
+
+/**
+ * Run a scenario and finish: `body` checks the page step by step and fills `result`; a failure
+ * is recorded with a screenshot of the page as it was, and any page error fails the run.
+ */
+export async function runScenario(result, body) {
+  try {
+    await body();
+    check(pageErrors.length === 0, `no page errors or dialogs: ${pageErrors.join(' | ')}`);
+    result.ok = true;
+  } catch (err) {
+    result.ok = false;
+    result.error = String(err?.stack ?? err);
+    try {
+      await shot('99_failure.png');
+    } catch {
+      // The page is gone.
+    }
+  } finally {
+    await finish(result);
+  }
+}

@@ -27,14 +27,13 @@ import {
   clickExplorerTab,
   explorerPanel,
   explorerTabs,
-  finish,
   LONG,
   NOTEBOOK,
   notes,
   openNotebook,
   page,
-  pageErrors,
   reloadAt,
+  runScenario,
   REPORT_MIME,
   ROOT_DIR,
   saveNotebook,
@@ -174,7 +173,7 @@ async function rendererChecks(cell, prefix) {
 }
 
 const result = { notebook: NOTEBOOK };
-try {
+await runScenario(result, async () => {
   // 1. Open and run the notebook.
   await openNotebook();
   step('open notebook, kernel idle');
@@ -376,16 +375,4 @@ try {
   await shot('10_plain_cell_profiled.png', cell);
   step('profile a plain cell in a new kernel (extension loaded on demand)');
 
-  check(pageErrors.length === 0, `no page errors or dialogs: ${pageErrors.join(' | ')}`);
-  result.ok = true;
-} catch (err) {
-  result.ok = false;
-  result.error = String(err?.stack ?? err);
-  try {
-    await shot('99_failure.png');
-  } catch {
-    // The page is gone.
-  }
-} finally {
-  await finish(result);
-}
+});

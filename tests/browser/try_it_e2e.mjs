@@ -22,12 +22,11 @@ import {
   check,
   clickExplorerTab,
   explorerPanel,
-  finish,
   LONG,
   openNotebook,
   page,
-  pageErrors,
   reloadAt,
+  runScenario,
   REPORT_MIME,
   saveNotebook,
   shot,
@@ -59,7 +58,7 @@ async function lastKernelMagicLine() {
 }
 
 const result = {};
-try {
+await runScenario(result, async () => {
   // 1. Run the notebook: the training cell is profiled and shows the explorer.
   await openNotebook();
   step('open notebook, kernel idle');
@@ -174,16 +173,4 @@ try {
   await shot('04_comparison_saved.png', cell.locator('.jp-OutputArea'));
   step('reload without the kernel: the saved comparison is drawn');
 
-  check(pageErrors.length === 0, `no page errors or dialogs: ${pageErrors.join(' | ')}`);
-  result.ok = true;
-} catch (err) {
-  result.ok = false;
-  result.error = String(err?.stack ?? err);
-  try {
-    await shot('99_failure.png');
-  } catch {
-    // The page is gone.
-  }
-} finally {
-  await finish(result);
-}
+});
