@@ -231,9 +231,7 @@ def test_two_processes_keeping_runs_at_once_lose_none(shell, history_file, tmp_p
     assert nbprofiler.stored_run(ids[1][-1]).summary == run.summary
 
 
-def test_the_history_survives_a_kernel_restart(tmp_path):
-    from jupyter_client.manager import start_new_kernel
-
+def test_the_history_survives_a_kernel_restart(history_file, tmp_path):
     sys.path.insert(0, str(ROOT / "bench"))
     from leak import widget_kernel
 
@@ -249,20 +247,55 @@ def test_the_history_survives_a_kernel_restart(tmp_path):
     kept = json.loads(first.read_text())
     assert kept["cell"] == "train-cell"
 
-    # A new kernel, with nothing of the first one's memory: it reads the history only.
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
-    try:
-        reply = client.execute_interactive(
+    # A new kernel, with nothing of the first one's memory: it reads the history only. The same
+    # cell, run again with --compare, is compared with the run the first kernel kept.
+    with widget_kernel() as kernel:
+        kernel.execute(SETUP_CELL + "torch.set_num_threads(1)", cell_id="setup")
+        kernel.execute(f"%%torchprofile -q --compare\n{TRAIN_CELL}", cell_id="train-cell")
+        kernel.execute(
             "import json, nbprofiler\n"
             "listed = nbprofiler.history(cell='train-cell')\n"
-            "stored = nbprofiler.stored_run(int(listed['run_id'].iloc[-1]))\n"
+            "stored = nbprofiler.stored_run(int(listed['run_id'].iloc[0]))\n"
+            "c = nbprofiler.last_comparison()\n"
             f"json.dump({{'run_ids': listed['run_id'].tolist(), 'wall_ms': stored.run.steps['wall_ms'].tolist(), "
-            f"'text': stored.to_text()}}, open({str(second)!r}, 'w'))", timeout=120, output_hook=lambda msg: None)
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-    assert reply["content"]["status"] == "ok", reply["content"]
+            "'text': stored.to_text(), 'baseline': c.before_label, 'baseline_wall_ms': "
+            f"c.before.run.steps['wall_ms'].tolist(), 'verdict': c.verdict}}, open({str(second)!r}, 'w'))")
     reloaded = json.loads(second.read_text())
-    assert reloaded["run_ids"][-1] == kept["run_id"]
+    assert reloaded["run_ids"][0] == kept["run_id"] and len(reloaded["run_ids"]) == 2
     assert reloaded["wall_ms"] == kept["wall_ms"]
     assert "Reloaded from the run history" in reloaded["text"]
+    assert reloaded["baseline"] == "the previous run of this cell (from the history)"
+    assert reloaded["baseline_wall_ms"] == kept["wall_ms"] and reloaded["verdict"]
+
+
+def test_two_kernels_profiling_at_once_keep_every_run(history_file):
+    """Two real kernels, each running a cell that profiles 6 times, sent at once: the history
+    holds all 12 runs, each under its own kernel's cell, and the file is sound."""
+    from jupyter_client.manager import start_new_kernel
+
+    runs = 6
+    cell = (SETUP_CELL + "torch.set_num_threads(1)\n"
+            f"for _ in range({runs}):\n    get_ipython().run_cell_magic('torchprofile', '-q', {TRAIN_CELL!r})\n")
+    kernels = [start_new_kernel(kernel_name="python3", cwd=str(ROOT)) for _ in range(2)]
+    try:
+        for _, client in kernels:
+            client.execute_interactive("%load_ext nbprofiler", timeout=60, output_hook=lambda msg: None)
+        sent = [client.execute(cell) for _, client in kernels]  # both at once
+        replies = [_reply(client, msg_id) for (_, client), msg_id in zip(kernels, sent)]
+    finally:
+        for manager, client in kernels:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+    assert all(r["status"] == "ok" for r in replies), replies
+    listed = nbprofiler.history()
+    assert len(listed) == 2 * runs and listed["run_id"].is_unique
+    assert listed["cell"].nunique() == 1  # no cell id outside JupyterLab: the same source, the same key
+    with sqlite3.connect(history_file) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _reply(client, msg_id: str) -> dict:
+    while True:
+        reply = client.get_shell_msg(timeout=300)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply["content"]
