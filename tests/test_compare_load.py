@@ -32,8 +32,9 @@ def busy_program():
 
 def test_a_run_measures_the_cores_other_programs_kept_busy(shell, busy_program):
     shell.run_cell_magic("torchprofile", "-q --no-history", BUSY_CELL)
-    # The busy program takes a core of its own, or shares one with the cell: at least most of one.
-    assert nbprofiler.last().run.other_cores >= 0.7
+    # The busy program takes a core of its own, or shares one with the cell and whatever else runs
+    # (which counts as other programs too): at least half a core, with the rest of the machine's load.
+    assert nbprofiler.last().run.other_cores >= 0.5
 
 
 def test_a_change_measured_while_the_load_moved_says_so(shell):
