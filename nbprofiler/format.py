@@ -6,7 +6,9 @@ facts write the same figure the same way (IEC units, one rounding rule).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Context, Decimal
+from typing import Any
 
 
 def fmt_us(us: float | None) -> str:
@@ -91,6 +93,37 @@ def fmt_delta_bytes(n: float | None) -> str:
     if n is None or not math.isfinite(float(n)):
         return "–"
     return ("−" if n < 0 else "+") + fmt_bytes(abs(float(n)))
+
+
+def _missing(v: Any) -> bool:
+    """None, NaN, or pandas' NA (which float() refuses): a table cell's figure shown as "–"
+    (cells come from DataFrames, so any of them may be missing)."""
+    if v is None:
+        return True
+    try:
+        return math.isnan(float(v))
+    except (TypeError, ValueError):
+        return True
+
+
+def fmt_ms(ms: Any) -> str:
+    """Milliseconds (a comparison's unit) written as ``fmt_us`` writes durations."""
+    return "–" if _missing(ms) else fmt_us(float(ms) * 1e3)
+
+
+def fmt_delta_ms(ms: Any) -> str:
+    """A change in milliseconds: "+12.0 ms", "−166 ms"."""
+    return fmt_delta_us(None if _missing(ms) else float(ms) * 1e3)
+
+
+def fmt_calls(calls: Any) -> str:
+    """Calls per step, which need not be whole (a call every other step is 0.5)."""
+    return "–" if _missing(calls) else f"{float(calls):,.4g}"
+
+
+def fmt_before_after(pair: tuple[object, object], fmt: Callable[[Any], str]) -> str:
+    """Two runs' figures as "before → after", a missing one as "–"."""
+    return " → ".join("–" if v is None else fmt(v) for v in pair)
 
 
 def fmt_factor(x: float | None) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..format import fmt_bytes, fmt_delta_us, fmt_factor, fmt_interval, fmt_pct, fmt_us
+from ..format import fmt_before_after, fmt_bytes, fmt_calls, fmt_delta_ms, fmt_factor, fmt_interval, fmt_ms, fmt_pct
 from .charts import comparison_chart
 from .html import STYLE, Col, esc, how, html_table, img
 
@@ -45,16 +45,6 @@ HOW = {
 
 
 # -- numbers ---------------------------------------------------------------------------------
-def ms(v: Any) -> str:
-    """Milliseconds as the report writes durations."""
-    return "–" if v is None or pd.isna(v) else fmt_us(float(v) * 1e3)
-
-
-def delta_ms(v: Any) -> str:
-    """A change in milliseconds: "+12.0 ms", "−166 ms"."""
-    return fmt_delta_us(None if v is None or pd.isna(v) else float(v) * 1e3)
-
-
 def signed(fmt: Callable[[Any], str]) -> Callable[[Any], str]:
     """``fmt`` (of counts, of bytes) for a change: "+12", "−1.5 MiB", "0"."""
     def fmt_delta(v: Any) -> str:
@@ -65,16 +55,7 @@ def signed(fmt: Callable[[Any], str]) -> Callable[[Any], str]:
     return fmt_delta
 
 
-def calls(v: Any) -> str:
-    """Calls per step, which need not be whole (a call every other step is 0.5)."""
-    return "–" if v is None or pd.isna(v) else f"{float(v):,.4g}"
-
-
-signed_calls = signed(calls)
-
-
-def before_after(pair: tuple[Any, Any], fmt: Callable[[Any], str]) -> str:
-    return " → ".join("–" if v is None else fmt(v) for v in pair)
+signed_calls = signed(fmt_calls)
 
 
 def verdict_class(comparison: "Comparison") -> str:
@@ -97,10 +78,10 @@ def summary_html(comparison: "Comparison") -> str:
     if c.speedup is not None:
         ci = fmt_interval(*c.speedup_ci) if c.speedup_ci is not None else "no interval"
         boxes.append(("speed-up", fmt_factor(c.speedup), ci))
-    boxes.append(("median step", before_after(c.median_step_ms, ms), "before → after"))
-    boxes.append(("average step", before_after(c.step_ms, ms), "each report's headline"))
+    boxes.append(("median step", fmt_before_after(c.median_step_ms, fmt_ms), "before → after"))
+    boxes.append(("average step", fmt_before_after(c.step_ms, fmt_ms), "each report's headline"))
     if any(v is not None for v in c.samples_per_s):
-        boxes.append(("samples / s", before_after(c.samples_per_s, lambda v: f"{v:,.0f}"), "before → after"))
+        boxes.append(("samples / s", fmt_before_after(c.samples_per_s, lambda v: f"{v:,.0f}"), "before → after"))
     out.append('<div class="metrics">' + "".join(
         f'<div class="metric"><span>{esc(a)}</span><b>{esc(b)}</b><span>{esc(d)}</span></div>' for a, b, d in boxes
     ) + "</div>")
@@ -112,13 +93,13 @@ def summary_html(comparison: "Comparison") -> str:
                    + "".join(f"<li>{esc(change)}</li>" for change in c.changes) + "</ul>")
     if not c.ranks.empty:
         out.append("<div>Per rank:</div>" + html_table(c.ranks, [
-            Col("rank", "rank"), Col("before_ms", "before", ms), Col("after_ms", "after", ms),
+            Col("rank", "rank"), Col("before_ms", "before", fmt_ms), Col("after_ms", "after", fmt_ms),
             Col("speedup", "speed-up", fmt_factor)]))
     return "".join(out)
 
 
-BREAKDOWN_COLS = [Col("label", "part"), Col("before_ms", "before", ms), Col("after_ms", "after", ms),
-                  Col("delta_ms", "change", delta_ms), Col("interval", "95% interval"),
+BREAKDOWN_COLS = [Col("label", "part"), Col("before_ms", "before", fmt_ms), Col("after_ms", "after", fmt_ms),
+                  Col("delta_ms", "change", fmt_delta_ms), Col("interval", "95% interval"),
                   Col("before_share", "share before", fmt_pct), Col("after_share", "share after", fmt_pct),
                   Col("explanation", "what explains it")]
 
@@ -127,7 +108,7 @@ def breakdown_rows(comparison: "Comparison") -> pd.DataFrame:
     """The parts with time in either run (as the chart draws them), each change's interval in words."""
     table = comparison.breakdown
     table = table[(table["before_ms"].fillna(0) > 0) | (table["after_ms"].fillna(0) > 0)]
-    interval = [f"{delta_ms(low)} to {delta_ms(high)}" if pd.notna(low) else "–"
+    interval = [f"{fmt_delta_ms(low)} to {fmt_delta_ms(high)}" if pd.notna(low) else "–"
                 for low, high in zip(table["delta_low_ms"], table["delta_high_ms"])]
     return table.assign(interval=interval)
 
@@ -151,24 +132,24 @@ def main_time(comparison: "Comparison") -> str:
 
 def operator_columns(comparison: "Comparison") -> list[Col]:
     cols = [Col("name", "operator", name=True, width="4fr"), status_col(),
-            Col("calls_before", "calls before", calls, width="90px"),
-            Col("calls_after", "calls after", calls, width="90px"),
+            Col("calls_before", "calls before", fmt_calls, width="90px"),
+            Col("calls_after", "calls after", fmt_calls, width="90px"),
             Col("calls_delta", "calls change", signed_calls, width="90px")]
     sides = ("device", "host") if main_time(comparison) == "device" else ("host",)
     for side in sides:
-        cols += [Col(f"{side}_self_ms_before", f"{side} self before", ms),
-                 Col(f"{side}_self_ms_after", f"{side} self after", ms),
-                 Col(f"{side}_self_ms_delta", f"{side} self change", delta_ms)]
+        cols += [Col(f"{side}_self_ms_before", f"{side} self before", fmt_ms),
+                 Col(f"{side}_self_ms_after", f"{side} self after", fmt_ms),
+                 Col(f"{side}_self_ms_delta", f"{side} self change", fmt_delta_ms)]
     return cols
 
 
 def kernel_columns() -> list[Col]:
     return [Col("name", "kernel", name=True, width="4fr"), status_col(),
-            Col("calls_before", "calls before", calls, width="90px"),
-            Col("calls_after", "calls after", calls, width="90px"),
+            Col("calls_before", "calls before", fmt_calls, width="90px"),
+            Col("calls_after", "calls after", fmt_calls, width="90px"),
             Col("calls_delta", "calls change", signed_calls, width="90px"),
-            Col("total_ms_before", "before", ms), Col("total_ms_after", "after", ms),
-            Col("total_ms_delta", "change", delta_ms)]
+            Col("total_ms_before", "before", fmt_ms), Col("total_ms_after", "after", fmt_ms),
+            Col("total_ms_delta", "change", fmt_delta_ms)]
 
 
 def status_col() -> Col:

@@ -5,11 +5,13 @@ explanation, and the operators, kernels and memory that moved most.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 
-from ..format import fmt_bytes, fmt_delta_bytes, fmt_delta_us, fmt_factor, fmt_pct, fmt_us, shorten
+from ..format import (fmt_before_after, fmt_bytes, fmt_calls, fmt_delta_bytes, fmt_delta_ms, fmt_factor, fmt_ms,
+                      fmt_pct, shorten)
+from .text import table_text
 
 if TYPE_CHECKING:
     from ..report.comparison import Comparison
@@ -17,34 +19,11 @@ if TYPE_CHECKING:
 TOP_ROWS = 10
 
 
-def _ms(v: Any) -> str:
-    return fmt_us(None if v is None or pd.isna(v) else float(v) * 1e3)
-
-
-def _signed_ms(v: Any) -> str:
-    return fmt_delta_us(None if v is None or pd.isna(v) else float(v) * 1e3)
-
-
-def _calls(v: Any) -> str:
-    return "–" if pd.isna(v) else f"{float(v):,.4g}"
-
-
-def _table(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]]) -> str:
-    shown = df.copy()
-    for col, fmt in formats.items():
-        if col in shown:
-            shown[col] = [fmt(v) for v in shown[col]]
-    return shown.to_string(index=False)
-
-
-def _pair(values: tuple[Any, Any], fmt: Callable[[Any], str]) -> str:
-    return f"{fmt(values[0])} → {fmt(values[1])}"
-
-
 def _header(c: "Comparison") -> list[str]:
-    figures = [f"avg step {_pair(c.step_ms, _ms)}", f"median {_pair(c.median_step_ms, _ms)}"]
+    figures = [f"avg step {fmt_before_after(c.step_ms, fmt_ms)}",
+               f"median {fmt_before_after(c.median_step_ms, fmt_ms)}"]
     if any(v is not None for v in c.samples_per_s):
-        figures.append(f"samples/s {_pair(c.samples_per_s, lambda v: '–' if v is None else f'{v:,.0f}')}")
+        figures.append(f"samples/s {fmt_before_after(c.samples_per_s, lambda v: f'{v:,.0f}')}")
     b, a = c.step_samples
     figures.append(f"{len(b)} → {len(a)} steps")
     lines = [f"nbprofiler comparison — {c.before_label} → {c.after_label}: {c.verdict}",
@@ -67,9 +46,9 @@ def _breakdown(c: "Comparison") -> list[str]:
         return []
     moved = bd[(bd["before_ms"] > 0) | (bd["after_ms"] > 0)]
     shown = pd.DataFrame({
-        "part": moved["label"], "before": [_ms(v) for v in moved["before_ms"]],
-        "after": [_ms(v) for v in moved["after_ms"]], "delta": [_signed_ms(v) for v in moved["delta_ms"]],
-        "95% interval": [f"{_signed_ms(lo)} … {_signed_ms(hi)}" if not pd.isna(lo) else "–"
+        "part": moved["label"], "before": [fmt_ms(v) for v in moved["before_ms"]],
+        "after": [fmt_ms(v) for v in moved["after_ms"]], "delta": [fmt_delta_ms(v) for v in moved["delta_ms"]],
+        "95% interval": [f"{fmt_delta_ms(lo)} … {fmt_delta_ms(hi)}" if not pd.isna(lo) else "–"
                          for lo, hi in zip(moved["delta_low_ms"], moved["delta_high_ms"])],
         "share": [f"{fmt_pct(b)} → {fmt_pct(a)}" for b, a in zip(moved["before_share"], moved["after_share"])],
         "explanation": moved["explanation"],
@@ -78,25 +57,25 @@ def _breakdown(c: "Comparison") -> list[str]:
     return ["", f"{title}, ms per step", shown.to_string(index=False)]
 
 
-def _diff_table(title: str, table: pd.DataFrame, columns: list[str]) -> list[str]:
+def _difftable_text(title: str, table: pd.DataFrame, columns: list[str]) -> list[str]:
     if table.empty:
         return []
     shown = table.head(TOP_ROWS)[["name", "status", *columns]]
     shown = shown.assign(name=[shorten(n, 50) for n in shown["name"]])
     formats: dict[str, Callable[[Any], str]] = {
-        col: (_signed_ms if col.endswith("_delta") else _ms) for col in columns if "_ms" in col}
-    formats.update({col: _calls for col in columns if col.startswith("calls")})
-    return ["", f"{title} (per step, largest change first; {len(shown)} of {len(table)})", _table(shown, formats)]
+        col: (fmt_delta_ms if col.endswith("_delta") else fmt_ms) for col in columns if "_ms" in col}
+    formats.update({col: fmt_calls for col in columns if col.startswith("calls")})
+    return ["", f"{title} (per step, largest change first; {len(shown)} of {len(table)})", table_text(shown, formats)]
 
 
 def _operators(c: "Comparison") -> list[str]:
     main = c.operator_time
     cols = ["calls_before", "calls_after", f"{main}_self_ms_before", f"{main}_self_ms_after", f"{main}_self_ms_delta"]
-    return _diff_table("Operators", c.operators, cols)
+    return _difftable_text("Operators", c.operators, cols)
 
 
 def _kernels(c: "Comparison") -> list[str]:
-    return _diff_table("Kernels", c.kernels, ["calls_before", "calls_after", "total_ms_before", "total_ms_after",
+    return _difftable_text("Kernels", c.kernels, ["calls_before", "calls_after", "total_ms_before", "total_ms_after",
                                               "total_ms_delta"])
 
 
@@ -104,7 +83,7 @@ def _memory(c: "Comparison") -> list[str]:
     mem = c.memory
     if mem.empty:
         return []
-    return ["", "Memory", _table(mem, {"before_bytes": fmt_bytes, "after_bytes": fmt_bytes,
+    return ["", "Memory", table_text(mem, {"before_bytes": fmt_bytes, "after_bytes": fmt_bytes,
                                        "delta_bytes": fmt_delta_bytes})]
 
 
@@ -112,7 +91,8 @@ def _ranks(c: "Comparison") -> list[str]:
     ranks = c.ranks
     if ranks.empty:
         return []
-    return ["", "Ranks (mean step)", _table(ranks, {"before_ms": _ms, "after_ms": _ms, "speedup": fmt_factor})]
+    return ["", "Ranks (mean step)",
+            table_text(ranks, {"before_ms": fmt_ms, "after_ms": fmt_ms, "speedup": fmt_factor})]
 
 
 def render_compare_text(c: "Comparison") -> str:

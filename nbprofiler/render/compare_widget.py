@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 import pandas as pd
 
+from ..format import fmt_ms
 from .bundle import comparison_mimebundle
 from .compare_html import (COMPARE_STYLE, HOW, breakdown_html, chart_html, kernel_columns, main_time, memory_html,
-                           ms, operator_columns, summary_html, title)
+                           operator_columns, summary_html, title)
 from .html import Col, esc
 from .widget import WIDGET_STYLE, PagedTable, TabbedView, view_header
 
@@ -49,7 +50,7 @@ class NamesTab:
         self.frame = frame.assign(size_ms=frame[delta].abs())
         self.status = widgets.ToggleButtons(options=STATUS_OPTIONS, value="all", description="show",
                                             style={"button_width": "90px"})
-        columns = [*columns, Col("size_ms", "|change|", ms)]
+        columns = [*columns, Col("size_ms", "|change|", fmt_ms)]
         self.table = PagedTable(self.frame, columns, sort="size_ms", noun=noun)
         self.status.observe(self._switch, "value")
         self.box = widgets.VBox([how_html(tab), self.status, self.table.box])

@@ -6,6 +6,7 @@ suggestions in full, largest expected gain first.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -52,7 +53,8 @@ def render_summary_line(report: "Report") -> str:
     return " · ".join(parts)
 
 
-def _table(df: pd.DataFrame, formats: dict[str, Any]) -> str:
+def table_text(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]]) -> str:
+    """``df`` as a plain-text table, each column in ``formats`` written by its function."""
     shown = df.copy()
     for col, fmt in formats.items():
         if col in shown:
@@ -97,7 +99,7 @@ def _steps_lines(report: "Report") -> list[str]:
     if steps.empty:
         return []
     return ["", "Steps (by schedule phase)",
-            _table(phase_summary(steps), {"mean_wall_ms": _ms, "mean_dataloader_ms": _ms})]
+            table_text(phase_summary(steps), {"mean_wall_ms": _ms, "mean_dataloader_ms": _ms})]
 
 
 def _operator_lines(report: "Report") -> list[str]:
@@ -109,7 +111,7 @@ def _operator_lines(report: "Report") -> list[str]:
     shown = ops.assign(name=[shorten(n, 50) for n in ops["name"]])
     formats = {c: fmt_us for c in shown.columns if c.endswith("_us")}
     formats.update({c: fmt_bytes for c in shown.columns if c.endswith("_bytes")})
-    return ["", f"Top operators ({len(ops)} of {len(report.operators)})", _table(shown, formats)]
+    return ["", f"Top operators ({len(ops)} of {len(report.operators)})", table_text(shown, formats)]
 
 
 def _kernel_lines(report: "Report") -> list[str]:
@@ -119,7 +121,7 @@ def _kernel_lines(report: "Report") -> list[str]:
     shown = k.head(TOP_KERNELS)[["name", "calls", "total_us", "mean_us", "operator"]]
     shown = shown.assign(name=[shorten(n, 50) for n in shown["name"]],
                          operator=[shorten(str(n), 30) for n in shown["operator"]])
-    return ["", f"Top kernels ({len(shown)} of {len(k)})", _table(shown, {"total_us": fmt_us, "mean_us": fmt_us})]
+    return ["", f"Top kernels ({len(shown)} of {len(k)})", table_text(shown, {"total_us": fmt_us, "mean_us": fmt_us})]
 
 
 def _memory_lines(report: "Report") -> list[str]:
@@ -141,7 +143,7 @@ def _line_lines(report: "Report") -> list[str]:
     shown = lines.head(TOP_LINES).assign(source=[shorten(s.strip(), 60) for s in lines.head(TOP_LINES)["source"]])
     if not report.has_device_activity:
         shown = shown.drop(columns="device_us")
-    return ["", "Cell lines by time", _table(shown, {"host_us": fmt_us, "device_us": fmt_us})]
+    return ["", "Cell lines by time", table_text(shown, {"host_us": fmt_us, "device_us": fmt_us})]
 
 
 def _module_lines(report: "Report") -> list[str]:
@@ -155,7 +157,7 @@ def _module_lines(report: "Report") -> list[str]:
     if not report.has_device_activity:
         shown = shown.drop(columns=["forward_device_us", "backward_device_us"])
     more = f" (first {len(shown)} of {len(mods)})" if len(mods) > len(shown) else ""
-    return ["", f"Modules{more}", _table(shown, {c: fmt_us for c in shown.columns if c.endswith("_us")})]
+    return ["", f"Modules{more}", table_text(shown, {c: fmt_us for c in shown.columns if c.endswith("_us")})]
 
 
 def _suggestion_lines(report: "Report") -> list[str]:
