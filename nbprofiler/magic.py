@@ -153,19 +153,19 @@ class TorchProfileMagics(Magics):
                 modules=args.modules, trace=args.trace, tensorboard=args.tensorboard, sort=args.sort,
                 top=args.top, quiet=args.quiet, history=not args.no_history,
             )
-            request = _Request(args.output, self._baseline(args, source), args.tried)
+            key = cell_key(self._ipython, source)
+            request = _Request(args.output, key, self._baseline(args, key), args.tried)
         except OptionError as exc:
             raise UsageError(f"{name} {exc}") from None
         if args.output is not None and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
             raise UsageError(f"{name} -o: {args.output!r} is not a valid variable name")
         return self._run(source, options, request)
 
-    def _baseline(self, args: argparse.Namespace, source: str) -> "Baseline | None":
+    def _baseline(self, args: argparse.Namespace, key: str) -> "Baseline | None":
         """The run ``--compare`` (or ``--tried``) names, found before the cell runs; a cell with no
         earlier run to compare with runs anyway, with a note that says so."""
         if args.compare is None and args.tried is None:
             return None
-        key = cell_key(self._ipython, source)
         found = baseline(self._ipython.user_ns, args.compare or None, key)
         if found is None:
             print("nbprofiler: --compare: this cell has no earlier run to compare with (run it once, or name a "
@@ -206,7 +206,7 @@ class TorchProfileMagics(Magics):
         status = LiveStatus(enabled=not options.quiet)
         try:
             run = ProfileRun(options, namespace=namespace, cell_source=cell.source, cell_filename=cell.filename,
-                             on_step=status.update, cell_key=cell_key(self._ipython, cell.source),
+                             on_step=status.update, cell_key=request.cell,
                              notebook=notebook_path(self._ipython))
         except NbprofilerError as exc:
             raise UsageError(f"%%torchprofile: {exc}") from None
@@ -249,6 +249,7 @@ class _Request:
     """What the cell asked for besides profiling: where to store the report, and what to compare it with."""
 
     output: str | None
+    cell: str  # the cell's key (cell_identity.cell_key): its runs, in the history and for --compare
     baseline: "Baseline | None"
     tried: str | None
 
