@@ -290,8 +290,7 @@ def _notes(c: Comparison) -> list[str]:
     if cmp.different_devices(c._devices):
         out.append(f"The runs ran on different devices ({c.before.device.name}, {c.after.device.name}): the "
                    "speed-up is the devices' as much as the change's.")
-    if c.before.run is not None and c.after.run is not None and any(
-            getattr(c.before.run.options, f) != getattr(c.after.run.options, f) for f in cmp.SCHEDULE):
+    if any(change.what == "schedule" for change in c._setup or ()):
         out.append("The schedules differ, so the runs profiled different steps of the loop.")
     if len({breakdown_kind(r) for _, r in sides}) > 1:
         out.append("One run has device activity and the other none: the breakdown compares host phases for both.")
