@@ -17,7 +17,7 @@ from nbprofiler.format import fmt_pct
 from nbprofiler.render import bundle
 from nbprofiler.render.charts import comparison_chart
 from nbprofiler.render.compare_widget import CompareView
-from nbprofiler.render.html import STYLE
+from nbprofiler.render.style import STYLE
 from nbprofiler.render.widget import Explorer
 from nbprofiler.report.comparison import compare
 

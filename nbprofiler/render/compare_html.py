@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..format import fmt_before_after, fmt_bytes, fmt_calls, fmt_delta_ms, fmt_factor, fmt_interval, fmt_ms, fmt_pct
 from .charts import comparison_chart
-from .html import STYLE, Col, esc, how, html_table, img
+from .style import STYLE
+from .html import Col, esc, how, html_table, img
 
 if TYPE_CHECKING:
     from ..report.comparison import Comparison

@@ -23,7 +23,8 @@ from .bundle import comparison_mimebundle
 from .compare_html import (COMPARE_STYLE, HOW, breakdown_html, chart_html, kernel_columns, main_time, memory_html,
                            operator_columns, summary_html, title)
 from .html import Col, esc
-from .widget import WIDGET_STYLE, PagedTable, TabbedView, view_header
+from .style import WIDGET_STYLE
+from .widget import PagedTable, TabbedView, view_header
 
 if TYPE_CHECKING:
     from ..report.comparison import Comparison

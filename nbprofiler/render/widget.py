@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -36,9 +35,12 @@ import pandas as pd
 from .bundle import WIDGET_MIME, mimebundle
 from .charts import chart
 from ..format import fmt_bytes, fmt_pct, shorten
-from .html import (LINES_HOW, MODULES_HOW, STYLE, Col, breakdown_table, count, device_html, esc, html_table, img,
+from .export_tab import ExportTab
+from .tab_help import how_html
+from .html import (Col, breakdown_table, count, device_html, esc, html_table, img,
                    lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
+from .style import WIDGET_STYLE
 from .views import growth_warnings, memory_device, memory_figures, ranked_suggestions
 
 if TYPE_CHECKING:
@@ -51,32 +53,6 @@ OVERVIEW_SUGGESTIONS = 3
 # Cells whose explorers stay live. Past it, the oldest cell's explorers are closed (its
 # output goes blank): each keeps its Report, traces of several MB, for the kernel's life.
 MAX_LIVE_CELLS = 10
-
-WIDGET_STYLE = STYLE + """
-.nbp-grid{display:grid;column-gap:0;font-size:12px}
-.nbp-grid>div{padding:2px 6px;border-bottom:1px solid #eee;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;
-  text-align:right}
-.nbp-grid>div.n{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace}
-.nbp-grid>div.odd{background:#fafafa}
-"""
-
-HOW = {
-    "Overview": "The average step and its breakdown: one bar per profiled step, parts by device activity on a GPU, "
-                "by training phase on a CPU. Below: the device, and the changes worth trying first.",
-    "Operators": "One row per operator. Self time excludes the ops it calls, total includes them; device time is "
-                 "the GPU work it launched. Click a header to sort; pick an operator below for its kernels and "
-                 "call sites.",
-    "Kernels": "GPU kernels by total time, with the operator that launched each; the pie groups kernel time by "
-               "what the kernels compute.",
-    "Memory": "Memory at the end of every step of the cell (wait, warmup and active shaded), then through the "
-              "profiled steps, then which operators allocated it. A rising line across steps is a leak.",
-    "Cell lines": LINES_HOW,
-    "Modules": MODULES_HOW,
-    "Suggestions": "Changes to try, largest expected gain first, each with the measurements behind it and code "
-                   "to paste (Copy puts it on the clipboard).",
-    "Export": "Save what this report holds: the Chrome trace (opens in ui.perfetto.dev or chrome://tracing), a "
-              "TensorBoard log directory, or this report as one standalone HTML file.",
-}
 
 
 def frame_label(frame: str) -> str:
@@ -92,10 +68,6 @@ def frame_label(frame: str) -> str:
     except ImportError:
         count = None
     return f"In [{count}], def at line {line}: {func}" if count is not None else frame
-
-
-def how_html(tab: str) -> widgets.HTML:
-    return widgets.HTML(f'<div class="nbp"><div class="how">{esc(HOW[tab])}</div></div>')
 
 
 def copy_cards(report: "Report", limit: int | None = None) -> str:
@@ -441,51 +413,6 @@ def modules_html(report: "Report") -> str:
            "code are not recorded)." if recorded else
            "Run the cell with <code>%%torchprofile --modules</code> to see the time per nn.Module.")
     return f'<div class="how">{why}</div>'
-
-
-class ExportTab:
-    """Buttons that write the trace, a TensorBoard directory, or the standalone HTML report."""
-
-    def __init__(self, report: "Report") -> None:
-        self.report = report
-        has_trace = report.raw_trace is not None or (
-            report.source_path is not None and Path(report.source_path).is_file())
-        self.trace_path = widgets.Text(value="nbprofiler_trace.json.gz", description="trace file",
-                                       layout=widgets.Layout(width="420px"))
-        self.tb_dir = widgets.Text(value="nbprofiler_tb", description="directory", layout=widgets.Layout(width="420px"))
-        self.html_path = widgets.Text(value="nbprofiler_report.html", description="HTML file",
-                                      layout=widgets.Layout(width="420px"))
-        wide = widgets.Layout(width="230px")
-        self.save_trace = widgets.Button(description="Save Chrome trace", icon="download", disabled=not has_trace,
-                                         layout=wide)
-        self.save_tb = widgets.Button(description="Write TensorBoard dir", icon="folder", disabled=not has_trace,
-                                      layout=wide)
-        self.save_html = widgets.Button(description="Save HTML report", icon="file", layout=wide)
-        self.status = widgets.HTML()
-        self.save_trace.on_click(lambda _: self._do(lambda: report.export_chrome_trace(self.trace_path.value),
-                                                    "Chrome trace", "open it in https://ui.perfetto.dev or chrome://tracing"))
-        self.save_tb.on_click(lambda _: self._do(lambda: report.export_tensorboard(self.tb_dir.value),
-                                                 "TensorBoard trace", "nbprofiler.load() reads the directory back"))
-        self.save_html.on_click(lambda _: self._do(self._write_html, "HTML report", "it opens offline in any browser"))
-        note = "" if has_trace else ('<div class="how">This report has no recorded trace (the run ended before any '
-                                     "active step), so only the HTML report can be saved.</div>")
-        self.box = widgets.VBox([how_html("Export"), widgets.HTML(f'<div class="nbp">{note}</div>'),
-                                 widgets.HBox([self.trace_path, self.save_trace]),
-                                 widgets.HBox([self.tb_dir, self.save_tb]),
-                                 widgets.HBox([self.html_path, self.save_html]), self.status])
-
-    def _write_html(self) -> Path:
-        path = Path(self.html_path.value).expanduser()
-        self.report.to_html(path)
-        return path
-
-    def _do(self, action: Callable[[], Path], what: str, hint: str) -> None:
-        try:
-            path = Path(action()).resolve()
-        except (OSError, ValueError) as exc:
-            self.status.value = f'<div class="nbp warn">Could not save the {esc(what)}: {esc(exc)}</div>'
-            return
-        self.status.value = f'<div class="nbp">Saved the {esc(what)} to <code>{esc(path)}</code>; {esc(hint)}.</div>'
 
 
 # -- the explorer -------------------------------------------------------------------------------

@@ -1,0 +1,28 @@
+"""The one line on top of each explorer tab that says how to read it."""
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from .html import LINES_HOW, MODULES_HOW, esc
+
+HOW = {
+    "Overview": "The average step and its breakdown: one bar per profiled step, parts by device activity on a GPU, "
+                "by training phase on a CPU. Below: the device, and the changes worth trying first.",
+    "Operators": "One row per operator. Self time excludes the ops it calls, total includes them; device time is "
+                 "the GPU work it launched. Click a header to sort; pick an operator below for its kernels and "
+                 "call sites.",
+    "Kernels": "GPU kernels by total time, with the operator that launched each; the pie groups kernel time by "
+               "what the kernels compute.",
+    "Memory": "Memory at the end of every step of the cell (wait, warmup and active shaded), then through the "
+              "profiled steps, then which operators allocated it. A rising line across steps is a leak.",
+    "Cell lines": LINES_HOW,
+    "Modules": MODULES_HOW,
+    "Suggestions": "Changes to try, largest expected gain first, each with the measurements behind it and code "
+                   "to paste (Copy puts it on the clipboard).",
+    "Export": "Save what this report holds: the Chrome trace (opens in ui.perfetto.dev or chrome://tracing), a "
+              "TensorBoard log directory, or this report as one standalone HTML file.",
+}
+
+
+def how_html(tab: str) -> widgets.HTML:
+    return widgets.HTML(f'<div class="nbp"><div class="how">{esc(HOW[tab])}</div></div>')
