@@ -27,8 +27,8 @@ TOP_ROWS = 20
 
 # Shared with the widget, which adds its own grid rules to STYLE.
 COMPARE_STYLE = """
-.nbp .verdict{font-size:15px;font-weight:600;margin:4px 0}.nbp .verdict.faster{color:#1e7b34}
-.nbp .verdict.slower{color:#b00020}.nbp .verdict.same{color:#555}
+.nbp .verdict{font-size:15px;font-weight:600;margin:4px 0;color:var(--nbp-fg);border-left:4px solid var(--nbp-low);
+  padding-left:6px}.nbp .verdict.faster{border-left-color:var(--nbp-ok)}.nbp .verdict.slower{border-left-color:var(--nbp-error)}
 .nbp .why td:last-child,.nbp .why th:last-child{text-align:left;white-space:normal;min-width:260px}
 """
 
@@ -60,7 +60,7 @@ signed_calls = signed(fmt_calls)
 
 
 def verdict_class(comparison: "Comparison") -> str:
-    """``faster``, ``slower`` or ``same``: the verdict's colour."""
+    """``faster``, ``slower`` or ``same``: the colour of the verdict's mark (its text keeps the theme's)."""
     if not comparison.changed or comparison.speedup is None:
         return "same"
     return "faster" if comparison.speedup > 1 else "slower"

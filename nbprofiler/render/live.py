@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from ..report import Report
 
 _MIN_INTERVAL_S = 0.1  # at most ten updates a second, whatever the step rate
-_STYLE = "font-family:system-ui,sans-serif;font-size:12px;color:#555;padding:2px 0"
+_STYLE = ("font-family:system-ui,sans-serif;font-size:12px;padding:2px 0;"
+          "color:var(--jp-content-font-color2,var(--vscode-descriptionForeground,#555))")
 
 
 class LiveStatus:
@@ -50,7 +51,7 @@ class LiveStatus:
     def text(run: Any) -> str:
         per_step = run.last_step_s
         rate = f" · {per_step:.2f} s/step" if per_step is not None else ""
-        return f"nbprofiler: step {run.steps_done} · {run.current_phase}{rate}"
+        return f"nbprofiler: step {run.steps_done} · {phase_text(run)}{rate}"
 
     def start(self, run: Any) -> None:
         """Show the line before the profiler starts: its first display (importing ipywidgets,
@@ -147,6 +148,16 @@ class LiveStatus:
 
             close_tree(self._widget)  # with its layout and style, which ipywidgets keeps until closed
             self._widget = None
+
+
+def phase_text(run: Any) -> str:
+    """The schedule's phase as a user reads it. Outside the schedule the profiler's phase is
+    "none": say instead whether profiling is yet to start (``--skip-first``) or is over."""
+    phase = str(run.current_phase)
+    if phase != "none":
+        return phase
+    skip_first = getattr(getattr(run, "options", None), "skip_first", 0)
+    return "profiling starts after the skipped steps" if run.steps_done < skip_first else "profiled, the cell runs on"
 
 
 def _status_html(text: str) -> str:
