@@ -267,10 +267,11 @@ def line_rows(report: "Report") -> pd.DataFrame:
     return pd.DataFrame({"line": range(1, len(text) + 1), "source": text, "host_us": host, "device_us": device})
 
 
-def heat_bar(share: float, color: str, width_px: int = 120) -> str:
+def heat_bar(share: float, width_px: int = 120) -> str:
+    """A bar filled to ``share``: its colours come from the theme (style.py's ``.bar.heat``, ``.bar.track``)."""
     w = max(0, min(width_px, round(share * width_px)))
-    return (f'<span class="bar" style="width:{w}px;background:{color}"></span>'
-            f'<span class="bar" style="width:{width_px - w}px;background:#f0f0f0"></span>')
+    return (f'<span class="bar heat" style="width:{w}px"></span>'
+            f'<span class="bar track" style="width:{width_px - w}px"></span>')
 
 
 def lines_table(report: "Report") -> str:
@@ -284,7 +285,7 @@ def lines_table(report: "Report") -> str:
         figures = f"<td>{esc(fmt_us(r.host_us) if r.host_us else '')}</td>"
         if device:
             figures += f"<td>{esc(fmt_us(r.device_us) if r.device_us else '')}</td>"
-        bar = heat_bar(getattr(r, key) / top, "#d62728")
+        bar = heat_bar(getattr(r, key) / top)
         source = f'<td class="n src"><code>{esc(r.source)}</code></td>'
         body.append(f"<tr><td>{r.line}</td><td>{bar}</td>{figures}{source}</tr>")
     head = ("<th>line</th><th>share</th><th>host</th>" + ("<th>device</th>" if device else "")
