@@ -1,0 +1,186 @@
+"""How long the user waits for the report once the training loop has ended.
+
+1. Small CNN (``workload.conv_training_setup``, 12 batches, the default schedule:
+   3 active steps), in ONE real ipykernel driven as JupyterLab drives it
+   (``leak.Kernel``: every request allows stdin, so the report is shown as the
+   explorer widget, with the static HTML, the text and the saved data in the
+   same output). The cell takes ``time.perf_counter()`` right after its loop; a
+   ``post_run_cell`` hook, which IPython calls once the cell, and so the magic
+   with everything it displays, has finished, takes it again. The difference is
+   the wait. The same loop under a hand-written ``torch.profiler.profile`` (same
+   schedule, memory on) that prints a ``key_averages()`` table is measured the
+   same way. The two cells alternate; the median of ``--runs`` of each is printed,
+   with their ratio. Target: <= 0.3 s for the magic.
+2. A trace of ``--events`` events (``analysis_speed.synthetic_trace``, as
+   ``big_trace.py``), loaded with ``nbprofiler.load`` in the same kernel (not
+   timed), then shown as a cell's value: the time from the start of that cell to
+   its ``post_run_cell`` is the time to the complete bundle (text, HTML, the
+   saved data with its timeline, the explorer). A fresh load for each of
+   ``--big-runs`` runs (nothing cached); the median is printed. Target: <= 1 s.
+
+``--profile N`` then runs the magic's cell once more with ``cProfile`` on from
+the end of the loop to the ``post_run_cell`` hook, and prints its N costliest
+functions by cumulative time.
+
+Figures only: a busy machine moves them, so nothing here fails on a time.
+
+    .venv/bin/python bench/report_latency.py [--runs 5] [--events 1000000] [--big-runs 3] [--profile 40]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from analysis_speed import synthetic_trace  # noqa: E402 - bench/ is on sys.path when run as a script
+from leak import Kernel, widget_kernel  # noqa: E402
+from workload import conv_training_setup  # noqa: E402
+
+from nbprofiler.render.bundle import MIME_TYPE, WIDGET_MIME  # noqa: E402 - the repository is on sys.path
+
+SMALL_TARGET_S = 0.3
+BIG_TARGET_S = 1.0
+
+# In the kernel: each cell that set ``_t0`` gets its wait appended to ``_waits`` by the
+# post_run_cell hook; ``_pr`` (a cProfile.Profile) is stopped there when a cell started it.
+SETUP = conv_training_setup(384) + """
+import time
+_t0 = _pr = None
+_waits = []
+
+def _cell_done(result):
+    global _t0, _pr
+    if _t0 is not None:
+        _waits.append(time.perf_counter() - _t0)
+        _t0 = None
+    if _pr is not None:
+        _pr.disable()
+
+get_ipython().events.register("post_run_cell", _cell_done)
+"""
+LOOP = """for x, y in loader:
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+MAGIC = "%%torchprofile -o run\n" + LOOP + "_t0 = time.perf_counter()\n"
+HAND = """import torch.profiler as tp
+with tp.profile(activities=[tp.ProfilerActivity.CPU], profile_memory=True,
+                schedule=tp.schedule(wait=1, warmup=1, active=3, repeat=1)) as prof:
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad(); loss.backward(); opt.step()
+        prof.step()
+    _t0 = time.perf_counter()
+print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+"""
+PROFILED = MAGIC + "import cProfile; _pr = cProfile.Profile(); _pr.enable()\n"
+
+
+def last_wait(kernel: Kernel) -> float:
+    """The wait the kernel measured for the cell it ran last."""
+    reply = kernel.client.execute_interactive("", user_expressions={"w": "_waits[-1]"}, timeout=60,
+                                              output_hook=lambda msg: None)
+    return float(reply["content"]["user_expressions"]["w"]["data"]["text/plain"])
+
+
+def small_cnn(kernel: Kernel, runs: int) -> tuple[list[float], list[float]]:
+    """(magic's waits, hand-written profiler's waits), interleaved, after one warm-up run of each."""
+    magic: list[float] = []
+    hand: list[float] = []
+    for i in range(runs + 1):
+        for cell, waits in ((MAGIC, magic), (HAND, hand)):
+            shown = kernel.execute(cell, cell_id="magic" if cell is MAGIC else "hand")
+            if cell is MAGIC:
+                assert shown.widgets, "the report was not shown as the explorer: is ipywidgets installed?"
+            if i:  # the first run of each imports and warms up
+                waits.append(last_wait(kernel))
+    return magic, hand
+
+
+def big_report(kernel: Kernel, events: int, runs: int) -> tuple[list[float], list[float], list[str]]:
+    """(load times, waits for the complete bundle, the bundle's types) of a ``events``-event trace."""
+    tmp = Path(tempfile.mkdtemp(prefix="nbprofiler-latency-"))
+    loads: list[float] = []
+    waits: list[float] = []
+    kinds: list[str] = []
+    try:
+        path = tmp / "big.pt.trace.json"
+        count = synthetic_trace(path, events)
+        print(f"{count:,} events, {path.stat().st_size / 1e6:.0f} MB of JSON", flush=True)
+        for _ in range(runs):
+            t = time.perf_counter()
+            kernel.execute(f"import nbprofiler\n_big = nbprofiler.load({str(path)!r})", timeout=600)
+            loads.append(time.perf_counter() - t)
+            kinds = shown_types(kernel, "_t0 = time.perf_counter()\n_big")
+            waits.append(last_wait(kernel))
+            kernel.execute("del _big")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return loads, waits, kinds
+
+
+def shown_types(kernel: Kernel, code: str) -> list[str]:
+    """The mime types of what ``code``'s cell showed (its value included)."""
+    kinds: list[str] = []
+
+    def keep(msg: dict[str, Any]) -> None:
+        kinds.extend(msg["content"].get("data", {}))
+
+    reply = kernel.client.execute_interactive(code, allow_stdin=True, timeout=600, output_hook=keep)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return kinds
+
+
+def profile(kernel: Kernel, top: int) -> None:
+    """The magic's cell once more, with cProfile from the end of the loop to the hook."""
+    kernel.execute(PROFILED, cell_id="magic")
+    kernel.client.execute_interactive(
+        f"import pstats; pstats.Stats(_pr).sort_stats('cumulative').print_stats({top}); _pr = None",
+        timeout=60, output_hook=lambda msg: print(msg["content"].get("text", ""), end=""))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--events", type=int, default=1_000_000, help="0 skips the big trace")
+    parser.add_argument("--big-runs", type=int, default=3)
+    parser.add_argument("--profile", type=int, default=0, metavar="N")
+    args = parser.parse_args()
+    history = tempfile.mkdtemp(prefix="nbprofiler-latency-history-")  # the runs are kept, not in the user's
+    os.environ["NBPROFILER_HISTORY"] = str(Path(history) / "history.sqlite")
+    try:
+        with widget_kernel() as kernel:
+            kernel.execute(SETUP, cell_id="setup")
+            magic, hand = small_cnn(kernel, args.runs)
+            m, h = statistics.median(magic), statistics.median(hand)
+            print(f"small CNN, 3 active steps: loop end -> report complete: %%torchprofile median {m:.3f} s "
+                  f"(target <= {SMALL_TARGET_S} s), hand-written torch.profiler + key_averages() median "
+                  f"{h:.3f} s; ratio {m / h:.1f}x")
+            print(f"  runs: magic {', '.join(f'{w:.3f}' for w in magic)}; hand {', '.join(f'{w:.3f}' for w in hand)}")
+            if args.profile:
+                profile(kernel, args.profile)
+            if args.events:
+                loads, waits, kinds = big_report(kernel, args.events, args.big_runs)
+                print(f"{args.events:,}-event trace: load median {statistics.median(loads):.1f} s (not counted); "
+                      f"complete bundle median {statistics.median(waits):.3f} s (target <= {BIG_TARGET_S} s); "
+                      f"runs {', '.join(f'{w:.3f}' for w in waits)}")
+                print(f"  shown: {', '.join(sorted(set(kinds)))}")
+                missing = {"text/plain", "text/html", MIME_TYPE, WIDGET_MIME} - set(kinds)
+                if missing:
+                    print(f"  MISSING from the bundle: {', '.join(sorted(missing))}")
+    finally:
+        shutil.rmtree(history, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
