@@ -28,7 +28,8 @@ TOP_ROWS = 20
 # Shared with the widget, which adds its own grid rules to STYLE.
 COMPARE_STYLE = """
 .nbp .verdict{font-size:15px;font-weight:600;margin:4px 0;color:var(--nbp-fg);border-left:4px solid var(--nbp-low);
-  padding-left:6px}.nbp .verdict.faster{border-left-color:var(--nbp-ok)}.nbp .verdict.slower{border-left-color:var(--nbp-error)}
+  padding-left:6px}.nbp .verdict.faster{border-left-color:var(--nbp-ok)}
+.nbp .verdict.slower{border-left-color:var(--nbp-error)}
 .nbp .why td:last-child,.nbp .why th:last-child{text-align:left;white-space:normal;min-width:260px}
 """
 
