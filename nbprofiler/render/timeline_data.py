@@ -1,0 +1,430 @@
+"""The Timeline view's data: every event of the profiled steps as compact typed arrays.
+
+The front end (the labextension's canvas timeline) draws this payload in the live
+explorer and in a saved notebook without a kernel, so it holds everything the view
+shows: lanes, events, launch-to-kernel flows, memory counters and step boundaries.
+Arrays travel as base64 of little-endian typed arrays, which a browser decodes into a
+``Float64Array`` / ``Uint32Array``... without parsing a number per event.
+
+The payload (version 1); times are µs relative to ``origin_us``:
+
+- ``version``: 1. ``title``: what the view shows ("Timeline of the 3 profiled steps").
+- ``origin_us``: the window's start on the trace's clock (the first profiled step's start).
+- ``span_us``: ``[0, end]``, the profiled window; an event that overlaps its edge keeps its
+  whole duration, so it may reach a little past it.
+- ``strings``: every name, shape and stack frame the events refer to. Untrusted text from
+  the trace: the front end sets it as text, never as markup.
+- ``categories``: the category names ``cat`` indexes: ``step, operator, annotation, runtime,
+  dataloader, kernel, nccl, memcpy, memset, other``.
+- ``lanes``: in display order, ``{id, kind, label, rows, device}``: ``kind`` is ``steps``,
+  ``thread`` (host operators, annotations and runtime calls, nested by depth),
+  ``dataloader`` (DataLoader fetches), ``stream`` (a GPU stream's kernels, copies,
+  memsets and NCCL kernels) or ``memory`` (the counters); ``rows`` is how many nesting
+  levels the lane has; ``device`` is ``"cuda:0"``-style for streams and memory, else null.
+- ``events``: ``n`` and the arrays ``start`` (Float64), ``dur`` (Float32), ``lane``
+  (Uint16, a lane id), ``depth`` (Uint8), ``name`` (Uint32 into ``strings``), ``cat``
+  (Uint8 into ``categories``), ``count`` (Uint32: 1 for one event, N for an aggregate of N
+  events merged by the cap), ``busy`` (Float32: the summed duration of the events an
+  aggregate merged; equal to ``dur`` for one event), ``shapes`` (Int32 into ``strings``,
+  -1 without ``--shapes``) and ``stack`` (Int32 into ``stacks``, -1 without ``--stack``).
+  Sorted by (lane, start).
+- ``stacks``: Python stacks as lists of string indices, innermost frame last.
+- ``flows``: ``n``, ``src`` and ``dst`` (Uint32 event indices): a runtime launch and the
+  kernel, copy or memset it launched (same correlation id). Events merged into an
+  aggregate have no flow.
+- ``counters``: ``{name, unit, device, lane, t, v}`` per series (``allocated`` and
+  ``reserved`` bytes per device), ``t`` and ``v`` Float64 arrays; the first point may lie
+  before the window, giving the level the window starts at.
+- ``steps``: ``{step, start, end}`` per profiled step, the boundaries the report's per-step
+  figures use (host ranges stretched over the device work they launched).
+- ``aggregated``: null, or ``{events, below_us}`` when the trace had more than
+  ``MAX_TIMELINE_EVENTS`` events in the window: then, per lane and depth, each run of
+  consecutive events shorter than ``below_us`` and less than ``below_us`` apart became one
+  event named "N events" (``events`` of them merged in all), with ``below_us`` the
+  smallest threshold that fits the cap.
+- ``total_events``: how many trace events the window holds (before any merging).
+- ``trace_name``: a file name for the trace download (Perfetto).
+
+Python frames (``--stack``) are not drawn as events: they are each operator's ``stack``.
+"""
+from __future__ import annotations
+
+import base64
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.intervals import innermost_around, parent_index
+from ..analysis.links import launching_runtime
+from ..analysis.steps import dataloader_names
+from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind, thread_key
+
+if TYPE_CHECKING:
+    from ..report.report import Report
+
+TIMELINE_MIME = "application/vnd.nbprofiler.timeline+json"
+MAX_TIMELINE_EVENTS = 100_000
+VERSION = 1
+
+CATEGORIES = ("step", "operator", "annotation", "runtime", "dataloader", "kernel", "nccl", "memcpy", "memset", "other")
+_CAT = {name: i for i, name in enumerate(CATEGORIES)}
+_HOST_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME)
+_KIND_CATEGORY = {Kind.CPU_OP: "operator", Kind.USER_ANNOTATION: "annotation", Kind.RUNTIME: "runtime",
+                  Kind.KERNEL: "kernel", Kind.MEMCPY: "memcpy", Kind.MEMSET: "memset"}
+_MAX_DEPTH = 255  # the depth array is Uint8
+
+_cache: "weakref.WeakKeyDictionary[Report, dict[str, Any] | None]" = weakref.WeakKeyDictionary()
+
+
+def timeline_payload(report: "Report") -> dict[str, Any] | None:
+    """The Timeline payload of ``report`` (see the module docstring), None when it has no
+    trace events. Built once per report: the explorer, the saved output and the bundle share it."""
+    if report not in _cache:
+        _cache[report] = _build(report)
+    return _cache[report]
+
+
+def timeline_bundle(report: "Report") -> dict[str, Any] | None:
+    """The Timeline as a display bundle: the payload for the extension's renderer, and one
+    line of HTML for front ends without it (nbconvert, GitHub, classic Notebook)."""
+    payload = timeline_payload(report)
+    if payload is None:
+        return None
+    from .html import esc
+
+    line = ("The timeline needs the nbprofiler JupyterLab extension. To view the trace elsewhere, export it with "
+            f"report.export_chrome_trace(\"{payload['trace_name']}\") and open the file at https://ui.perfetto.dev.")
+    return {TIMELINE_MIME: payload, "text/html": f'<p class="nbprofiler-timeline-fallback">{esc(line)}</p>'}
+
+
+def _b64(values: np.ndarray, dtype: str) -> str:
+    return base64.b64encode(np.ascontiguousarray(values, dtype=dtype).tobytes()).decode("ascii")
+
+
+class _Strings:
+    """The payload's string table: trace names by name code, and any other text, each once."""
+
+    def __init__(self, names: np.ndarray) -> None:
+        self.names = names
+        self.items: list[str] = []
+        self.index: dict[str, int] = {}
+        self.by_code = np.full(len(names), -1, dtype=np.int64)
+
+    def add(self, text: str) -> int:
+        if text not in self.index:
+            self.index[text] = len(self.items)
+            self.items.append(text)
+        return self.index[text]
+
+    def codes(self, name_code: np.ndarray) -> np.ndarray:
+        """String indices for trace name codes, interning each distinct name once."""
+        for c in np.unique(name_code).tolist():
+            if self.by_code[c] < 0:
+                self.by_code[c] = self.add(str(self.names[c]))
+        return self.by_code[name_code]
+
+
+def _window(report: "Report", table: EventTable) -> tuple[float, float, pd.DataFrame]:
+    """The profiled window (absolute µs) and its steps: the report's stretched steps, else
+    the trace's step ranges, else the whole trace."""
+    steps = report.stretched_steps
+    if steps.empty:
+        steps = report.trace_steps
+    if len(steps):
+        return float(steps["start_us"].min()), float(steps["end_us"].max()), steps
+    ts = table["ts"]
+    return float(ts.min()), float((ts + table["dur"]).max()), steps
+
+
+def _nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For events sorted by (lane, start, -duration), how many events of the same lane are
+    open at each one's start: its nesting level. An instant counts as open for the
+    smallest time step after it, so it never closes before it opened."""
+    depth = np.zeros(len(start), dtype=np.int64)
+    end = np.where(end > start, end, np.nextafter(start, np.inf))
+    bounds = np.flatnonzero(np.diff(lane)) + 1
+    for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(lane)]))):
+        closed = np.searchsorted(np.sort(end[lo:hi]), start[lo:hi], side="right")
+        depth[lo:hi] = np.arange(hi - lo) - closed
+    return depth
+
+
+class _Lanes:
+    """The lanes in display order, with the lane id of each selected event."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, kind: str, label: str, device: str | None = None) -> int:
+        self.rows.append({"id": len(self.rows), "kind": kind, "label": label, "rows": 1, "device": device})
+        return len(self.rows) - 1
+
+
+def _thread_labels(table: EventTable, keys: np.ndarray, main: int | None) -> list[str]:
+    """A label per thread key as the trace names the thread ("thread 1234 (python)"), with
+    the process when the lanes span several."""
+    names = dict(table.meta.thread_names)
+    _, first = np.unique(table.thread, return_index=True)
+    by_key = dict(zip(table.thread[first].tolist(), first.tolist()))
+    pid = [int(table["pid"][by_key[k]]) for k in keys.tolist()]
+    tid = [int(table["tid"][by_key[k]]) for k in keys.tolist()]
+    several = len(set(pid)) > 1
+    out = []
+    for key, p, t in zip(keys.tolist(), pid, tid):
+        label = names.get(t, "").strip() or f"thread {t}"
+        if key == main and "(" not in label:
+            label += " (main)"
+        out.append(f"process {p}, {label}" if several else label)
+    return out
+
+
+def _assign_lanes(table: EventTable, idx: np.ndarray, is_dl: np.ndarray, main: int | None,
+                  lanes: _Lanes) -> np.ndarray:
+    """Lane ids for the selected events ``idx``: threads (the main one first), the
+    DataLoader, then the GPU streams by device and stream."""
+    lane = np.zeros(len(idx), dtype=np.int64)
+    kind = table.kind[idx]
+    host = np.isin(kind, _HOST_KINDS) & ~is_dl
+    threads = np.unique(table.thread[idx[host]])
+    if main is not None and main in threads:
+        threads = np.concatenate(([main], threads[threads != main]))
+    first = len(lanes.rows)
+    for label in _thread_labels(table, threads, main):
+        lanes.add("thread", label)
+    order = np.argsort(threads, kind="stable")
+    lane[host] = first + order[np.searchsorted(threads[order], table.thread[idx[host]])]
+    if is_dl.any():
+        lane[is_dl] = lanes.add("dataloader", "DataLoader")
+    dev = np.isin(kind, DEVICE_WORK_KINDS)
+    pairs = np.stack((table["device"][idx[dev]], table["stream"][idx[dev]]), axis=1)
+    uniq, which = np.unique(pairs, axis=0, return_inverse=True)
+    first = len(lanes.rows)
+    for d, s in uniq.tolist():
+        lanes.add("stream", f"GPU {d} stream {s}", f"cuda:{d}")
+    lane[dev] = first + which.reshape(-1)
+    return lane
+
+
+def _stacks(table: EventTable, idx: np.ndarray, strings: _Strings) -> tuple[np.ndarray, list[list[int]]]:
+    """Each selected event's Python stack (index into the returned list, -1 none), innermost
+    frame last: from the ``--stack`` frame ranges around it, or the 2021 schema's ``Call stack``."""
+    out = np.full(len(idx), -1, dtype=np.int64)
+    stacks: list[list[int]] = []
+    seen: dict[tuple[int, ...], int] = {}
+
+    def intern(frames: tuple[int, ...]) -> int:
+        if frames not in seen:
+            seen[frames] = len(stacks)
+            stacks.append(list(frames))
+        return seen[frames]
+
+    py = np.flatnonzero(table.kind == Kind.PYTHON_FUNCTION)
+    host = np.flatnonzero(np.isin(table.kind[idx], _HOST_KINDS))
+    if len(py) and len(host):
+        start, end, thread = table["ts"][py], table["ts"][py] + table["dur"][py], table.thread[py]
+        parent = parent_index(start, end, thread)
+        frame = innermost_around(start, end, thread, parent, np.lexsort((start, thread)),
+                                 table.thread[idx[host]], table["ts"][idx[host]])
+        name = strings.codes(table.name_code[py]) if len(py) else np.empty(0, dtype=np.int64)
+        chain: dict[int, tuple[int, ...]] = {}
+        for f in np.unique(frame[frame >= 0]).tolist():
+            path = []
+            node = f
+            while node >= 0 and node not in chain:
+                path.append(node)
+                node = int(parent[node])
+            above = chain[node] if node >= 0 else ()
+            for p in reversed(path):
+                above = chain[p] = (*above, int(name[p]))
+        stack_of = {f: intern(chain[f]) for f in np.unique(frame[frame >= 0]).tolist()}
+        found = frame >= 0
+        out[host[found]] = [stack_of[f] for f in frame[found].tolist()]
+    elif table.call_stack is not None:
+        texts = table.call_stack[idx]
+        has = np.flatnonzero(pd.notna(texts) & (texts != ""))
+        by_text: dict[str, int] = {}
+        for i in has.tolist():
+            text = str(texts[i])
+            if text not in by_text:
+                by_text[text] = intern(tuple(strings.add(f) for f in reversed(text.split(";")) if f))
+            out[i] = by_text[text]
+    return out, stacks
+
+
+def _shapes(table: EventTable, idx: np.ndarray, strings: _Strings) -> np.ndarray:
+    """Each selected event's input shapes (``--shapes``) as a string index, -1 none."""
+    out = np.full(len(idx), -1, dtype=np.int64)
+    if table.input_dims is None:
+        return out
+    codes, uniques = pd.factorize(table.input_dims[idx], use_na_sentinel=True)
+    text = np.array([strings.add(u.decode("utf-8", "replace")) for u in uniques], dtype=np.int64)
+    has = codes >= 0
+    out[has] = text[codes[has]]
+    return out
+
+
+def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarray], float | None, int]:
+    """Merge runs of short events per lane and depth until at most ``cap`` remain (see the
+    module docstring); returns the events, ``below_us`` (None when nothing merged) and how
+    many events were merged."""
+    n = len(ev["start"])
+    if n <= cap:
+        return ev, None, 0
+    group = ev["lane"] * (_MAX_DEPTH + 1) + ev["depth"]
+    order = np.argsort(group, kind="stable")  # events are by (lane, start): now by (lane, depth, start)
+    g, s, d = group[order], ev["start"][order], ev["dur"][order]
+    e = s + d
+    # A pair of neighbours merges below a threshold above both durations and the gap between them.
+    key = np.maximum(np.maximum(d[:-1], d[1:]), s[1:] - e[:-1])
+    key[g[1:] != g[:-1]] = np.inf
+    need = n - cap  # pairs to merge
+    kth = float(np.partition(key, need - 1)[need - 1])
+    if not np.isfinite(kth):
+        raise ValueError(f"the timeline has more lanes and levels than its {cap} event cap")
+    below = float(np.nextafter(kth, np.inf))
+    run_start = np.concatenate(([True], ~(key < below)))
+    firsts = np.flatnonzero(run_start)
+    count = np.diff(np.concatenate((firsts, [n])))
+    run_end = np.maximum.reduceat(e, firsts)
+    cat_lo, cat_hi = np.minimum.reduceat(ev["cat"][order], firsts), np.maximum.reduceat(ev["cat"][order], firsts)
+    single = order[firsts]
+    out = {k: v[single] for k, v in ev.items()}
+    many = count > 1
+    out["dur"] = np.where(many, run_end - s[firsts], out["dur"])
+    out["busy"] = np.add.reduceat(d, firsts)
+    out["count"] = count
+    out["cat"] = np.where(many & (cat_lo != cat_hi), _CAT["other"], cat_lo)
+    for key_name in ("source", "shapes", "stack"):
+        out[key_name] = np.where(many, -1, out[key_name])
+    out["name"] = np.where(many, -1, out["name"])  # named by the caller, once it knows the counts
+    back = np.lexsort((out["start"], out["lane"]))
+    return {k: v[back] for k, v in out.items()}, below, int(count[many].sum())
+
+
+def _counters(report: "Report", lo: float, hi: float, lanes: _Lanes) -> list[dict[str, Any]]:
+    """Allocated and reserved bytes per device over the window, each device a memory lane."""
+    memory = report.memory
+    out: list[dict[str, Any]] = []
+    if memory.empty:
+        return out
+    for device, rows in memory.groupby("device", sort=True):
+        ts = rows["ts"].to_numpy(dtype=np.float64)
+        first = max(int(np.searchsorted(ts, lo, side="left")) - 1, 0)
+        last = int(np.searchsorted(ts, hi, side="right"))
+        if last <= first:
+            continue
+        lane = lanes.add("memory", f"Memory {device}", str(device))
+        for name, column in (("allocated", "allocated_bytes"), ("reserved", "reserved_bytes")):
+            v = rows[column].to_numpy(dtype=np.float64)[first:last]
+            keep = ~np.isnan(v)
+            if keep.any():
+                out.append({"name": name, "unit": "bytes", "device": str(device), "lane": lane,
+                            "t": _b64(ts[first:last][keep] - lo, "<f8"), "v": _b64(v[keep], "<f8")})
+    return out
+
+
+def _trace_name(report: "Report") -> str:
+    if report.source_path:
+        name = Path(report.source_path).name
+        return name[:-3] if name.endswith(".gz") else name
+    return "nbprofiler.pt.trace.json"
+
+
+def _build(report: "Report") -> dict[str, Any] | None:
+    table = report.table
+    if len(table) == 0:
+        return None
+    lo, hi, steps = _window(report, table)
+    ts, dur = table["ts"], table["dur"]
+    names = pd.Series(table.names, dtype=object).astype(str)
+    is_step_name = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool)
+    drawn = np.isin(table.kind, (*_HOST_KINDS, *DEVICE_WORK_KINDS)) & ~is_step_name[table.name_code]
+    idx = np.flatnonzero(drawn & (ts <= hi) & (ts + dur >= lo))
+    is_dl = dataloader_names(table)[table.name_code[idx]] & (table.kind[idx] != Kind.RUNTIME)
+
+    lanes = _Lanes()
+    strings = _Strings(table.names)
+    step_lane = lanes.add("steps", "Steps") if len(steps) else -1
+    host_steps = report.trace_steps  # the thread that ran the steps: the main one, drawn first
+    main = None
+    if len(host_steps) and int(host_steps["pid"].iloc[0]) >= 0:
+        main = int(thread_key(host_steps["pid"].to_numpy()[:1], host_steps["tid"].to_numpy()[:1])[0])
+    lane = _assign_lanes(table, idx, is_dl, main, lanes)
+
+    cat = np.full(len(idx), _CAT["other"], dtype=np.int64)
+    kind = table.kind[idx]
+    for k, c in _KIND_CATEGORY.items():
+        cat[kind == k] = _CAT[c]
+    cat[is_dl] = _CAT["dataloader"]
+    kernel = kind == Kind.KERNEL
+    nccl = names.str.contains("nccl|rccl", case=False, regex=True).to_numpy(dtype=bool)
+    cat[kernel & nccl[table.name_code[idx]]] = _CAT["nccl"]
+    stack, stacks = _stacks(table, idx, strings)
+    ev = {
+        "source": idx, "start": ts[idx] - lo, "dur": dur[idx], "lane": lane, "cat": cat,
+        "name": strings.codes(table.name_code[idx]), "shapes": _shapes(table, idx, strings), "stack": stack,
+    }
+    if len(steps):
+        n_steps = len(steps)
+        step_name = [strings.add(f"step {int(s)}") for s in steps["step"]]
+        step_start = steps["start_us"].to_numpy(dtype=np.float64) - lo
+        step_dur = (steps["end_us"] - steps["start_us"]).to_numpy(dtype=np.float64)
+        extra = {"source": np.full(n_steps, -1), "start": step_start, "dur": step_dur,
+                 "lane": np.full(n_steps, step_lane), "cat": np.full(n_steps, _CAT["step"]),
+                 "name": np.array(step_name), "shapes": np.full(n_steps, -1), "stack": np.full(n_steps, -1)}
+        ev = {k: np.concatenate((extra[k], v)) for k, v in ev.items()}
+    order = np.lexsort((-ev["dur"], ev["start"], ev["lane"]))
+    ev = {k: v[order] for k, v in ev.items()}
+    ev["depth"] = np.minimum(_nesting_depth(ev["lane"], ev["start"], ev["start"] + ev["dur"]), _MAX_DEPTH)
+    ev["busy"] = ev["dur"]
+    ev["count"] = np.ones(len(ev["start"]), dtype=np.int64)
+    total = len(idx)
+    ev, below, merged = _aggregate(ev, MAX_TIMELINE_EVENTS)
+    if below is not None:
+        many = ev["count"] > 1
+        ev["name"][many] = [strings.add(f"{c} events") for c in ev["count"][many].tolist()]
+
+    rows = np.zeros(len(lanes.rows), dtype=np.int64)
+    np.maximum.at(rows, ev["lane"], ev["depth"] + 1)
+
+    # Flows: a kept launch to the kept device activity it launched.
+    position = np.full(len(table), -1, dtype=np.int64)
+    kept = ev["source"] >= 0
+    position[ev["source"][kept]] = np.flatnonzero(kept)
+    device_events = ev["source"][kept][np.isin(table.kind[ev["source"][kept]], DEVICE_WORK_KINDS)]
+    runtime = launching_runtime(table, device_events)
+    src = np.where(runtime >= 0, position[np.maximum(runtime, 0)], -1)
+    linked = src >= 0
+    flow_src, flow_dst = src[linked], position[device_events[linked]]
+
+    counters = _counters(report, lo, hi, lanes)
+    for lane_row, n_rows in zip(lanes.rows, rows.tolist()):
+        lane_row["rows"] = max(n_rows, 1)
+    window = report.step_window
+    return {
+        "version": VERSION,
+        "title": f"Timeline of {window.label}" if window.steps else "Timeline of the whole trace",
+        "origin_us": lo,
+        "span_us": [0.0, hi - lo],
+        "strings": strings.items,
+        "categories": list(CATEGORIES),
+        "lanes": lanes.rows,
+        "events": {
+            "n": len(ev["start"]),
+            "start": _b64(ev["start"], "<f8"), "dur": _b64(ev["dur"], "<f4"), "lane": _b64(ev["lane"], "<u2"),
+            "depth": _b64(ev["depth"], "<u1"), "name": _b64(ev["name"], "<u4"), "cat": _b64(ev["cat"], "<u1"),
+            "count": _b64(ev["count"], "<u4"), "busy": _b64(ev["busy"], "<f4"),
+            "shapes": _b64(ev["shapes"], "<i4"), "stack": _b64(ev["stack"], "<i4"),
+        },
+        "stacks": stacks,
+        "flows": {"n": int(linked.sum()), "src": _b64(flow_src, "<u4"), "dst": _b64(flow_dst, "<u4")},
+        "counters": counters,
+        "steps": [{"step": int(s), "start": float(a) - lo, "end": float(b) - lo}
+                  for s, a, b in zip(steps["step"], steps["start_us"], steps["end_us"])],
+        "aggregated": None if below is None else {"events": merged, "below_us": below},
+        "total_events": total,
+        "trace_name": _trace_name(report),
+    }
