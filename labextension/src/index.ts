@@ -20,6 +20,7 @@ import { IProfileOptions, loadOptions, OptionsForm, saveOptions } from './option
 import { ITarget, profile } from './profile';
 import { RENDERER_RANK, reportRendererFactory } from './renderer';
 import { REPORT_MIME } from './report/types';
+import { TIMELINE_MIME, timelineRendererFactory } from './timeline_renderer';
 import { LAB_CLASS } from './try/card';
 import { tryClickListener } from './try/run';
 
@@ -119,7 +120,8 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
   activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, tracker: INotebookTracker | null) => {
     const factories = [
       { mime: REPORT_MIME, make: reportRendererFactory },
-      { mime: COMPARISON_MIME, make: comparisonRendererFactory }
+      { mime: COMPARISON_MIME, make: comparisonRendererFactory },
+      { mime: TIMELINE_MIME, make: timelineRendererFactory }
     ];
     // Everywhere (output views, consoles): renderers find their panel when attached.
     for (const { make } of factories) {
