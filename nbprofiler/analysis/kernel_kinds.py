@@ -1,4 +1,4 @@
-"""What a GPU kernel does, read from its name: the categories of the kernel pie.
+"""What a GPU kernel does, read from its name: the categories of the kernel time chart.
 
 Kernel names are library symbols (``void cudnn::detail::dgrad_engine<...>``,
 ``ampere_sgemm_128x64_nn``, ``at::native::vectorized_elementwise_kernel<...>``),

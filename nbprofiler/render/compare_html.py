@@ -2,8 +2,8 @@
 
 It is what a notebook saved with a comparison shows without a kernel (and, in
 the payload ``bundle.COMPARISON_MIME``, what the labextension shows), and what
-``comparison.to_html(path)`` writes: inline styles, the side-by-side chart as an
-inline PNG image, no script and no network, like the report's own HTML.
+``comparison.to_html(path)`` writes: inline styles, the side-by-side chart as
+inline vector SVG, no script and no network, like the report's own HTML.
 
 Operator and kernel names come from traces: every one goes through ``esc``
 (``html_table`` escapes each cell).
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..format import fmt_before_after, fmt_bytes, fmt_calls, fmt_delta_ms, fmt_factor, fmt_interval, fmt_ms, fmt_pct
-from .charts import comparison_chart
+from .charts import comparison_chart_svg
 from .style import STYLE
-from .html import Col, esc, how, html_table, img
+from .html import Col, esc, how, html_table
 
 if TYPE_CHECKING:
     from ..report.comparison import Comparison
@@ -123,10 +123,6 @@ def breakdown_html(comparison: "Comparison") -> str:
     return f'<div class="why">{html_table(rows, BREAKDOWN_COLS)}</div>'
 
 
-def chart_html(comparison: "Comparison") -> str:
-    return img(comparison_chart(comparison), "step time breakdown, before and after, side by side")
-
-
 def main_time(comparison: "Comparison") -> str:
     """The operator time that counts: device time on GPU runs, host time otherwise."""
     return "device" if comparison.breakdown_kind == "device" else "host"
@@ -187,7 +183,7 @@ def render_compare_html(comparison: "Comparison", standalone: bool = False) -> s
              f"<h3>nbprofiler comparison — {esc(title(c))}</h3>"]
     parts += [f'<div class="note">{esc(note)}</div>' for note in c.notes]
     parts += ["<h4>Summary</h4>", how(HOW["Summary"]), summary_html(c),
-              "<h4>Breakdown</h4>", how(HOW["Breakdown"]), chart_html(c), breakdown_html(c),
+              "<h4>Breakdown</h4>", how(HOW["Breakdown"]), comparison_chart_svg(c) or "", breakdown_html(c),
               names_section("Operators", c.operators, operator_columns(c), "operators"),
               names_section("Kernels", c.kernels, kernel_columns(), "kernels"),
               "<h4>Memory</h4>", how(HOW["Memory"]), memory_html(c), "</div>"]

@@ -20,9 +20,11 @@ import pandas as pd
 
 from ..format import fmt_ms
 from .bundle import comparison_mimebundle
-from .compare_html import (COMPARE_STYLE, HOW, breakdown_html, chart_html, kernel_columns, main_time, memory_html,
+from .charts import comparison_chart_bundle
+from .compare_html import (COMPARE_STYLE, HOW, breakdown_html, kernel_columns, main_time, memory_html,
                            operator_columns, summary_html, title)
 from .html import Col, esc
+from .output_widget import bundle_output
 from .style import WIDGET_STYLE
 from .widget import PagedTable, TabbedView, view_header
 
@@ -87,7 +89,9 @@ class CompareView(TabbedView):
         return page("Summary", summary_html(self.comparison))
 
     def _breakdown(self) -> widgets.Widget:
-        return page("Breakdown", chart_html(self.comparison) + breakdown_html(self.comparison))
+        chart = bundle_output(comparison_chart_bundle(self.comparison))
+        table = widgets.HTML(f'<div class="nbp">{breakdown_html(self.comparison)}</div>')
+        return widgets.VBox([how_html("Breakdown"), *([chart] if chart else []), table])
 
     def _operators(self) -> widgets.Widget:
         c = self.comparison

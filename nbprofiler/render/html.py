@@ -1,8 +1,9 @@
 """The static HTML report: every section, self-contained, for saved notebooks and files.
 
 It is what nbconvert, GitHub and VS Code show without a kernel, and what
-``report.to_html(path)`` writes: inline styles, charts as inline PNG images,
-no script and no network. A standalone file adds Copy buttons to the
+``report.to_html(path)`` writes: inline styles, charts as inline vector SVG
+(``charts.chart_svg``: a hover title on every mark, theme colours), no script
+and no network. A standalone file adds Copy buttons to the
 suggestions' code (an inline click handler).
 
 Every name that comes from a trace (operators, kernels, annotations, modules,
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .charts import chart
+from .charts import chart_svg
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import operator_view, render_summary_line
@@ -80,10 +81,6 @@ def html_table(df: pd.DataFrame, cols: Sequence[Col], name_width: int = 80) -> s
                 cells.append(f"<td>{esc(col.fmt(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def img(uri: str | None, alt: str) -> str:
-    return "" if uri is None else f'<img src="{uri}" alt="{esc(alt)}">'
 
 
 def how(text: str) -> str:
@@ -176,9 +173,9 @@ def overview_section(report: "Report") -> str:
                                        if kind == "device" else "Host time by training phase (no device activity)."))]
     out.append(metrics_html(report))
     out.append(device_html(report))
-    uri = chart(report, "breakdown")
-    if uri:
-        out.append(img(uri, "step time breakdown"))
+    svg = chart_svg(report, "breakdown")
+    if svg:
+        out.append(svg)
         out.append(html_table(breakdown_table(report), [Col("part", "part"), us_col("per_step_us", "per step"),
                                                          Col("share", "share", fmt_pct)]))
     return "".join(out)
@@ -229,9 +226,9 @@ def kernels_section(report: "Report") -> str:
             us_col("mean_us", "mean"), us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct),
             Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"),
             Col("operator", "launched by", name=True)]
-    return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them; the pie groups "
+    return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them; the bars group "
                                       "them by what they compute.")
-            + img(chart(report, "kernels"), "kernel time by category") + html_table(k.head(TOP_KERNELS), cols, 60))
+            + (chart_svg(report, "kernels") or "") + html_table(k.head(TOP_KERNELS), cols, 60))
 
 
 def memory_section(report: "Report") -> str:
@@ -244,8 +241,7 @@ def memory_section(report: "Report") -> str:
     if figures:
         out.append(f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>")
     out += [f'<div class="warn">{esc(w)}</div>' for w in growth_warnings(report)]
-    out.append(img(chart(report, "memory"), "memory over steps"))
-    out.append(img(chart(report, "memory_timeline"), "memory during the profiled steps"))
+    out += [svg for svg in (chart_svg(report, "memory"), chart_svg(report, "memory_timeline")) if svg]
     ops = report.memory_by_operator
     ops = ops[ops["device"] == device].head(TOP_MEMORY_OPS)
     if len(ops):

@@ -11,7 +11,7 @@ HOW = {
     "Operators": "One row per operator. Self time excludes the ops it calls, total includes them; device time is "
                  "the GPU work it launched. Click a header to sort; pick an operator below for its kernels and "
                  "call sites.",
-    "Kernels": "GPU kernels by total time, with the operator that launched each; the pie groups kernel time by "
+    "Kernels": "GPU kernels by total time, with the operator that launched each; the bars group kernel time by "
                "what the kernels compute.",
     "Memory": "Memory at the end of every step of the cell (wait, warmup and active shaded), then through the "
               "profiled steps, then which operators allocated it. A rising line across steps is a leak.",

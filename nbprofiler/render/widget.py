@@ -33,11 +33,12 @@ import ipywidgets as widgets
 import pandas as pd
 
 from .bundle import WIDGET_MIME, mimebundle
-from .charts import chart
+from .charts import chart_bundle
 from ..format import fmt_bytes, fmt_pct, shorten
 from .export_tab import ExportTab
+from .output_widget import bundle_output
 from .tab_help import how_html
-from .html import (Col, breakdown_table, count, device_html, esc, html_table, img,
+from .html import (Col, breakdown_table, count, device_html, esc, html_table,
                    lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
 from .style import WIDGET_STYLE
@@ -362,8 +363,8 @@ def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
             us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
             Col("operator", "launched by", width="2fr", name=True)]
     table = PagedTable(k, cols, sort="total_us", noun="kernels")
-    pie = widgets.HTML(f'<div class="nbp">{img(chart(report, "kernels"), "kernel time by category")}</div>')
-    return widgets.VBox([how_html("Kernels"), pie, table.box]), table
+    by_kind = bundle_output(chart_bundle(report, "kernels"))
+    return widgets.VBox([how_html("Kernels"), *([by_kind] if by_kind else []), table.box]), table
 
 
 def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
@@ -375,16 +376,16 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in growth_warnings(report))
     figures = memory_figures(report, device)
     headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
-    charts = (f'<div class="nbp">{headline}{warnings}{img(chart(report, "memory"), "memory over steps")}'
-              f'{img(chart(report, "memory_timeline"), "memory during the profiled steps")}'
-              f"<div>Allocations on {esc(device)} by operator during the profiled steps "
-              "(held = still allocated when its step ended):</div></div>")
+    charts = [c for c in (bundle_output(chart_bundle(report, name)) for name in ("memory", "memory_timeline")) if c]
+    above = widgets.HTML(f'<div class="nbp">{headline}{warnings}</div>')
+    below = widgets.HTML(f'<div class="nbp"><div>Allocations on {esc(device)} by operator during the profiled steps '
+                         "(held = still allocated when its step ended):</div></div>")
     ops = report.memory_by_operator
     ops = ops[ops["device"] == device].reset_index(drop=True)
     cols = [Col("name", "operator", width="4fr", name=True), Col("allocations", "allocations", count, width="100px"),
             Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]
     table = PagedTable(ops, cols, sort="allocated_bytes", noun="operators", top=50)
-    return widgets.VBox([how_html("Memory"), widgets.HTML(charts), table.box]), table
+    return widgets.VBox([how_html("Memory"), above, *charts, below, table.box]), table
 
 
 def lines_html(report: "Report") -> str:
@@ -549,10 +550,10 @@ class Explorer(TabbedView):
     # -- tab builders ---------------------------------------------------------------------
     def _overview(self) -> widgets.Widget:
         r = self.report
-        uri = chart(r, "breakdown")
-        parts = [metrics_html(r), device_html(r)]
-        if uri:
-            parts.append(img(uri, "step time breakdown"))
+        breakdown = bundle_output(chart_bundle(r, "breakdown"))
+        figures = widgets.HTML(f'<div class="nbp">{metrics_html(r)}{device_html(r)}</div>')
+        parts = []
+        if breakdown:
             parts.append(html_table(breakdown_table(r), [Col("part", "part"), us_col("per_step_us", "per step"),
                                                          Col("share", "share", fmt_pct)]))
         else:
@@ -563,7 +564,8 @@ class Explorer(TabbedView):
             parts.append("<h4>Top suggestions</h4>" + copy_cards(r, OVERVIEW_SUGGESTIONS))
             if more > 0:
                 parts.append(f'<div class="how">{more} more in the Suggestions tab.</div>')
-        return widgets.VBox([how_html("Overview"), widgets.HTML(f'<div class="nbp">{"".join(parts)}</div>')])
+        return widgets.VBox([how_html("Overview"), figures, *([breakdown] if breakdown else []),
+                             widgets.HTML(f'<div class="nbp">{"".join(parts)}</div>')])
 
     def _operators(self) -> widgets.Widget:
         self.operators = OperatorsTab(self.report)
