@@ -139,6 +139,24 @@ def _window(report: "Report", table: EventTable) -> tuple[float, float, pd.DataF
     return float(ts.min()), float((ts + table["dur"]).max()), steps
 
 
+def _by_lane_and_start(lane: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """The order by (lane, start, -duration): an outer range before the ranges it holds.
+
+    One quicksort by start, a sort of only the events that share a start, then a stable
+    radix sort by lane: several times faster than ``np.lexsort`` on a million events.
+    """
+    order = np.argsort(start)
+    s = start[order]
+    tied = np.zeros(len(s), dtype=bool)
+    same = s[1:] == s[:-1]
+    tied[1:] |= same
+    tied[:-1] |= same
+    at = np.flatnonzero(tied)  # groups of equal starts are contiguous: reorder them in place
+    if len(at):
+        order[at] = order[at][np.lexsort((-dur[order[at]], s[at]))]
+    return order[np.argsort(lane[order].astype(np.uint16), kind="stable")]
+
+
 def _nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """For events sorted by (lane, start, -duration), how many events of the same lane are
     open at each one's start: its nesting level. An instant counts as open for the
@@ -163,17 +181,14 @@ class _Lanes:
         return len(self.rows) - 1
 
 
-def _thread_labels(table: EventTable, keys: np.ndarray, main: int | None) -> list[str]:
-    """A label per thread key as the trace names the thread ("thread 1234 (python)"), with
-    the process when the lanes span several."""
+def _thread_labels(table: EventTable, events: np.ndarray, main: int | None) -> list[str]:
+    """A label per thread of ``events`` (one event of each) as the trace names the thread
+    ("thread 1234 (python)"), with the process when the lanes span several."""
     names = dict(table.meta.thread_names)
-    _, first = np.unique(table.thread, return_index=True)
-    by_key = dict(zip(table.thread[first].tolist(), first.tolist()))
-    pid = [int(table["pid"][by_key[k]]) for k in keys.tolist()]
-    tid = [int(table["tid"][by_key[k]]) for k in keys.tolist()]
+    pid, tid = table["pid"][events].tolist(), table["tid"][events].tolist()
     several = len(set(pid)) > 1
     out = []
-    for key, p, t in zip(keys.tolist(), pid, tid):
+    for key, p, t in zip(table.thread[events].tolist(), pid, tid):
         label = names.get(t, "").strip() or f"thread {t}"
         if key == main and "(" not in label:
             label += " (main)"
@@ -181,30 +196,38 @@ def _thread_labels(table: EventTable, keys: np.ndarray, main: int | None) -> lis
     return out
 
 
+def _first_of_each(codes: np.ndarray, n: int) -> np.ndarray:
+    """The position of the first occurrence of each code ``0..n-1``."""
+    first = np.zeros(n, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    return first
+
+
 def _assign_lanes(table: EventTable, idx: np.ndarray, is_dl: np.ndarray, main: int | None,
                   lanes: _Lanes) -> np.ndarray:
-    """Lane ids for the selected events ``idx``: threads (the main one first), the
-    DataLoader, then the GPU streams by device and stream."""
+    """Lane ids for the selected events ``idx``: threads (the main one first, then by
+    thread id), the DataLoader, then the GPU streams by device and stream."""
     lane = np.zeros(len(idx), dtype=np.int64)
     kind = table.kind[idx]
-    host = np.isin(kind, _HOST_KINDS) & ~is_dl
-    threads = np.unique(table.thread[idx[host]])
-    if main is not None and main in threads:
-        threads = np.concatenate(([main], threads[threads != main]))
+    host = np.flatnonzero(np.isin(kind, _HOST_KINDS) & ~is_dl)
+    code, threads = pd.factorize(table.thread[idx[host]], sort=True)
+    shown = np.argsort(threads != main, kind="stable")  # the main thread first, the rest by id
+    rank = np.empty(len(threads), dtype=np.int64)
+    rank[shown] = np.arange(len(threads))
+    events = idx[host][_first_of_each(code, len(threads))][shown]
     first = len(lanes.rows)
-    for label in _thread_labels(table, threads, main):
+    for label in _thread_labels(table, events, main):
         lanes.add("thread", label)
-    order = np.argsort(threads, kind="stable")
-    lane[host] = first + order[np.searchsorted(threads[order], table.thread[idx[host]])]
+    lane[host] = first + rank[code]
     if is_dl.any():
         lane[is_dl] = lanes.add("dataloader", "DataLoader")
-    dev = np.isin(kind, DEVICE_WORK_KINDS)
-    pairs = np.stack((table["device"][idx[dev]], table["stream"][idx[dev]]), axis=1)
-    uniq, which = np.unique(pairs, axis=0, return_inverse=True)
+    dev = np.flatnonzero(np.isin(kind, DEVICE_WORK_KINDS))
+    device, stream = table["device"][idx[dev]], table["stream"][idx[dev]]
+    code, pairs = pd.factorize(device * (1 << 32) + stream, sort=True)
     first = len(lanes.rows)
-    for d, s in uniq.tolist():
-        lanes.add("stream", f"GPU {d} stream {s}", f"cuda:{d}")
-    lane[dev] = first + which.reshape(-1)
+    for pair in pairs.tolist():
+        lanes.add("stream", f"GPU {pair >> 32} stream {pair - ((pair >> 32) << 32)}", f"cuda:{pair >> 32}")
+    lane[dev] = first + code
     return lane
 
 
@@ -273,7 +296,7 @@ def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarra
     n = len(ev["start"])
     if n <= cap:
         return ev, None, 0
-    group = ev["lane"] * (_MAX_DEPTH + 1) + ev["depth"]
+    group = pd.factorize(ev["lane"] * (_MAX_DEPTH + 1) + ev["depth"], sort=True)[0].astype(np.uint16)
     order = np.argsort(group, kind="stable")  # events are by (lane, start): now by (lane, depth, start)
     g, s, d = group[order], ev["start"][order], ev["dur"][order]
     e = s + d
@@ -300,7 +323,7 @@ def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarra
     for key_name in ("source", "shapes", "stack"):
         out[key_name] = np.where(many, -1, out[key_name])
     out["name"] = np.where(many, -1, out["name"])  # named by the caller, once it knows the counts
-    back = np.lexsort((out["start"], out["lane"]))
+    back = _by_lane_and_start(out["lane"], out["start"], out["dur"])
     return {k: v[back] for k, v in out.items()}, below, int(count[many].sum())
 
 
@@ -376,7 +399,7 @@ def _build(report: "Report") -> dict[str, Any] | None:
                  "lane": np.full(n_steps, step_lane), "cat": np.full(n_steps, _CAT["step"]),
                  "name": np.array(step_name), "shapes": np.full(n_steps, -1), "stack": np.full(n_steps, -1)}
         ev = {k: np.concatenate((extra[k], v)) for k, v in ev.items()}
-    order = np.lexsort((-ev["dur"], ev["start"], ev["lane"]))
+    order = _by_lane_and_start(ev["lane"], ev["start"], ev["dur"])
     ev = {k: v[order] for k, v in ev.items()}
     ev["depth"] = np.minimum(_nesting_depth(ev["lane"], ev["start"], ev["start"] + ev["dur"]), _MAX_DEPTH)
     ev["busy"] = ev["dur"]
