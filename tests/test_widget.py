@@ -35,6 +35,34 @@ def body_names(table) -> list[str]:
     return names_in(table.body.value)
 
 
+def header_cells(table) -> list[tuple[str, str]]:
+    """(label, what a click on it sends) of each header cell, in the grid the rows are in."""
+    cells = re.findall(r'<div class="h[^"]*" data-pick="([^"]*)"[^>]*>([^<]*)</div>', table.body.value)
+    return [(html.unescape(label), pick) for pick, label in cells]
+
+
+def header_label(table, start: str) -> str:
+    return next(label for label, _ in header_cells(table) if label.startswith(start))
+
+
+_clicks = iter(range(1, 1_000_000))
+
+
+def grid_click(table, pick: str) -> None:
+    """A click on a grid cell as the browser sends it: its data-pick and a counter, into the hidden Text."""
+    assert f'data-pick="{pick}"' in table.body.value, pick
+    front_end(table.clicks, value=f"{pick} {next(_clicks)}")
+
+
+def click_header(table, start: str) -> None:
+    grid_click(table, next(pick for label, pick in header_cells(table) if label.startswith(start)))
+
+
+def row_picks(table) -> list[str]:
+    """The data-pick of each row on the page, in order."""
+    return list(dict.fromkeys(re.findall(r'class="[^"]*\bc\b[^"]*"[^>]*data-pick="(row:[^"]*)"', table.body.value)))
+
+
 @pytest.fixture(scope="module")
 def live_report() -> Report:
     torch.manual_seed(0)
@@ -83,12 +111,11 @@ def test_sorting_and_filtering_change_the_rows(live_report, recording):
     by_self = body_names(table)
     assert by_self == [str(n) for n in table.page_frame["name"]]
     # A click on the "calls" header sorts by calls, largest first; a second click flips the order.
-    calls_button = next(b for b in table.header.children if b.description.startswith("calls"))
-    click(calls_button)
+    click_header(table, "calls")
     calls = table.page_frame["calls"].tolist()
     assert calls == sorted(calls, reverse=True) and body_names(table) != by_self
-    assert calls_button.description == "calls ▼"
-    click(calls_button)
+    assert header_label(table, "calls") == "calls ▼"
+    click_header(table, "calls")
     assert table.page_frame["calls"].tolist() == sorted(calls)
     # The sort control does the same as the header.
     front_end(table.sort, index=[o[1] for o in table.sort.options].index("host_total_us"))
@@ -121,9 +148,9 @@ def test_host_device_switch_grouping_and_drill_down(live_report, recording):
     held = len(live_widgets)
     front_end(ops.group, index=1)  # name + input shape
     assert "input_shapes" in ops.table.frame.columns
-    assert any(b.description.startswith("input shapes") for b in ops.table.header.children)
+    assert any(label.startswith("input shapes") for label, _ in header_cells(ops.table))
     front_end(ops.group, index=0)
-    assert len(live_widgets) == held  # the replaced header buttons were closed
+    assert len(live_widgets) == held  # a regrouping makes no widget
     addmm = next(v for label, v in ops.pick.options if label.endswith("aten::addmm"))
     front_end(ops.pick, index=[v for _, v in ops.pick.options].index(addmm))
     assert "<h4>aten::addmm</h4>" in ops.details.value
@@ -150,7 +177,7 @@ def test_gpu_trace_has_kernels_and_a_device_time_switch(recording):
     front_end(ops.time, index=[o[1] for o in ops.time.options].index("host"))
     host_self = ops.table.page_frame["host_self_us"].tolist()
     assert host_self == sorted(host_self, reverse=True) and body_names(ops.table) != device_order
-    assert any(b.description.startswith("host self") for b in ops.table.header.children)
+    assert any(label.startswith("host self") for label, _ in header_cells(ops.table))
 
 
 def test_hostile_names_are_escaped_everywhere(live_report, recording):
@@ -198,7 +225,7 @@ def test_five_thousand_operators_stay_paged_and_quick(recording):
     click(table.next)
     front_end(table.filter, value="op_04")
     assert len(table.view) == 1000 and table.page == 0  # op_04000 ... op_04999
-    click(next(b for b in table.header.children if b.description.startswith("calls")))
+    click_header(table, "calls")
     front_end(table.filter, value="")
     assert table.page == 0 and len(table.page_frame) == PAGE_ROWS
     click(table.next)
@@ -338,3 +365,109 @@ def test_explorers_are_closed_when_their_output_is_gone(live_report, recording, 
     assert again.comm is None and other.comm is None  # the two oldest cells
     assert all(e.comm is not None for e in unnamed)
     assert all(w.comm is None for w in _walk(first))  # with its tabs, controls, layouts
+
+
+def test_kernels_show_whole_names_tensor_cores_blocks_per_sm_and_details_on_click(recording):
+    """A real V100 trace: every kernel name whole (no ellipsis in the text), the tensor-core and
+    blocks-per-SM columns of ``report.kernels``, and a row click shows that kernel's details."""
+    from conftest import shared_trace
+
+    report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_4.pt.trace.json.gz"))
+    e = Explorer(report)
+    e.show_tab("Kernels")
+    table = e.kernels
+    labels = [label for label, _ in header_cells(table)]
+    assert any(label.startswith("blocks per SM") for label in labels)
+    assert any(label.startswith("tensor cores") for label in labels)
+    page = table.page_frame
+    longest = max(page["name"], key=len)
+    assert len(longest) > 45
+    assert f">{html.escape(longest)}</div>" in table.body.value  # the whole name is the cell's text
+    # Each row's new figures, as report.kernels has them.
+    blocks_at = [c.key for c in table._columns].index("mean_blocks_per_sm")
+    for label, row in page.iterrows():
+        cells = re.findall(rf'data-pick="row:{label}">([^<]*)</div>', table.body.value)
+        assert cells[blocks_at] == f"{row['mean_blocks_per_sm']:.1f}"
+        assert cells[blocks_at + 1] == ("yes" if row["tensor_cores"] else "no")
+    # A click on the row of the longest name shows that kernel.
+    label = page.index[list(page["name"]).index(longest)]
+    grid_click(table, f"row:{label}")
+    details = e.show_tab("Kernels").children[0].children[-1].value
+    assert html.escape(longest) in details and "blocks per SM" in details and "launched mostly by" in details
+    assert table.picked == label and 'picked" title' in table.body.value
+
+
+def test_a_row_click_selects_the_operator_and_shows_its_details(live_report, recording):
+    e = Explorer(live_report)
+    e.show_tab("Operators")
+    ops = e.operators
+    names = body_names(ops.table)
+    row = row_picks(ops.table)[names.index("aten::addmm")]
+    grid_click(ops.table, row)
+    label = int(row.split(":")[1])
+    assert ops.pick.value == label and ops.table.frame.loc[label, "name"] == "aten::addmm"
+    assert "<h4>aten::addmm</h4>" in ops.details.value
+    # The same click twice (the counter makes it a change) keeps it selected.
+    grid_click(ops.table, row)
+    assert ops.pick.value == label
+    # Grouped by shape, a click picks that shape group.
+    front_end(ops.group, index=1)
+    grouped = ops.table.page_frame
+    first = row_picks(ops.table)[0]
+    grid_click(ops.table, first)
+    assert ops.pick.value == grouped.index[0]
+    assert f"<h4>{html.escape(str(grouped['name'].iloc[0]))}</h4>" in ops.details.value
+
+
+def test_grouping_by_shape_shows_the_rows_of_the_grouping(live_report, recording):
+    """The top N follows the grouping: a grouping with more rows shows them, and rows past a
+    chosen top N are counted, with a button that shows them all."""
+    e = Explorer(live_report)
+    e.show_tab("Operators")
+    ops = e.operators
+    by_name = len(ops.table.frame)
+    assert len(ops.table.view) == by_name and ops.table.show_all.layout.display == "none"
+    front_end(ops.group, index=1)
+    by_shape = len(ops.table.frame)
+    assert by_name < by_shape <= 100  # the default top N shows every row of both groupings
+    assert len(ops.table.view) == by_shape and ops.table.top.value == by_shape
+    front_end(ops.table.top, value=5)
+    assert len(ops.table.view) == 5
+    assert f"{by_shape - 5:,} more hidden by top N" in ops.table.status.value
+    assert ops.table.show_all.layout.display == "" and ops.table.show_all.description == f"show all {by_shape}"
+    front_end(ops.group, index=0)  # the chosen 5 holds in the other grouping
+    assert len(ops.table.view) == 5
+    click(ops.table.show_all)
+    assert len(ops.table.view) == by_name and "hidden" not in ops.table.status.value
+
+
+def test_disabled_controls_say_why(live_report, recording):
+    e = Explorer(live_report)  # a CPU run: no device time
+    e.show_tab("Operators")
+    ops = e.operators
+    assert ops.time.disabled and "no device activity" in ops.time.tooltip
+    assert "no device activity" in ops.why_disabled.value
+    assert not ops.group.disabled and "--shapes" not in ops.why_disabled.value  # recorded with shapes
+    assert ops.table.prev.disabled and ops.table.prev.tooltip == "already on the first page"
+    plain = Explorer(synthetic_report(120))  # a trace without input shapes, three pages at the default top N
+    plain.show_tab("Operators")
+    group = plain.operators.group
+    assert group.disabled and "--shapes" in group.tooltip and "--shapes" in plain.operators.why_disabled.value
+    table = plain.operators.table
+    assert not table.next.disabled and table.next.tooltip == "the next page"
+    click(table.next)
+    click(table.next)
+    assert table.next.disabled and table.next.tooltip == "already on the last page"
+
+
+def test_live_status_names_the_phase_outside_the_schedule():
+    """Past the schedule the profiler's phase is "none": the status line says profiling is over."""
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbprofiler.profile(wait=0, warmup=1, active=1) as run:
+        for _ in range(4):
+            model(torch.randn(4, 8)).sum().backward()
+            opt.step()
+        assert run.current_phase == "none"
+        line = LiveStatus.text(run)
+    assert "none" not in line and "profiled, the cell runs on" in line

@@ -86,5 +86,6 @@ WIDGET_STYLE = STYLE + """
 .nbp-grid>div.h{background:var(--nbp-head-bg);font-weight:600;cursor:pointer;font-family:inherit;white-space:normal;
   border-bottom:1px solid var(--nbp-border)}
 .nbp-grid>div.h.sorted{box-shadow:inset 0 -2px 0 var(--nbp-accent)}
-.nbp-grid.pick>div.c{cursor:pointer}.nbp-grid>div.picked{box-shadow:inset 0 1px 0 var(--nbp-accent),inset 0 -1px 0 var(--nbp-accent)}
+.nbp-grid.pick>div.c{cursor:pointer}
+.nbp-grid>div.picked{box-shadow:inset 0 1px 0 var(--nbp-accent),inset 0 -1px 0 var(--nbp-accent)}
 """

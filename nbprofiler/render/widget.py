@@ -33,12 +33,11 @@ import ipywidgets as widgets
 import pandas as pd
 
 from .bundle import WIDGET_MIME, mimebundle
-from .charts import chart_bundle
-from ..format import fmt_bytes, fmt_pct, shorten
+from .charts import chart
+from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .export_tab import ExportTab
-from .output_widget import bundle_output
 from .tab_help import how_html
-from .html import (Col, breakdown_table, count, device_html, esc, html_table,
+from .html import (Col, breakdown_table, count, device_html, esc, html_table, img,
                    lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
 from .style import WIDGET_STYLE
@@ -51,6 +50,10 @@ if TYPE_CHECKING:
 PAGE_ROWS = 50
 DEFAULT_TOP = 100
 OVERVIEW_SUGGESTIONS = 3
+# Why a control is disabled: its tooltip, and a line under it.
+NO_DEVICE_TIME = "Device time: this run recorded no device activity (a CPU run), so only host time is shown."
+NO_SHAPES = ("Grouping by input shape: this run recorded no input shapes; run the cell with "
+             "%%torchprofile --shapes to group by them.")
 # Cells whose explorers stay live. Past it, the oldest cell's explorers are closed (its
 # output goes blank): each keeps its Report, traces of several MB, for the kernel's life.
 MAX_LIVE_CELLS = 10
@@ -81,17 +84,29 @@ class PagedTable:
     """A DataFrame shown a page at a time: filter, sort (header click or control), top-N, pages.
 
     ``view`` is the filtered, sorted, top-N frame; ``page_frame`` the rows on
-    screen. ``on_change`` runs after every redraw (the operator picker uses it).
+    screen. ``on_change`` runs after every redraw (the operator picker uses it);
+    ``on_pick``, when given, runs with a row's index label when the row is clicked.
+
+    The header is drawn in the same CSS grid as the rows, so its cells sit exactly
+    over their columns. Header and row clicks reach the kernel through ``clicks``,
+    a hidden Text in the same view: the grid's ``onclick`` writes the clicked cell's
+    ``data-pick`` ("sort:KEY" or "row:INDEX", then a counter so a repeated click is a
+    change) into it and fires the ``input`` event ipywidgets listens to.
     """
 
     def __init__(self, frame: pd.DataFrame, columns: Sequence[Col], sort: str, noun: str,
-                 filter_column: str = "name", top: int = DEFAULT_TOP) -> None:
+                 filter_column: str = "name", top: int = DEFAULT_TOP,
+                 on_pick: Callable[[Any], None] | None = None) -> None:
         self.noun = noun
         self.filter_column = filter_column
         self.on_change: Callable[[], None] | None = None
+        self.on_pick = on_pick
+        self.picked: Any = None
         self._frame = frame
         self._columns: list[Col] = list(columns)
         self._quiet = False
+        self._wanted_top = top  # what the user asked for; the slider shows it clipped to the rows there are
+        self._matched = len(frame)
         self.page = 0
         self.filter = widgets.Text(placeholder=f"filter {noun} by name (substring)", continuous_update=True,
                                    layout=widgets.Layout(width="260px"))
@@ -103,25 +118,29 @@ class PagedTable:
         self.top = widgets.IntSlider(description="top N", min=1, max=max(len(frame), 1),
                                      value=max(min(top, len(frame)), 1), continuous_update=False,
                                      layout=widgets.Layout(width="330px"))
+        self.show_all = widgets.Button(layout=widgets.Layout(width="auto"))
         self.prev = widgets.Button(description="◀ previous", layout=widgets.Layout(width="110px"))
         self.next = widgets.Button(description="next ▶", layout=widgets.Layout(width="110px"))
         self.status = widgets.HTML()
-        self.header = widgets.GridBox(layout=widgets.Layout(width="100%"))
+        self.clicks = widgets.Text(layout=widgets.Layout(display="none"))
+        self.clicks.add_class("nbp-clicks")
         self.body = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.filter.observe(self._restart, "value")
         self.sort.observe(self._restart, "value")
         self.descending.observe(self._restart, "value")
-        self.top.observe(self._restart, "value")
+        self.top.observe(self._top_moved, "value")
+        self.clicks.observe(self._clicked, "value")
+        self.show_all.on_click(lambda _: self._show_all())
         self.prev.on_click(lambda _: self._turn(-1))
         self.next.on_click(lambda _: self._turn(1))
         self.box = widgets.VBox([
             widgets.HBox([self.filter, self.sort, self.descending, self.top],
                          layout=widgets.Layout(flex_flow="row wrap")),
-            widgets.HBox([self.prev, self.next, self.status]),
-            self.header, self.body,
+            widgets.HBox([self.prev, self.next, self.status, self.show_all]),
+            self.clicks, self.body,
         ])
+        self.box.add_class("nbp-table")
         self._view = frame
-        self._build_header()
         self.refresh()
 
     # -- state ----------------------------------------------------------------------------
@@ -130,25 +149,32 @@ class PagedTable:
         return self._frame
 
     def set_frame(self, frame: pd.DataFrame, columns: Sequence[Col] | None = None, sort: str | None = None) -> None:
-        """Show another frame (another grouping, another time basis), keeping filter and top-N."""
+        """Show another frame (another grouping, another time basis), keeping the filter and the
+        top N the user asked for (so a grouping with more rows shows more of them)."""
         self._quiet = True
         try:
             self._frame = frame
+            self.picked = None
             if columns is not None:
                 self._columns = list(columns)
                 self.sort.options = self._sort_options()
             if sort is not None:
                 self.sort.value = sort
             self.top.max = max(len(frame), 1)
+            self.top.value = max(min(self._wanted_top, len(frame)), 1)
         finally:
             self._quiet = False
-        self._build_header()
         self._restart()
 
     @property
     def view(self) -> pd.DataFrame:
         """The rows the controls select, as of the last redraw."""
         return self._view
+
+    @property
+    def hidden_by_top(self) -> int:
+        """Rows that match the filter but lie past the top N."""
+        return self._matched - len(self._view)
 
     def _select(self) -> pd.DataFrame:
         df = self._frame
@@ -158,6 +184,7 @@ class PagedTable:
         key = self.sort.value
         if key in df:
             df = df.sort_values(key, ascending=not self.descending.value, kind="stable", na_position="last")
+        self._matched = len(df)
         return df.head(self.top.value)
 
     @property
@@ -179,6 +206,35 @@ class PagedTable:
             self._quiet = False
             self._restart()
 
+    def pick(self, label: Any) -> None:
+        """What a row click does: mark the row and hand its index label to ``on_pick``."""
+        if self.on_pick is None or label not in self._frame.index:
+            return
+        self.picked = label
+        self.refresh()
+        self.on_pick(label)
+
+    def _clicked(self, change: dict[str, Any]) -> None:
+        """A click in the grid, as the front end reports it: "sort:KEY n" or "row:INDEX n"."""
+        what, _, target = str(change["new"]).split(" ")[0].partition(":")
+        if what == "sort" and target in {c.key for c in self._columns}:
+            self.sort_by(target)
+        elif what == "row":
+            try:
+                label: Any = int(target)
+            except ValueError:
+                return
+            self.pick(label)
+
+    def _top_moved(self, change: dict[str, Any]) -> None:
+        if not self._quiet:
+            self._wanted_top = int(change["new"])
+        self._restart()
+
+    def _show_all(self) -> None:
+        self._wanted_top = len(self._frame)
+        self.top.value = self.top.max
+
     # -- drawing --------------------------------------------------------------------------
     def _sort_options(self) -> list[tuple[str, str]]:
         return [(c.label, c.key) for c in self._columns]
@@ -186,24 +242,16 @@ class PagedTable:
     def _template(self) -> str:
         return " ".join(c.width if not c.name else f"minmax(160px,{c.width})" for c in self._columns)
 
-    def _build_header(self) -> None:
-        for old in self.header.children:  # replaced by this grouping's columns
-            close_tree(old)
-        buttons = []
+    def _header_cells(self) -> list[str]:
+        cells = []
         for col in self._columns:
-            b = widgets.Button(description=col.label, tooltip=f"sort by {col.label}",
-                               layout=widgets.Layout(width="auto", margin="0", height="28px"))
-            b.on_click(lambda _, key=col.key: self.sort_by(key))
-            buttons.append(b)
-        self.header.children = buttons
-        self.header.layout.grid_template_columns = self._template()
-        self._mark_header()
-
-    def _mark_header(self) -> None:
-        for col, b in zip(self._columns, self.header.children):
-            arrow = (" ▼" if self.descending.value else " ▲") if col.key == self.sort.value else ""
-            b.description = col.label + arrow
-            b.button_style = "info" if arrow else ""
+            sorted_here = col.key == self.sort.value
+            arrow = (" ▼" if self.descending.value else " ▲") if sorted_here else ""
+            cls = "h n" if col.name else "h"
+            cls += " sorted" if sorted_here else ""
+            cells.append(f'<div class="{cls}" data-pick="sort:{esc(col.key)}" title="sort by {esc(col.label)}">'
+                         f"{esc(col.label + arrow)}</div>")
+        return cells
 
     def _restart(self, *_: Any) -> None:
         if self._quiet:
@@ -219,29 +267,42 @@ class PagedTable:
         self._view = view = self._select()
         self.page = min(self.page, self.pages - 1)
         rows = self.page_frame
-        self._mark_header()
-        cells = []
-        for i, rec in enumerate(rows.itertuples(index=False)):
-            odd = " odd" if i % 2 else ""
+        cells = self._header_cells()
+        for i, (label, rec) in enumerate(zip(rows.index, rows.itertuples(index=False))):
+            classes = " c" + (" odd" if i % 2 else "") + (" picked" if label == self.picked else "")
             values = dict(zip(rows.columns, rec))
             for col in self._columns:
                 value = values.get(col.key)
                 text = "–" if value is None or pd.isna(value) else col.fmt(value)
                 title = f' title="{esc(value)}"' if col.name else ""
-                shown = shorten(text, 90) if col.name else text
-                cells.append(f'<div class="{"n" if col.name else ""}{odd}"{title}>{esc(shown)}</div>')
+                cells.append(f'<div class="{"n" if col.name else ""}{classes}"{title} data-pick="row:{label}">'
+                             f"{esc(text)}</div>")
         empty = "" if len(rows) else f'<div class="how">No {esc(self.noun)} match.</div>'
-        self.body.value = (f'<div class="nbp"><div class="nbp-grid" style="grid-template-columns:{self._template()}">'
-                           f'{"".join(cells)}</div>{empty}</div>')
+        pick = " pick" if self.on_pick is not None else ""
+        self.body.value = (f'<div class="nbp"><div class="nbp-grid{pick}" style="grid-template-columns:'
+                           f'{self._template()}" onclick="{_CLICK_JS}">{"".join(cells)}</div>{empty}</div>')
         first = self.page * PAGE_ROWS + 1 if len(rows) else 0
         last = first + len(rows) - 1 if len(rows) else 0
+        hidden = self.hidden_by_top
+        more = f" · {hidden:,} more hidden by top N" if hidden else ""
         self.status.value = (f'<div class="nbp" style="padding:4px 8px">rows {first:,}–{last:,} '
-                             f"of {len(view):,} shown · {len(self._frame):,} {esc(self.noun)} · "
+                             f"of {len(view):,} shown{more} · {len(self._frame):,} {esc(self.noun)} · "
                              f"page {self.page + 1} of {self.pages}</div>")
+        self.show_all.description = f"show all {self._matched:,}"
+        self.show_all.tooltip = f"show the {hidden:,} rows past the top N"
+        self.show_all.layout.display = "" if hidden else "none"
         self.prev.disabled = self.page == 0
         self.next.disabled = self.page >= self.pages - 1
+        self.prev.tooltip = "already on the first page" if self.prev.disabled else "the previous page"
+        self.next.tooltip = "already on the last page" if self.next.disabled else "the next page"
         if self.on_change is not None:
             self.on_change()
+
+
+# A click anywhere in a table's grid: the cell's data-pick goes to the table's hidden Text (see PagedTable).
+_CLICK_JS = ("var c=event.target.closest('[data-pick]'),t=this.closest('.nbp-table'),"
+             "i=t&&t.querySelector('.nbp-clicks input');if(c&&i){i.value=c.dataset.pick+' '+Date.now();"
+             "i.dispatchEvent(new Event('input',{bubbles:true}))}")
 
 
 # -- the tabs -----------------------------------------------------------------------------------
@@ -258,8 +319,18 @@ class OperatorsTab:
         self.group = widgets.ToggleButtons(options=[("name", "name"), ("name + input shape", "shape")],
                                            value="name", description="group by", style={"button_width": "150px"})
         self.group.disabled = not has_shapes
-        self.group.tooltip = "" if has_shapes else "record input shapes with --shapes to group by them"
-        self.table = PagedTable(self._frame(), self._columns(), sort=f"{self.time.value}_self_us", noun="operators")
+        why_disabled = []
+        if self.time.disabled:
+            self.time.tooltip = NO_DEVICE_TIME
+            self.time.tooltips = [NO_DEVICE_TIME] * 2
+            why_disabled.append(NO_DEVICE_TIME)
+        if self.group.disabled:
+            self.group.tooltip = NO_SHAPES
+            self.group.tooltips = [NO_SHAPES] * 2
+            why_disabled.append(NO_SHAPES)
+        self.why_disabled = widgets.HTML("".join(f'<div class="nbp how">{esc(w)}</div>' for w in why_disabled))
+        self.table = PagedTable(self._frame(), self._columns(), sort=f"{self.time.value}_self_us", noun="operators",
+                                on_pick=self._pick_row)
         self.pick = widgets.Dropdown(description="details for", layout=widgets.Layout(width="640px"))
         self.details = widgets.HTML()
         self.time.observe(self._switch, "value")
@@ -267,8 +338,8 @@ class OperatorsTab:
         self.pick.observe(self._show_details, "value")
         self.table.on_change = self._fill_pick
         self._fill_pick()
-        self.box = widgets.VBox([how_html("Operators"), widgets.HBox([self.time, self.group]), self.table.box,
-                                 self.pick, self.details])
+        self.box = widgets.VBox([how_html("Operators"), widgets.HBox([self.time, self.group]), self.why_disabled,
+                                 self.table.box, self.pick, self.details])
 
     @cached_property
     def _by_name(self) -> pd.DataFrame:
@@ -301,6 +372,11 @@ class OperatorsTab:
             options.append((label, int(idx)))
         self.pick.options = options
         self.pick.value = -1
+
+    def _pick_row(self, label: Any) -> None:
+        """A clicked row: the picker selects it, which shows its details."""
+        if any(value == label for _, value in self.pick.options):
+            self.pick.value = label
 
     def _show_details(self, *_: Any) -> None:
         idx = self.pick.value
@@ -361,10 +437,40 @@ def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
     cols = [Col("name", "kernel", width="4fr", name=True), Col("category", "category", width="110px"),
             Col("calls", "calls", count, width="80px"), us_col("total_us", "total"), us_col("mean_us", "mean"),
             us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
+            Col("mean_blocks_per_sm", "blocks per SM", _blocks, width="100px"),
+            Col("tensor_cores", "tensor cores", _yes_no, width="100px"),
             Col("operator", "launched by", width="2fr", name=True)]
-    table = PagedTable(k, cols, sort="total_us", noun="kernels")
-    by_kind = bundle_output(chart_bundle(report, "kernels"))
-    return widgets.VBox([how_html("Kernels"), *([by_kind] if by_kind else []), table.box]), table
+    details = widgets.HTML()
+    table = PagedTable(k, cols, sort="total_us", noun="kernels",
+                       on_pick=lambda label: setattr(details, "value", kernel_details_html(k.loc[label])))
+    pie = widgets.HTML(f'<div class="nbp">{img(chart(report, "kernels"), "kernel time by category")}</div>')
+    return widgets.VBox([how_html("Kernels"), pie, table.box, details]), table
+
+
+def _blocks(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _yes_no(value: object) -> str:
+    return "yes" if value else "no"
+
+
+def kernel_details_html(row: pd.Series) -> str:
+    """One kernel, as a click on its row shows it: the whole name and every figure of its row."""
+    def figure(key: str, fmt: Callable[[Any], str]) -> str:
+        value = row.get(key)
+        return "–" if value is None or pd.isna(value) else fmt(value)
+
+    facts = [("kind", str(row.get("category", "–"))), ("calls", figure("calls", count)),
+             ("total", figure("total_us", fmt_us)), ("mean", figure("mean_us", fmt_us)),
+             ("min", figure("min_us", fmt_us)), ("max", figure("max_us", fmt_us)),
+             ("achieved occupancy (est.)", figure("mean_occupancy", fmt_pct)),
+             ("blocks per SM", figure("mean_blocks_per_sm", _blocks)),
+             ("uses tensor cores", figure("tensor_cores", _yes_no)),
+             ("launched mostly by", str(row.get("operator") or "–"))]
+    rows = "".join(f'<tr><th>{esc(k)}</th><td class="n">{esc(v)}</td></tr>' for k, v in facts)
+    return (f'<div class="nbp"><h4>Kernel</h4><div><code style="overflow-wrap:anywhere">{esc(row["name"])}</code>'
+            f"</div><table>{rows}</table></div>")
 
 
 def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
@@ -376,16 +482,16 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in growth_warnings(report))
     figures = memory_figures(report, device)
     headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
-    charts = [c for c in (bundle_output(chart_bundle(report, name)) for name in ("memory", "memory_timeline")) if c]
-    above = widgets.HTML(f'<div class="nbp">{headline}{warnings}</div>')
-    below = widgets.HTML(f'<div class="nbp"><div>Allocations on {esc(device)} by operator during the profiled steps '
-                         "(held = still allocated when its step ended):</div></div>")
+    charts = (f'<div class="nbp">{headline}{warnings}{img(chart(report, "memory"), "memory over steps")}'
+              f'{img(chart(report, "memory_timeline"), "memory during the profiled steps")}'
+              f"<div>Allocations on {esc(device)} by operator during the profiled steps "
+              "(held = still allocated when its step ended):</div></div>")
     ops = report.memory_by_operator
     ops = ops[ops["device"] == device].reset_index(drop=True)
     cols = [Col("name", "operator", width="4fr", name=True), Col("allocations", "allocations", count, width="100px"),
             Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]
     table = PagedTable(ops, cols, sort="allocated_bytes", noun="operators", top=50)
-    return widgets.VBox([how_html("Memory"), above, *charts, below, table.box]), table
+    return widgets.VBox([how_html("Memory"), widgets.HTML(charts), table.box]), table
 
 
 def lines_html(report: "Report") -> str:
@@ -550,10 +656,10 @@ class Explorer(TabbedView):
     # -- tab builders ---------------------------------------------------------------------
     def _overview(self) -> widgets.Widget:
         r = self.report
-        breakdown = bundle_output(chart_bundle(r, "breakdown"))
-        figures = widgets.HTML(f'<div class="nbp">{metrics_html(r)}{device_html(r)}</div>')
-        parts = []
-        if breakdown:
+        uri = chart(r, "breakdown")
+        parts = [metrics_html(r), device_html(r)]
+        if uri:
+            parts.append(img(uri, "step time breakdown"))
             parts.append(html_table(breakdown_table(r), [Col("part", "part"), us_col("per_step_us", "per step"),
                                                          Col("share", "share", fmt_pct)]))
         else:
@@ -564,8 +670,7 @@ class Explorer(TabbedView):
             parts.append("<h4>Top suggestions</h4>" + copy_cards(r, OVERVIEW_SUGGESTIONS))
             if more > 0:
                 parts.append(f'<div class="how">{more} more in the Suggestions tab.</div>')
-        return widgets.VBox([how_html("Overview"), figures, *([breakdown] if breakdown else []),
-                             widgets.HTML(f'<div class="nbp">{"".join(parts)}</div>')])
+        return widgets.VBox([how_html("Overview"), widgets.HTML(f'<div class="nbp">{"".join(parts)}</div>')])
 
     def _operators(self) -> widgets.Widget:
         self.operators = OperatorsTab(self.report)
