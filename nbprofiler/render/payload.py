@@ -4,28 +4,46 @@ The JupyterLab extension draws a saved report from this when no kernel holds
 the explorer any more, so its keys are a contract: ``schema, title, source,
 partial, notes, device, summary, breakdown{kind,columns,rows},
 operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
-growth[...]}, suggestions[...]``. Keys may be added; none is renamed or removed
+growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
+kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
+saved_from{kind,when,path}``. Keys may be added; none is renamed or removed
 within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
+
+``charts`` holds the front end's chart specs (``charts.chart_spec``) of the
+charts that have data, ``timeline`` the Timeline tab's events
+(``timeline_data.timeline_payload``), so a notebook reopened without a kernel
+shows every view the live explorer has. ``lines`` and ``modules`` carry
+``why``: the reason, in words, when the run recorded none. ``saved_from`` says
+what the report was made from (``kind`` "live run", "trace file" or "saved
+file", ``when`` as ISO time, ``path``), which the saved report's tag shows.
 
 ``operators`` holds every operator, up to ``MAX_OPERATOR_ROWS``, so the
 extension's table sorts and filters the whole run rather than the ``--top``
 rows the text and HTML show. Each row costs about 160 bytes of JSON, so a run
 with 5,000 distinct operators would add 0.8 MB to every saved notebook; the
 cap keeps it near 160 KB, the rows beyond it (the cheapest in the ``--sort``
-order) are left out, and ``total`` says how many there were.
+order) are left out, and ``total`` says how many there were. ``kernels`` is
+capped the same way (``MAX_KERNEL_ROWS``, by total time), and ``modules`` as
+the HTML report's tree (``MAX_MODULE_ROWS``).
 """
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from ..analysis.kernel_kinds import kernel_kind
+from .charts import chart_spec
+from .html import MAX_MODULE_ROWS, line_rows
 from .text import operator_view, render_summary_line
-from .views import (breakdown_parts, growth_warnings, headline, memory_device, memory_figures, ranked_suggestions,
-                    throughput_detail)
+from .timeline_data import timeline_payload
+from .views import (breakdown_parts, growth_warnings, headline, lines_absent, memory_device, memory_figures,
+                    modules_absent, ranked_suggestions, throughput_detail)
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -33,6 +51,14 @@ if TYPE_CHECKING:
 SCHEMA = "nbprofiler.report/1"
 MAX_OPERATOR_ROWS = 1000
 MAX_STEP_ROWS = 5000
+MAX_KERNEL_ROWS = 1000
+# The charts the front end draws from ``chart_spec`` (nbprofiler/render/charts.py).
+CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels")
+# The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kind's.
+KERNEL_PAYLOAD_COLUMNS = ("name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
+                          "mean_blocks_per_sm", "tensor_cores", "operator")
+MODULE_COLUMNS = ("module", "parent", "type", "depth", "calls", "forward_host_us", "backward_host_us",
+                  "forward_device_us", "backward_device_us")
 # The trace's per-step memory columns (nbprofiler.analysis.memory.STEP_COLUMNS) the extension draws.
 TRACE_MEMORY_COLUMNS = ("step", "device", "end_allocated_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
                         "reconstructed")
@@ -91,6 +117,52 @@ def memory_payload(report: "Report") -> dict[str, Any]:
             "figures": memory_figures(report, device) if device is not None else []}
 
 
+def kernels_payload(report: "Report") -> dict[str, Any]:
+    """Every kernel by total time, up to ``MAX_KERNEL_ROWS``, with its category and full name."""
+    kernels = report.kernels.head(MAX_KERNEL_ROWS)
+    kernels = kernels.assign(category=[kernel_kind(str(n)) for n in kernels["name"]])
+    return {**table_payload(kernels[list(KERNEL_PAYLOAD_COLUMNS)]), "total": len(report.kernels)}
+
+
+def lines_payload(report: "Report") -> dict[str, Any]:
+    """Every line of the cell with its time (the Cell lines tab), or why there are none."""
+    if report.lines.empty:
+        return {"columns": [], "rows": [], "why": lines_absent(report)}
+    return {**table_payload(line_rows(report)), "why": None}
+
+
+def modules_payload(report: "Report") -> dict[str, Any]:
+    """The module tree's rows in call order (``parent`` names each row's parent), or why there are none."""
+    modules = report.modules
+    if modules.empty:
+        return {"columns": [], "rows": [], "total": 0, "why": modules_absent(report)}
+    return {**table_payload(modules.head(MAX_MODULE_ROWS)[list(MODULE_COLUMNS)]), "total": len(modules),
+            "why": None}
+
+
+def saved_from(report: "Report") -> dict[str, Any]:
+    """What the report was made from, for the saved report's tag: a live run (now: the payload
+    is written as the run ends), a trace file (its modification time) or a run kept in a file."""
+    if report.stored:
+        when = report.stored.get("ran_at")
+        return {"kind": "saved file", "when": str(when) if when else None, "path": None}
+    if report.run is not None:
+        return {"kind": "live run", "when": datetime.now().astimezone().isoformat(timespec="seconds"),
+                "path": report.run.notebook}
+    path = report.source_path
+    when = None
+    if path is not None and Path(path).exists():
+        mtime = Path(path).stat().st_mtime
+        when = datetime.fromtimestamp(mtime, timezone.utc).astimezone().isoformat(timespec="seconds")
+    return {"kind": "trace file", "when": when, "path": path}
+
+
+def charts_payload(report: "Report") -> dict[str, Any]:
+    """The chart specs that have data, by name."""
+    specs = {name: chart_spec(report, name) for name in CHART_NAMES}
+    return {name: spec for name, spec in specs.items() if spec is not None}
+
+
 def report_payload(report: "Report") -> dict[str, Any]:
     """The whole payload (see the module docstring for its keys)."""
     kind, parts = breakdown_parts(report)
@@ -109,4 +181,10 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "steps": table_payload(report.steps.head(MAX_STEP_ROWS)),
         "memory": memory_payload(report),
         "suggestions": [_json(s.as_dict()) for s in ranked_suggestions(report)],
+        "charts": charts_payload(report),
+        "timeline": timeline_payload(report),
+        "kernels": kernels_payload(report),
+        "lines": lines_payload(report),
+        "modules": modules_payload(report),
+        "saved_from": saved_from(report),
     }

@@ -162,3 +162,24 @@ def phase_summary(steps: pd.DataFrame) -> pd.DataFrame:
         "mean_dataloader_ms": grouped["dataloader_ms"].mean(),
     }).reset_index()
     return out
+
+
+def lines_absent(report: "Report") -> str:
+    """Why a report has no cell lines, and how to get them (plain text: every renderer says it)."""
+    run = report.run
+    if run is None:
+        return "A trace file holds no cell source: line attribution needs a live %%torchprofile run."
+    if not run.options.stack:
+        return "Run the cell with %%torchprofile --stack to see which of its lines cost the time."
+    if run.line_marks is None:
+        return "The time per line was not recorded for this run (see the notes above)."
+    return "No torch op ran from this cell's lines during the profiled steps."
+
+
+def modules_absent(report: "Report") -> str:
+    """Why a report has no module tree, and how to get one (plain text: every renderer says it)."""
+    run = report.run
+    if run is not None and (run.options.modules or run.options.stack):
+        return ("No nn.Module ran during the profiled steps outside torch.compile'd code (modules run inside "
+                "compiled code are not recorded).")
+    return "Run the cell with %%torchprofile --modules to see the time per nn.Module."
