@@ -36,7 +36,9 @@ from .bundle import WIDGET_MIME, mimebundle
 from .charts import chart
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .export_tab import ExportTab
+from .output_widget import bundle_output
 from .tab_help import how_html
+from .timeline_data import timeline_bundle
 from .html import (Col, breakdown_table, count, device_html, esc, html_table, img,
                    lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
@@ -646,8 +648,8 @@ class Explorer(TabbedView):
             ("Overview", self._overview), ("Operators", self._operators)]
         if not report.kernels.empty:
             builders.append(("Kernels", self._kernels))
-        builders += [("Memory", self._memory), ("Cell lines", self._lines), ("Modules", self._modules),
-                     ("Suggestions", self._suggestions), ("Export", self._export)]
+        builders += [("Memory", self._memory), ("Timeline", self._timeline), ("Cell lines", self._lines),
+                     ("Modules", self._modules), ("Suggestions", self._suggestions), ("Export", self._export)]
         super().__init__(view_header("report", render_summary_line(report), report.notes), builders)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
@@ -683,6 +685,13 @@ class Explorer(TabbedView):
     def _memory(self) -> widgets.Widget:
         box, self.memory = memory_tab(self.report)
         return box
+
+    def _timeline(self) -> widgets.Widget:
+        timeline = bundle_output(timeline_bundle(self.report))
+        if timeline is None:
+            return widgets.VBox([how_html("Timeline"), widgets.HTML(
+                '<div class="nbp"><div class="how">This run recorded no events to draw on a timeline.</div></div>')])
+        return widgets.VBox([how_html("Timeline"), timeline])
 
     def _lines(self) -> widgets.Widget:
         return widgets.VBox([how_html("Cell lines"), widgets.HTML(f'<div class="nbp">{lines_html(self.report)}</div>')])
