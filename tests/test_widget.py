@@ -280,7 +280,8 @@ def test_export_buttons_write_trace_tensorboard_and_html(live_report, recording,
     assert (tmp_path / "t.json.gz").stat().st_size > 0 and (tmp_path / "r.html").stat().st_size > 0
     assert nbprofiler.load(tmp_path / "tb").operators["name"].str.contains("addmm").any()
     assert "Saved the HTML report" in x.status.value
-    front_end(x.html_path, value=str(tmp_path / "missing-dir" / "sub" / "r.html"))
+    (tmp_path / "a-file").write_text("")
+    front_end(x.html_path, value=str(tmp_path / "a-file" / "sub" / "r.html"))
     click(x.save_html)
     assert "Could not save" in x.status.value
 

@@ -1,59 +1,134 @@
-"""The explorer's Export tab: write the trace, a TensorBoard directory, or the standalone HTML report."""
+"""The explorer's Export tab: write the trace, a TensorBoard directory, the standalone HTML
+report or the whole report (``.nbprof``), each to this run's own folder by default.
+
+A target that exists is never written over silently: the save takes the next free name and
+the status says so, unless the user ticks "Replace existing files". After a save the status
+shows the path on the kernel's machine and a link that downloads the file in the browser
+(a ``data:`` URL, so it works in any front end, with or without the JupyterLab extension).
+"""
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
+from ..format import fmt_bytes
+from ..report.export_names import default_paths, free_path, holds_traces, trace_files_in
 from .html import esc
 from .tab_help import how_html
 
 if TYPE_CHECKING:
     from ..report import Report
 
+# The largest file a download link carries: the link holds the whole file, base64, in the
+# widget's state, which travels to the browser and may be saved in the notebook.
+DOWNLOAD_CAP_BYTES = 10 * 2**20
+_MEDIA_TYPES = {".gz": "application/gzip", ".json": "application/json", ".html": "text/html",
+                ".nbprof": "application/zip"}
+_LINK_STYLE = "color:var(--jp-content-link-color,var(--vscode-textLink-foreground,#1565c0))"
+
+
+@dataclass(frozen=True)
+class _Target:
+    """One kind of export: what it is called, where it goes, and what counts as already there."""
+
+    what: str
+    hint: str
+    write: Callable[[Path], Path]  # writes to the path and returns the file written
+    folder: bool = False  # a TensorBoard directory: occupied when it holds traces
+
+    def taken(self, path: Path) -> bool:
+        return holds_traces(path) if self.folder else path.exists() or path.is_symlink()
+
 
 class ExportTab:
-    """Buttons that write the trace, a TensorBoard directory, or the standalone HTML report."""
+    """A path and a button per export, a visible choice to replace existing files, and a status line."""
 
     def __init__(self, report: "Report") -> None:
         self.report = report
-        has_trace = report.raw_trace is not None or (
-            report.source_path is not None and Path(report.source_path).is_file())
-        self.trace_path = widgets.Text(value="nbprofiler_trace.json.gz", description="trace file",
-                                       layout=widgets.Layout(width="420px"))
-        self.tb_dir = widgets.Text(value="nbprofiler_tb", description="directory", layout=widgets.Layout(width="420px"))
-        self.html_path = widgets.Text(value="nbprofiler_report.html", description="HTML file",
-                                      layout=widgets.Layout(width="420px"))
-        wide = widgets.Layout(width="230px")
-        self.save_trace = widgets.Button(description="Save Chrome trace", icon="download", disabled=not has_trace,
-                                         layout=wide)
-        self.save_tb = widgets.Button(description="Write TensorBoard dir", icon="folder", disabled=not has_trace,
-                                      layout=wide)
+        defaults = default_paths(report)
+        no_trace = report.no_trace_reason
+        wide, field = widgets.Layout(width="230px"), widgets.Layout(width="460px")
+        self.trace_path = widgets.Text(value=str(defaults.trace), description="trace file", layout=field)
+        self.tb_dir = widgets.Text(value=str(defaults.folder), description="directory", layout=field)
+        self.html_path = widgets.Text(value=str(defaults.html), description="HTML file", layout=field)
+        self.saved_path = widgets.Text(value=str(defaults.saved), description="report file", layout=field)
+        why = f"No trace to save: {no_trace}." if no_trace else ""
+        self.save_trace = widgets.Button(description="Save Chrome trace", icon="download", layout=wide,
+                                         disabled=no_trace is not None, tooltip=why)
+        self.save_tb = widgets.Button(description="Write TensorBoard dir", icon="folder", layout=wide,
+                                      disabled=no_trace is not None, tooltip=why)
         self.save_html = widgets.Button(description="Save HTML report", icon="file", layout=wide)
+        self.save_report = widgets.Button(description="Save report (.nbprof)", icon="save", layout=wide)
+        self.replace = widgets.Checkbox(value=False, description="Replace existing files", indent=False)
         self.status = widgets.HTML()
-        self.save_trace.on_click(lambda _: self._do(lambda: report.export_chrome_trace(self.trace_path.value),
-                                                    "Chrome trace", "open it in https://ui.perfetto.dev or chrome://tracing"))
-        self.save_tb.on_click(lambda _: self._do(lambda: report.export_tensorboard(self.tb_dir.value),
-                                                 "TensorBoard trace", "nbprofiler.load() reads the directory back"))
-        self.save_html.on_click(lambda _: self._do(self._write_html, "HTML report", "it opens offline in any browser"))
-        note = "" if has_trace else ('<div class="how">This report has no recorded trace (the run ended before any '
-                                     "active step), so only the HTML report can be saved.</div>")
+        targets = {
+            self.save_trace: (self.trace_path, _Target("Chrome trace", "open it in https://ui.perfetto.dev or "
+                                                       "chrome://tracing", report.export_chrome_trace)),
+            self.save_tb: (self.tb_dir, _Target("TensorBoard trace", "nbprofiler.load() reads the directory back; "
+                                                "tensorboard --logdir on its parent lists the run",
+                                                report.export_tensorboard, folder=True)),
+            self.save_html: (self.html_path, _Target("HTML report", "it opens offline in any browser",
+                                                     self._write_html)),
+            self.save_report: (self.saved_path, _Target("report", "nbprofiler.load() reads it back with every table",
+                                                        report.save)),
+        }
+        for button, (path_field, target) in targets.items():
+            button.on_click(lambda _, f=path_field, t=target: self._save(f.value, t))
+        note = "" if no_trace is None else (
+            f'<div class="how">No trace to save: {esc(no_trace)}; the HTML report and the report file can still '
+            "be saved.</div>")
         self.box = widgets.VBox([how_html("Export"), widgets.HTML(f'<div class="nbp">{note}</div>'),
                                  widgets.HBox([self.trace_path, self.save_trace]),
                                  widgets.HBox([self.tb_dir, self.save_tb]),
-                                 widgets.HBox([self.html_path, self.save_html]), self.status])
+                                 widgets.HBox([self.html_path, self.save_html]),
+                                 widgets.HBox([self.saved_path, self.save_report]),
+                                 self.replace, self.status])
 
-    def _write_html(self) -> Path:
-        path = Path(self.html_path.value).expanduser()
+    def _write_html(self, path: Path) -> Path:
         self.report.to_html(path)
         return path
 
-    def _do(self, action: Callable[[], Path], what: str, hint: str) -> None:
+    def _save(self, value: str, target: _Target) -> None:
+        """Write ``target`` to the path typed, or to the next free name when that exists and
+        replacing was not chosen; the status says which happened."""
         try:
-            path = Path(action()).resolve()
+            if not value.strip():
+                raise ValueError("the path is empty; type where to save it")
+            requested = Path(value).expanduser()
+            existed = target.taken(requested)
+            chosen = requested if self.replace.value or not existed else free_path(requested, target.taken,
+                                                                                   target.folder)
+            earlier = trace_files_in(requested) if existed and target.folder and self.replace.value else []
+            written = Path(target.write(chosen)).resolve()
+            for old in earlier:  # after the write, so a failed one loses nothing
+                old.unlink(missing_ok=True)
         except (OSError, ValueError) as exc:
-            self.status.value = f'<div class="nbp warn">Could not save the {esc(what)}: {esc(exc)}</div>'
+            self.status.value = f'<div class="nbp warn">Could not save the {esc(target.what)}: {esc(exc)}</div>'
             return
-        self.status.value = f'<div class="nbp">Saved the {esc(what)} to <code>{esc(path)}</code>; {esc(hint)}.</div>'
+        place = written.parent if target.folder else written
+        lines = [f"Saved the {esc(target.what)} to <code>{esc(place)}</code>; {esc(target.hint)}."]
+        if existed and self.replace.value:
+            lines.append(f"It replaced what was at <code>{esc(requested)}</code>.")
+        elif existed:
+            lines.append(f"<code>{esc(requested)}</code> already {'held a trace' if target.folder else 'existed'}, "
+                         "so this is a new name; tick “Replace existing files” to write over it.")
+        lines.append(download_html(written))
+        self.status.value = '<div class="nbp">' + "".join(f"<div>{line}</div>" for line in lines) + "</div>"
+
+
+def download_html(path: Path) -> str:
+    """A link that downloads ``path`` in the browser, or, over the cap, a line saying where the file is."""
+    size = path.stat().st_size
+    if size > DOWNLOAD_CAP_BYTES:
+        return (f'<span class="how">{esc(fmt_bytes(size))} is more than a download link here carries '
+                f"({esc(fmt_bytes(DOWNLOAD_CAP_BYTES))}): fetch <code>{esc(path)}</code> from the machine "
+                "the kernel runs on (in JupyterLab, from the file browser).</span>")
+    media = _MEDIA_TYPES.get(path.suffix, "application/octet-stream")
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<a download="{esc(path.name)}" href="data:{media};base64,{data}" style="{_LINK_STYLE}">'
+            f"Download {esc(path.name)}</a> ({esc(fmt_bytes(size))})")

@@ -23,7 +23,9 @@ HOW = {
     "Suggestions": "Changes to try, largest expected gain first, each with the measurements behind it and code "
                    "to paste (Copy puts it on the clipboard).",
     "Export": "Save what this report holds: the Chrome trace (opens in ui.perfetto.dev or chrome://tracing), a "
-              "TensorBoard log directory, or this report as one standalone HTML file.",
+              "TensorBoard log directory, this report as one standalone HTML file, or the whole report "
+              "(.nbprof, which nbprofiler.load reads back). Each run has its own folder; an existing file gets a "
+              "new name unless you tick Replace, and each save offers a download link.",
 }
 
 

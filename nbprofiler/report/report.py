@@ -413,29 +413,51 @@ class Report:
         return is_partial(self)
 
     # -- output --------------------------------------------------------------------------
-    def export_chrome_trace(self, path: str | os.PathLike[str]) -> Path:
-        """Write the recorded trace (opens in Perfetto or chrome://tracing); ``.gz`` compresses."""
-        from ..trace.writers import write_trace
+    def export_chrome_trace(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the recorded trace (opens in Perfetto or chrome://tracing); ``.gz`` compresses.
 
-        return write_trace(self._trace_bytes(), path)
+        Without ``path`` it goes to this report's own export folder
+        (``nbprofiler_exports/<notebook>_cell<key>_<time>/<same>.json.gz``) under a name no
+        file has yet; a ``path`` you name is written as given, replacing a file already there.
+        Returns the path written.
+        """
+        from ..trace.writers import write_trace
+        from .export_names import default_paths, free_path
+
+        return write_trace(self._trace_bytes(), free_path(default_paths(self).trace) if path is None else path)
 
     def _trace_bytes(self) -> bytes:
         """The trace's JSON: the live run's, or the file's (uncompressed)."""
+        reason = self.no_trace_reason
+        if reason is not None:
+            raise ValueError(f"this report has no trace to export: {reason}")
         if self.raw_trace is not None:
             return self.raw_trace
-        if self.source_path is not None and Path(self.source_path).is_file():
-            data = Path(self.source_path).read_bytes()
-            return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-        raise ValueError("this report has no recorded trace to export (the run ended before any active step)")
+        data = Path(str(self.source_path)).read_bytes()
+        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    @property
+    def no_trace_reason(self) -> str | None:
+        """Why there is no trace to export (None when there is one), for the export's error
+        and the Export tab's disabled buttons."""
+        if self.raw_trace is not None:
+            return None
+        if self.source_path is not None:
+            return None if Path(self.source_path).is_file() else f"its trace file {self.source_path} is gone"
+        if self.stored:
+            return "the run history keeps a run's tables, not its trace"
+        return "the run ended before any active step, so no trace was recorded"
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the whole report to one ``.nbprof`` file: the trace as recorded and what the
         run measured (steps, loaders, cell lines, notes), which a trace file alone cannot
         give back. ``nbprofiler.load(path)`` reads it into an equal Report (format:
-        ``nbprofiler.report.saved``)."""
+        ``nbprofiler.report.saved``). Without ``path`` it goes to this report's export folder
+        under a name no file has yet; a ``path`` you name replaces a file already there."""
+        from .export_names import default_paths, free_path
         from .saved import save_report
 
-        return save_report(self, path)
+        return save_report(self, free_path(default_paths(self).saved) if path is None else path)
 
     def to_text(self) -> str:
         from ..render.text import render_text
@@ -443,19 +465,32 @@ class Report:
         return render_text(self)
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
-        """The standalone static HTML report; written to ``path`` when given."""
+        """The standalone static HTML report; written to ``path`` when given (its folder made
+        if needed, a file already there replaced)."""
         from ..render.html import render_html
 
         html = render_html(self, standalone=path is not None)
         if path is not None:
-            Path(path).expanduser().write_text(html, encoding="utf-8")
+            target = Path(path).expanduser()
+            target.parent.mkdir(parents=True, exist_ok=True)  # as the other exports do
+            target.write_text(html, encoding="utf-8")
         return html
 
-    def export_tensorboard(self, directory: str | os.PathLike[str]) -> Path:
+    def export_tensorboard(self, directory: str | os.PathLike[str] | None = None) -> Path:
         """Write the trace into ``directory`` the way ``torch.profiler.tensorboard_trace_handler``
-        does (``<host>_<pid>.<ns>.pt.trace.json``), so TensorBoard and ``nbprofiler.load`` read it."""
-        from ..trace.writers import write_tensorboard
+        does (``<host>_<pid>.<ns>.pt.trace.json``), so TensorBoard and ``nbprofiler.load`` read it.
+        Returns the file written.
 
+        Without ``directory`` it goes to this report's export folder, or to ``<folder>-2`` ...
+        when that already holds a trace, so ``nbprofiler.load(folder)`` reads back this run
+        alone. A ``directory`` you name gets one more file beside any traces already there, as
+        the handler does (``load`` then reads the latest one of this process and says so).
+        """
+        from ..trace.writers import write_tensorboard
+        from .export_names import default_paths, free_path, holds_traces
+
+        if directory is None:
+            directory = free_path(default_paths(self).folder, holds_traces, folder=True)
         return write_tensorboard(self._trace_bytes(), directory)
 
     def explorer(self, tab: str = "Overview") -> Any:
