@@ -133,7 +133,8 @@ def shown_types(kernel: Kernel, code: str) -> list[str]:
     kinds: list[str] = []
 
     def keep(msg: dict[str, Any]) -> None:
-        kinds.extend(msg["content"].get("data", {}))
+        if msg["msg_type"] in ("display_data", "execute_result", "update_display_data"):
+            kinds.extend(msg["content"]["data"])
 
     reply = kernel.client.execute_interactive(code, allow_stdin=True, timeout=600, output_hook=keep)
     assert reply["content"]["status"] == "ok", reply["content"]

@@ -21,7 +21,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 
-from .capture.session import ProfileRun
+from .capture.session import ProfileRun, ctrl_c_held
 from .cell_identity import cell_key, notebook_path
 from .cell_runs import Baseline, baseline, compared, finished
 from .errors import NbprofilerError, OptionError
@@ -216,25 +216,21 @@ class TorchProfileMagics(Magics):
             value = await _run_started(run, status, cell, namespace, options.iterations)
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after the report is shown
             failure = exc
-        try:
-            try:
-                if run.in_progress:  # else it never started (refused, or undone by a Ctrl-C in the start)
-                    run.finish(failure)
-            except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the final export: show the report, then raise
-                failure = failure or exc
-                if run.report is None and run.in_progress:  # it came before finish could hold it: once more
-                    run.finish(failure)
-        finally:
-            status.close()
+        stopping = _finish(run, status, failure)
         if run.report is None:
-            raise _not_started(failure)
-        if request.output is not None:
-            namespace[request.output] = run.report
-        if not options.quiet:
-            status.show(run.report)  # the status line turns into the report
-        _follow_up(run.report, options, request)
+            raise _not_started(failure or stopping)
+        stopping = _store(run.report, namespace, request.output) or stopping
+        drawing = _show(run.report, status, options, request)
+        interrupted = drawing or (stopping if isinstance(stopping, KeyboardInterrupt) else None)
+        if interrupted is not None:
+            said = _interrupted_line(request.output, drawn=drawing is None)
+            if failure is None:
+                raise ReportInterrupted(said) from None
+            print(said, file=sys.stderr)  # the cell's own exception, with its traceback, comes first
         if failure is not None:
             raise failure.with_traceback(_from_cell(failure.__traceback__, cell.filename))
+        if stopping is not None:  # torch's SIGCHLD handler reporting a dead DataLoader worker as the run stopped
+            raise stopping
         return value
 
     @property
@@ -252,6 +248,78 @@ class _Request:
     cell: str  # the cell's key (cell_identity.cell_key): its runs, in the history and for --compare
     baseline: "Baseline | None"
     tried: str | None
+
+
+class ReportInterrupted(KeyboardInterrupt):
+    """Ctrl-C after the cell's code had ended: while the run stopped, or the report was analysed,
+    drawn or shown. The report is kept all the same; IPython shows this one line, not the
+    traceback of whatever library was drawing, and the cell counts as interrupted (a "Run all"
+    stops here)."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows what this returns in place of a traceback
+        return [str(self)]
+
+
+def _interrupted_line(output: str | None, drawn: bool) -> str:
+    """What the user reads when a Ctrl-C came after the cell's code: the report is kept, and
+    how to show it (again)."""
+    where = f"`{output}` or `nbprofiler.last()`" if output else "`nbprofiler.last()`"
+    if drawn:
+        return f"nbprofiler: interrupted as the run stopped; the report is complete and kept in {where}"
+    show = f"`{output}` or `nbprofiler.last().show()`" if output else "`nbprofiler.last().show()`"
+    return f"nbprofiler: the report was interrupted while drawing; it is kept: show it with {show}"
+
+
+def _finish(run: ProfileRun, status: "LiveStatus", failure: BaseException | None) -> BaseException | None:
+    """Stop ``run`` and build its report, whatever ``failure`` the cell raised; what struck
+    while it stopped (a Ctrl-C, held until the report existed), to raise after the report."""
+    interrupt: BaseException | None = None
+    try:
+        try:
+            if run.in_progress:  # else it never started (refused, or undone by a Ctrl-C in the start)
+                run.finish(failure)
+        except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the final export: show the report, then raise
+            interrupt = exc
+            if run.report is None and run.in_progress:  # it came before finish could hold it: once more
+                run.finish(failure or exc)
+        finally:
+            with ctrl_c_held():  # cut short, the line's watch on the cell's clear_output would stay
+                status.close()
+    except KeyboardInterrupt as exc:  # pressed while the status line went, delivered after
+        interrupt = interrupt or exc
+    return interrupt
+
+
+def _store(report: Any, namespace: dict[str, Any], output: str | None) -> KeyboardInterrupt | None:
+    """Put ``report`` in the variable ``-o`` names, before anything else can be interrupted;
+    a Ctrl-C meanwhile waits for it, and is returned."""
+    try:
+        with ctrl_c_held():
+            if output is not None:
+                namespace[output] = report
+    except KeyboardInterrupt as exc:
+        return exc
+    return None
+
+
+def _show(report: Any, status: "LiveStatus", options: ProfileOptions, request: _Request) -> KeyboardInterrupt | None:
+    """Show the report in the status line's place, keep the run, and show its comparison.
+    A Ctrl-C while the report is analysed or drawn stops the drawing only (the run is still
+    kept); it is returned, for the caller to say so in one line."""
+    interrupt: KeyboardInterrupt | None = None
+    try:
+        if not options.quiet:
+            status.show(report)  # the status line turns into the report
+    except KeyboardInterrupt as exc:
+        interrupt = exc
+    try:
+        if interrupt is None:
+            _follow_up(report, options, request)
+        else:
+            finished(report, keep=options.history)  # the run is kept; its comparison is not drawn either
+    except KeyboardInterrupt as exc:
+        interrupt = interrupt or exc
+    return interrupt
 
 
 def _follow_up(report: Any, options: ProfileOptions, request: _Request) -> None:

@@ -305,3 +305,94 @@ def test_wrappers_left_by_a_killed_run_are_replaced_not_wrapped(shell):
     error, run = run_counting_cell(shell)
     assert error is None and len(run.steps) == 12
     assert_nothing_left([shell.user_ns["model"]])
+
+
+# -- Ctrl-C once the cell's loop has ended: while the report is analysed, drawn and shown ----
+def _drawing_moments() -> list[Any]:
+    """Where the time after the loop goes, each a (owner, name) pressed Ctrl-C in."""
+    from nbprofiler import magic
+    from nbprofiler.advice import rules
+    from nbprofiler.render import bundle, widget
+
+    return [
+        pytest.param(LiveStatus, "close", id="status-line-goes"),
+        pytest.param(rules, "suggest", id="analysis"),
+        pytest.param(bundle, "render_text", id="text"),
+        pytest.param(bundle, "render_html", id="static-html"),
+        pytest.param(bundle, "report_payload", id="saved-data"),
+        pytest.param(widget.Explorer, "__init__", id="explorer"),
+        pytest.param(magic, "finished", id="history"),
+    ]
+
+
+SHOWN = ["text/plain", "text/html", "application/vnd.nbprofiler.report+json",
+         "application/vnd.jupyter.widget-view+json"]
+
+
+@pytest.fixture()
+def widget_front_end(ip, monkeypatch):
+    """The report drawn in full, as in JupyterLab: text, static HTML, saved data and explorer."""
+    from nbprofiler.render import bundle
+
+    monkeypatch.setattr(ip.display_formatter, "active_types", SHOWN)
+    monkeypatch.setattr(bundle, "widget_frontend", lambda: True)
+
+
+@pytest.mark.parametrize("owner, name", _drawing_moments())
+@pytest.mark.usefixtures("widget_front_end")
+def test_ctrl_c_while_the_report_draws_keeps_it_and_says_how_to_show_it(shell, owner, name):
+    """Pressed at any moment after the loop: the cell ends interrupted with one line saying so
+    and how to show the report again, no library's traceback; the report is in ``-o`` and
+    ``nbprofiler.last()`` with every step; nothing stays installed; showing it again works."""
+    session._last_report = None
+    shell.user_ns.update(done=0, run=None)
+    with pytest.MonkeyPatch.context() as pressed, capture_output() as shown:
+        pressed.setattr(owner, name, ctrl_c_before(getattr(owner, name)))
+        result = shell.run_cell(f"%%torchprofile -o run\n{COUNTING_CELL}")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    said = (shown.stdout + shown.stderr).strip().splitlines()
+    interrupted = [line for line in said if "interrupted" in line]
+    assert len(interrupted) == 1 and "`run`" in interrupted[0] and "nbprofiler.last()" in interrupted[0]
+    assert "Traceback" not in shown.stdout + shown.stderr and ".py" not in shown.stdout + shown.stderr
+    run = shell.user_ns["run"]
+    assert run is nbprofiler.last() and len(run.steps) == shell.user_ns["done"] == 12
+    assert list(run.trace_steps["step"]) == ACTIVE
+    assert_nothing_left([shell.user_ns["model"]])
+    assert "clear_output" not in vars(shell.display_pub)  # the status line's watch on clears is gone
+    with capture_output() as again:
+        run.show()
+    assert [sorted(o.data) for o in again.outputs] == [sorted(SHOWN)]  # the whole report, every part of it
+    assert_recovered(shell)
+
+
+@pytest.mark.usefixtures("widget_front_end")
+def test_ctrl_c_while_drawing_without_o_points_to_last(shell, monkeypatch):
+    """Without ``-o`` the line names ``nbprofiler.last().show()``, which shows the kept report."""
+    from nbprofiler.render import bundle
+
+    shell.user_ns.update(done=0)
+    with capture_output() as shown:
+        monkeypatch.setattr(bundle, "render_html", ctrl_c_before(bundle.render_html))
+        result = shell.run_cell(f"%%torchprofile\n{COUNTING_CELL}")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert "nbprofiler.last().show()" in shown.stdout + shown.stderr and "`run`" not in shown.stdout
+    assert len(nbprofiler.last().steps) == 12
+    assert_recovered(shell)
+
+
+@pytest.mark.usefixtures("widget_front_end")
+def test_ctrl_c_while_drawing_after_the_cell_failed_keeps_the_cells_error(shell, monkeypatch):
+    """The cell raised, then Ctrl-C struck the drawing: the user gets the cell's own exception with
+    its traceback, the line about the report, and the report of the steps done."""
+    from nbprofiler.render import bundle
+
+    body = COUNTING_CELL.replace("    done += 1\n",
+                                 "    done += 1\n    if done == 6:\n        raise ValueError('bad batch')\n")
+    shell.user_ns.update(done=0, run=None)
+    with capture_output() as shown:
+        monkeypatch.setattr(bundle, "render_text", ctrl_c_before(bundle.render_text))
+        result = shell.run_cell(f"%%torchprofile -o run\n{body}")
+    assert isinstance(result.error_in_exec, ValueError)
+    assert "ValueError: bad batch" in shown.stdout and "interrupted while drawing" in shown.stderr
+    assert len(shell.user_ns["run"].steps) == 6
+    assert_recovered(shell)

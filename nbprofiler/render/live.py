@@ -137,17 +137,19 @@ class LiveStatus:
     def show(self, report: "Report") -> None:
         """Display ``report`` where the status line was, or as a new output if none was
         shown or the cell cleared it."""
-        if self._handle is not None and not self._cleared:
-            self._handle.update(report)
-        else:
-            from IPython.display import display
+        try:
+            if self._handle is not None and not self._cleared:
+                self._handle.update(report)
+            else:
+                from IPython.display import display
 
-            display(report)
-        if self._widget is not None:
-            from .widget import close_tree
+                display(report)
+        finally:  # also when Ctrl-C stopped the drawing: the line's widget is done with either way
+            if self._widget is not None:
+                from .widget import close_tree
 
-            close_tree(self._widget)  # with its layout and style, which ipywidgets keeps until closed
-            self._widget = None
+                close_tree(self._widget)  # with its layout and style, which ipywidgets keeps until closed
+                self._widget = None
 
 
 def phase_text(run: Any) -> str:
