@@ -16,7 +16,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { COMPARISON_MIME, comparisonRendererFactory } from './comparison';
 import { profileIcon } from './icon';
-import { IProfileOptions, loadOptions, OptionsForm, saveOptions } from './options';
+import { IProfileOptions, loadOptions, optionErrors, OptionsForm, saveOptions } from './options';
 import { ITarget, profile } from './profile';
 import { RENDERER_RANK, reportRendererFactory } from './renderer';
 import { REPORT_MIME } from './report/types';
@@ -72,7 +72,7 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
 
     commands.addCommand(CommandIDs.profileWithOptions, {
       label: 'Profile Cell with Options…',
-      caption: 'Profile cell with a chosen schedule, device, stacks and modules',
+      caption: 'Profile cell with a chosen schedule, device, stacks, modules, shapes, output variable and trace file',
       icon: args => (args.isPalette ? undefined : profileIcon),
       isEnabled: enabled,
       execute: async () => {
@@ -88,6 +88,11 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
           focusNodeSelector: 'input[name="active"]'
         });
         if (!result.button.accept || !result.value) {
+          return;
+        }
+        const errors = optionErrors(result.value);
+        if (errors.length) {
+          Notification.error(`Not profiled: ${errors.join('; ')}`, { autoClose: 8000 });
           return;
         }
         if (target.panel.model) {

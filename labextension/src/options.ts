@@ -2,6 +2,7 @@
  * The options of "Profile cell with options…": the magic's flags, their
  * dialog, and where the last choice is kept (the notebook's metadata).
  */
+import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { h } from './report/dom';
@@ -16,6 +17,12 @@ export interface IProfileOptions {
   device: DeviceChoice;
   stack: boolean;
   modules: boolean;
+  /** Record input shapes (`--shapes`): group operators by shape. */
+  shapes: boolean;
+  /** The notebook variable that gets the Report (`-o`); '' for none. */
+  output: string;
+  /** Where to write the Chrome trace (`--trace`), a .json or .json.gz path; '' for none. */
+  trace: string;
 }
 
 /** The magic's own defaults (nbprofiler.options.ProfileOptions). */
@@ -26,7 +33,10 @@ export const DEFAULT_OPTIONS: Readonly<IProfileOptions> = Object.freeze({
   repeat: 1,
   device: 'auto',
   stack: false,
-  modules: false
+  modules: false,
+  shapes: false,
+  output: '',
+  trace: ''
 });
 
 /** Notebook metadata key: `metadata.nbprofiler.profile_options`. */
@@ -40,6 +50,45 @@ const MINIMUM: { [K in 'wait' | 'warmup' | 'active' | 'repeat']: number } = {
 };
 
 const DEVICES: DeviceChoice[] = ['auto', 'cpu', 'cuda'];
+
+const PYTHON_KEYWORDS = new Set(
+  ('False None True and as assert async await break class continue def del elif else except finally for from ' +
+    'global if import in is lambda nonlocal not or pass raise return try while with yield').split(' ')
+);
+
+/** Why `name` cannot be the `-o` variable, or null when it can ('' means no variable). */
+export function outputError(name: string): string | null {
+  if (name === '') {
+    return null;
+  }
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || PYTHON_KEYWORDS.has(name)) {
+    return `-o: "${name}" is not a Python variable name (letters, digits and _, not starting with a digit, not a keyword)`;
+  }
+  return null;
+}
+
+/** Why `path` cannot be the `--trace` file, or null when it can ('' means no file); the magic's own rule. */
+export function traceError(path: string): string | null {
+  if (path === '') {
+    return null;
+  }
+  if (/[\n\r\0]/.test(path) || path.trim() !== path) {
+    return '--trace: the path has a line break or surrounding spaces';
+  }
+  if (!/\.json(\.gz)?$/.test(path) || /(^|\/)\.json(\.gz)?$/.test(path)) {
+    return `--trace: the file name must end in .json or .json.gz, got "${path}"`;
+  }
+  return null;
+}
+
+/** Every reason `options` cannot run, in the form's order; empty when they can. */
+export function optionErrors(options: IProfileOptions): string[] {
+  return [outputError(options.output), traceError(options.trace)].filter((e): e is string => e !== null);
+}
+
+function text(value: unknown): string {
+  return typeof value === 'string' ? value.trim() : '';
+}
 
 function wholeNumber(value: unknown, min: number, fallback: number): number {
   const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
@@ -59,7 +108,10 @@ export function normalizeOptions(value: unknown): IProfileOptions {
     repeat: wholeNumber(v.repeat, MINIMUM.repeat, DEFAULT_OPTIONS.repeat),
     device: DEVICES.includes(v.device as DeviceChoice) ? (v.device as DeviceChoice) : DEFAULT_OPTIONS.device,
     stack: v.stack === true,
-    modules: v.modules === true
+    modules: v.modules === true,
+    shapes: v.shapes === true,
+    output: outputError(text(v.output)) === null ? text(v.output) : '',
+    trace: traceError(text(v.trace)) === null ? text(v.trace) : ''
   };
 }
 
@@ -83,6 +135,15 @@ export function optionFlags(options: IProfileOptions, explicit = false): string[
   }
   if (options.modules) {
     flags.push('--modules');
+  }
+  if (options.shapes) {
+    flags.push('--shapes');
+  }
+  if (options.output && outputError(options.output) === null) {
+    flags.push('-o', options.output);
+  }
+  if (options.trace && traceError(options.trace) === null) {
+    flags.push('--trace', quoteFlag(options.trace));
   }
   return flags;
 }
@@ -140,6 +201,7 @@ export function saveOptions(model: IMetadataHolder, options: IProfileOptions): v
 export class OptionsForm extends Widget {
   private readonly inputs: { [K in keyof IProfileOptions]: HTMLInputElement | HTMLSelectElement };
   private readonly preview: HTMLElement;
+  private readonly errors: { output: HTMLElement; trace: HTMLElement };
 
   constructor(initial: IProfileOptions, private readonly source = '') {
     super();
@@ -160,7 +222,7 @@ export class OptionsForm extends Widget {
       opt.selected = d === initial.device;
       device.appendChild(opt);
     }
-    const check = (key: 'stack' | 'modules') => {
+    const check = (key: 'stack' | 'modules' | 'shapes') => {
       const box = h('input', { type: 'checkbox', name: key });
       box.checked = initial[key];
       return box;
@@ -172,7 +234,20 @@ export class OptionsForm extends Widget {
       repeat: num('repeat'),
       device,
       stack: check('stack'),
-      modules: check('modules')
+      modules: check('modules'),
+      shapes: check('shapes'),
+      output: h('input', {
+        type: 'text', name: 'output', class: 'jp-mod-styled', value: initial.output, placeholder: 'e.g. run',
+        spellcheck: 'false', 'aria-describedby': 'nbp-output-error'
+      }),
+      trace: h('input', {
+        type: 'text', name: 'trace', class: 'jp-mod-styled', value: initial.trace, placeholder: 'e.g. traces/run.json.gz',
+        spellcheck: 'false', 'aria-describedby': 'nbp-trace-error'
+      })
+    };
+    this.errors = {
+      output: h('span', { class: 'nbp-field-error', id: 'nbp-output-error', role: 'alert' }),
+      trace: h('span', { class: 'nbp-field-error', id: 'nbp-trace-error', role: 'alert' })
     };
     const field = (label: string, input: HTMLElement, help?: string) =>
       h('label', { class: 'nbp-field' }, h('span', { class: 'nbp-field-label' }, label), input, help ? h('span', { class: 'nbp-field-help' }, help) : null);
@@ -212,6 +287,16 @@ export class OptionsForm extends Widget {
           this.inputs.modules,
           ' time each nn.Module (--modules): fills the Modules tab'
         ),
+        h(
+          'label',
+          { class: 'nbp-check' },
+          this.inputs.shapes,
+          ' record input shapes (--shapes): group operators by shape'
+        ),
+        field('keep the report in (-o)', this.inputs.output, 'a notebook variable that gets the Report'),
+        this.errors.output,
+        field('write the trace to (--trace)', this.inputs.trace, 'a .json or .json.gz file, for Perfetto'),
+        this.errors.trace,
         h('div', { class: 'nbp-preview-line' }, 'Runs as: ', this.preview)
       )
     );
@@ -222,20 +307,48 @@ export class OptionsForm extends Widget {
     this.updatePreview();
   }
 
+  /**
+   * The chosen options. `output` and `trace` are as typed (trimmed), even when invalid,
+   * so that the caller can refuse them with `optionErrors`; the form shows why meanwhile.
+   */
   getValue(): IProfileOptions {
     const i = this.inputs;
-    return normalizeOptions({
+    const chosen = normalizeOptions({
       wait: i.wait.value,
       warmup: i.warmup.value,
       active: i.active.value,
       repeat: i.repeat.value,
       device: i.device.value,
       stack: (i.stack as HTMLInputElement).checked,
-      modules: (i.modules as HTMLInputElement).checked
+      modules: (i.modules as HTMLInputElement).checked,
+      shapes: (i.shapes as HTMLInputElement).checked
     });
+    return { ...chosen, output: i.output.value.trim(), trace: i.trace.value.trim() };
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    this.updatePreview(); // now in the dialog: set its "Profile" button
+  }
+
+  /** Whether the chosen options can run (no error shown). */
+  get isValid(): boolean {
+    return optionErrors(this.getValue()).length === 0;
   }
 
   private updatePreview(): void {
-    this.preview.textContent = profiledCode(this.source, this.getValue()).split('\n')[0];
+    const value = this.getValue();
+    for (const key of ['output', 'trace'] as const) {
+      const error = key === 'output' ? outputError(value.output) : traceError(value.trace);
+      this.errors[key].textContent = error ?? '';
+      this.inputs[key].setAttribute('aria-invalid', error ? 'true' : 'false');
+    }
+    this.preview.textContent = profiledCode(this.source, value).split('\n')[0];
+    // Inside the dialog, "Profile" waits for valid options.
+    const accept = this.node.closest('.jp-Dialog-content')?.querySelector<HTMLButtonElement>('.jp-mod-accept');
+    if (accept) {
+      accept.disabled = !this.isValid;
+      accept.title = this.isValid ? '' : optionErrors(value).join('; ');
+    }
   }
 }

@@ -1,3 +1,4 @@
+import { Widget } from '@lumino/widgets';
 import { describe, expect, it } from 'vitest';
 
 import { parseReprString, prepareMessage, PREPARE_EXPRESSION } from '../src/prepare';
@@ -6,11 +7,14 @@ import {
   loadOptions,
   magicLine,
   normalizeOptions,
+  optionErrors,
   optionFlags,
   OptionsForm,
+  outputError,
   profiledCode,
   quoteFlag,
-  saveOptions
+  saveOptions,
+  traceError
 } from '../src/options';
 
 describe('profile options', () => {
@@ -116,7 +120,99 @@ describe('options dialog body', () => {
       '%%torchprofile -o run --wait 1 --warmup 1 --active 3 --repeat 1 --device auto'
     );
     const labels = Array.from(node.querySelectorAll('.nbp-field-label')).map(l => l.textContent);
-    expect(labels).toEqual(['wait', 'warmup', 'active', 'repeat', 'device']);
+    expect(labels).toEqual([
+      'wait', 'warmup', 'active', 'repeat', 'device', 'keep the report in (-o)', 'write the trace to (--trace)'
+    ]);
+  });
+
+  it('offers -o, --shapes and --trace, shows why a value is refused, and previews the line', () => {
+    const form = new OptionsForm({ ...DEFAULT_OPTIONS }, 'train()');
+    const node = form.node;
+    const output = node.querySelector('input[name="output"]') as HTMLInputElement;
+    const trace = node.querySelector('input[name="trace"]') as HTMLInputElement;
+    const shapes = node.querySelector('input[name="shapes"]') as HTMLInputElement;
+    const errorOf = (id: string) => node.querySelector(`#${id}`)!.textContent;
+    shapes.checked = true;
+    shapes.dispatchEvent(new Event('change'));
+    output.value = '2run';
+    output.dispatchEvent(new Event('input'));
+    trace.value = 'my traces/run.txt';
+    trace.dispatchEvent(new Event('input'));
+    expect(form.isValid).toBe(false);
+    expect(errorOf('nbp-output-error')).toContain('"2run" is not a Python variable name');
+    expect(errorOf('nbp-trace-error')).toContain('must end in .json or .json.gz');
+    expect(output.getAttribute('aria-invalid')).toBe('true');
+    expect(optionErrors(form.getValue())).toHaveLength(2);
+    // Invalid values never reach the magic line.
+    expect(node.querySelector('.nbp-preview')!.textContent).toBe('%%torchprofile --shapes');
+    output.value = ' run ';
+    output.dispatchEvent(new Event('input'));
+    trace.value = 'my traces/run.json.gz';
+    trace.dispatchEvent(new Event('input'));
+    expect(form.isValid).toBe(true);
+    expect(errorOf('nbp-output-error')).toBe('');
+    expect(form.getValue()).toEqual({ ...DEFAULT_OPTIONS, shapes: true, output: 'run', trace: 'my traces/run.json.gz' });
+    expect(node.querySelector('.nbp-preview')!.textContent).toBe(
+      "%%torchprofile --shapes -o run --trace 'my traces/run.json.gz'"
+    );
+  });
+
+  it('keeps the dialog\'s Profile button disabled while a value is refused', () => {
+    const dialog = document.createElement('div');
+    dialog.className = 'jp-Dialog-content';
+    const accept = document.createElement('button');
+    accept.className = 'jp-mod-accept';
+    const form = new OptionsForm({ ...DEFAULT_OPTIONS });
+    document.body.appendChild(dialog);
+    Widget.attach(form, dialog);
+    dialog.appendChild(accept);
+    const output = form.node.querySelector('input[name="output"]') as HTMLInputElement;
+    output.value = 'class';
+    output.dispatchEvent(new Event('input'));
+    expect(accept.disabled).toBe(true);
+    expect(accept.title).toContain('not a Python variable name');
+    output.value = 'report';
+    output.dispatchEvent(new Event('input'));
+    expect(accept.disabled).toBe(false);
+    Widget.detach(form);
+    dialog.remove();
+  });
+});
+
+describe('-o, --shapes and --trace', () => {
+  it('builds the magic line with them, quoting the path as the magic reads it back', () => {
+    expect(optionFlags({ ...DEFAULT_OPTIONS, shapes: true, output: 'run', trace: 'out/t.json' })).toEqual([
+      '--shapes', '-o', 'run', '--trace', 'out/t.json'
+    ]);
+    expect(profiledCode('step()', { ...DEFAULT_OPTIONS, trace: "it's here.json.gz" })).toBe(
+      `%%torchprofile --trace 'it'"'"'s here.json.gz'\nstep()`
+    );
+    // On a %%torchprofile line they come after its own flags, so they win a repeated one.
+    expect(profiledCode('%%torchprofile -o a\nstep()', { ...DEFAULT_OPTIONS, output: 'b' }).split('\n')[0]).toBe(
+      '%%torchprofile -o a --wait 1 --warmup 1 --active 3 --repeat 1 --device auto -o b'
+    );
+  });
+
+  it('accepts Python identifiers for -o and .json/.json.gz paths for --trace', () => {
+    for (const ok of ['', 'run', '_r2', 'Report_1']) {
+      expect(outputError(ok)).toBeNull();
+    }
+    for (const bad of ['2run', 'my run', 'a-b', 'class', 'None', 'x.y', 'run;']) {
+      expect(outputError(bad)).toMatch(/not a Python variable name/);
+    }
+    for (const ok of ['', 't.json', 'dir/t.json.gz', 'a b/c.json']) {
+      expect(traceError(ok)).toBeNull();
+    }
+    for (const bad of ['t.txt', 'dir/.json', 'a.json\nb', ' t.json', 'json']) {
+      expect(traceError(bad)).not.toBeNull();
+    }
+  });
+
+  it('drops invalid saved values and keeps valid ones', () => {
+    expect(normalizeOptions({ output: '1x', trace: 'a.csv', shapes: 'yes' })).toEqual(DEFAULT_OPTIONS);
+    expect(normalizeOptions({ output: 'run', trace: 'a.json', shapes: true })).toEqual({
+      ...DEFAULT_OPTIONS, output: 'run', trace: 'a.json', shapes: true
+    });
   });
 });
 
