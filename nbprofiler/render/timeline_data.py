@@ -42,7 +42,7 @@ The payload (version 1); times are µs relative to ``origin_us``:
   consecutive events shorter than ``below_us`` and less than ``below_us`` apart became one
   event named "N events" (``events`` of them merged in all), with ``below_us`` the
   smallest threshold that fits the cap.
-- ``total_events``: how many trace events the window holds (before any merging).
+- ``total_events``: how many events the window holds before any merging (the steps' included).
 - ``trace_name``: a file name for the trace download (Perfetto).
 
 Python frames (``--stack``) are not drawn as events: they are each operator's ``stack``.
@@ -404,7 +404,7 @@ def _build(report: "Report") -> dict[str, Any] | None:
     ev["depth"] = np.minimum(_nesting_depth(ev["lane"], ev["start"], ev["start"] + ev["dur"]), _MAX_DEPTH)
     ev["busy"] = ev["dur"]
     ev["count"] = np.ones(len(ev["start"]), dtype=np.int64)
-    total = len(idx)
+    total = len(ev["start"])
     ev, below, merged = _aggregate(ev, MAX_TIMELINE_EVENTS)
     if below is not None:
         many = ev["count"] > 1
