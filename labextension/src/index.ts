@@ -14,6 +14,7 @@ import { CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { CHART_MIME, chartRendererFactory } from './chart_renderer';
 import { COMPARISON_MIME, comparisonRendererFactory } from './comparison';
 import { profileIcon } from './icon';
 import { IProfileOptions, loadOptions, optionErrors, OptionsForm, saveOptions } from './options';
@@ -126,7 +127,8 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
     const factories = [
       { mime: REPORT_MIME, make: reportRendererFactory },
       { mime: COMPARISON_MIME, make: comparisonRendererFactory },
-      { mime: TIMELINE_MIME, make: timelineRendererFactory }
+      { mime: TIMELINE_MIME, make: timelineRendererFactory },
+      { mime: CHART_MIME, make: chartRendererFactory }
     ];
     // Everywhere (output views, consoles): renderers find their panel when attached.
     for (const { make } of factories) {

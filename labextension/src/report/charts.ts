@@ -1,308 +1,64 @@
 /**
- * The report's two charts, drawn as inline SVG: no library, no network.
- * Every label is set as text (see dom.ts); colours come from this file only.
+ * The report's charts, drawn from Python's chart specs (nbprofiler/render/charts.py)
+ * as interactive inline SVG: no library, no network.
+ *
+ * Hovering a step shows its values with their units; dragging across steps
+ * zooms on them, and "Reset zoom" shows them all again. A legend names every
+ * kind of mark, the shaded wait/warmup/active steps included. Colours are CSS
+ * classes (style/charts.css) that read the theme's variables. Every label is
+ * set as text (dom.ts): category names come from traces.
  */
-import { h, s } from './dom';
-import {
-  byteAxisUnit,
-  formatBytes,
-  formatShare,
-  formatUs,
-  niceTicks,
-  timeAxisUnit
-} from './format';
+import { clear, h, s } from './dom';
+import { byteAxisUnit, formatBytes, formatShare, formatUs, niceTicks, timeAxisUnit } from './format';
 
-/**
- * One colour per breakdown part, the same as the Python renderers use
- * (nbprofiler/render/views.py), so the static and live views agree.
- * Keys are lower-case with underscores; others cycle through PALETTE.
- */
-const KNOWN_COLORS: { [name: string]: string } = {
-  kernel: '#4C72B0',
-  memcpy: '#DD8452',
-  memset: '#937860',
-  communication: '#8172B3',
-  runtime: '#C44E52',
-  dataloader: '#E5AE38',
-  cpu_exec: '#55A868',
-  other: '#B0B0B0',
-  forward: '#4C72B0',
-  backward: '#8172B3',
-  optimizer: '#55A868'
-};
-
-const PALETTE = ['#4C72B0', '#DD8452', '#55A868', '#C44E52', '#8172B3', '#937860', '#DA8BC3', '#8C8C8C', '#CCB974', '#64B5CD'];
-
-export function seriesColors(names: string[]): string[] {
-  let next = 0;
-  const used = new Set<string>();
-  return names.map(name => {
-    const known = KNOWN_COLORS[name.toLowerCase().replace(/_us$/, '').replace(/[\s-]+/g, '_')];
-    if (known && !used.has(known)) {
-      used.add(known);
-      return known;
-    }
-    // Skip palette entries a known category already took.
-    for (let i = 0; i < PALETTE.length; i++) {
-      const c = PALETTE[(next + i) % PALETTE.length];
-      if (!used.has(c)) {
-        next = (next + i + 1) % PALETTE.length;
-        used.add(c);
-        return c;
-      }
-    }
-    return PALETTE[next++ % PALETTE.length];
-  });
-}
-
-export interface ISeries {
-  name: string;
+export interface IChartSeries {
+  key: string;
+  label: string;
+  /** A colour of the palette in charts.css (`nbp-f-<color>`, `nbp-s-<color>`). */
+  color: string;
+  dash: 'solid' | 'dashed' | 'dotted' | string;
   values: (number | null)[];
 }
 
+export interface IChartPanel {
+  title: string | null;
+  x: (number | string)[];
+  from_zero: boolean;
+  series: IChartSeries[];
+  phases: { phase: string; start: number; end: number }[];
+  markers: { at: number; label: string }[];
+}
+
+/** A chart spec, version 1 (see nbprofiler/render/charts.py). */
+export interface IChartSpec {
+  version: number;
+  name: string;
+  kind: 'bars' | 'lines' | 'timeline' | 'hbars' | string;
+  title: string;
+  x: { label: string; unit: 'step' | 'us' | 'category' | string };
+  y: { label: string; unit: 'us' | 'bytes' | string };
+  layout: 'rows' | 'columns' | string;
+  shared_y: boolean;
+  panels: IChartPanel[];
+}
+
 const W = 720;
-const MARGIN = { left: 64, right: 16, top: 22, bottom: 44 };
+const M = { left: 64, right: 16, top: 22, bottom: 40 };
+const PLOT_H = 170;
+const HBAR_ROW = 22;
+const HBAR_LEFT = 150;
+const MAX_X_LABELS = 16;
+const MAX_POINTS = 80;
+const MAX_HOVERS = 240;
+const PHASES = ['wait', 'warmup', 'active'];
+const DASHES: { [dash: string]: string | null } = { solid: null, dashed: '6 4', dotted: '2 3' };
 
-function labelEvery(count: number, maxLabels = 16): number {
-  return Math.max(1, Math.ceil(count / maxLabels));
+function finite(values: (number | null)[]): number[] {
+  return values.filter((v): v is number => v !== null && Number.isFinite(v));
 }
 
-/** Legend entries as HTML (they wrap, SVG text does not). */
-export function legend(names: string[], colors: string[], extra?: string[]): HTMLElement {
-  return h(
-    'ul',
-    { class: 'nbp-legend' },
-    ...names.map((name, i) =>
-      h(
-        'li',
-        null,
-        h('span', { class: 'nbp-swatch', style: `background:${colors[i]}`, 'aria-hidden': 'true' }),
-        h('span', { class: 'nbp-legend-name' }, name),
-        extra && extra[i] ? h('span', { class: 'nbp-legend-extra' }, extra[i]) : null
-      )
-    )
-  );
-}
-
-/**
- * A stacked bar per step: each series is one category of the step time, in
- * microseconds.
- */
-/** An empty chart of height ``H`` with its accessible title. */
-function chartSvg(H: number, title: string): SVGSVGElement {
-  const svg = s('svg', {
-    class: 'nbp-chart',
-    viewBox: `0 0 ${W} ${H}`,
-    role: 'img',
-    'aria-label': title,
-    preserveAspectRatio: 'xMinYMin meet'
-  });
-  svg.appendChild(s('title', null, title));
-  return svg;
-}
-
-/** Horizontal grid lines with their tick labels, the y-axis title, and the "step" x-axis title. */
-function stepAxes(
-  ticks: number[],
-  scale: number,
-  y: (v: number) => number,
-  plotW: number,
-  plotH: number,
-  yTitle: string
-): SVGElement {
-  const axis = s('g', { class: 'nbp-axis' });
-  for (const t of ticks) {
-    const yy = y(t * scale);
-    axis.appendChild(s('line', { class: 'nbp-grid', x1: MARGIN.left, x2: W - MARGIN.right, y1: yy, y2: yy }));
-    axis.appendChild(s('text', { x: MARGIN.left - 6, y: yy + 4, 'text-anchor': 'end' }, String(t)));
-  }
-  const midY = MARGIN.top + plotH / 2;
-  axis.appendChild(
-    s(
-      'text',
-      { class: 'nbp-axis-title', x: 14, y: midY, transform: `rotate(-90 14 ${midY})`, 'text-anchor': 'middle' },
-      yTitle
-    )
-  );
-  const bottom = MARGIN.top + plotH + MARGIN.bottom - 6;
-  axis.appendChild(s('text', { class: 'nbp-axis-title', x: MARGIN.left + plotW / 2, y: bottom, 'text-anchor': 'middle' }, 'step'));
-  return axis;
-}
-
-export function stackedBarChart(
-  steps: string[],
-  series: ISeries[],
-  colors: string[],
-  opts: { title: string; height?: number }
-): SVGSVGElement {
-  const H = opts.height ?? 260;
-  const plotW = W - MARGIN.left - MARGIN.right;
-  const plotH = H - MARGIN.top - MARGIN.bottom;
-  const totals = steps.map((_, i) => series.reduce((acc, ser) => acc + Math.max(0, ser.values[i] ?? 0), 0));
-  const maxUs = Math.max(0, ...totals);
-  const unit = timeAxisUnit(maxUs);
-  const ticks = niceTicks(maxUs / unit.scale);
-  const top = ticks[ticks.length - 1] * unit.scale || 1;
-  const y = (us: number): number => MARGIN.top + plotH - (us / top) * plotH;
-  const band = steps.length ? plotW / steps.length : plotW;
-  const barW = Math.max(1, Math.min(48, band * 0.72));
-
-  const svg = chartSvg(H, opts.title);
-
-  // Grid and y axis.
-  const axis = stepAxes(ticks, unit.scale, y, plotW, plotH, `time per step (${unit.label})`);
-  svg.appendChild(axis);
-
-  // Bars.
-  const bars = s('g', { class: 'nbp-bars' });
-  const every = labelEvery(steps.length);
-  steps.forEach((step, i) => {
-    const cx = MARGIN.left + band * i + band / 2;
-    let acc = 0;
-    const g = s('g', { class: 'nbp-bar', 'data-step': step });
-    series.forEach((ser, k) => {
-      const v = Math.max(0, ser.values[i] ?? 0);
-      if (v <= 0) {
-        return;
-      }
-      const y0 = y(acc);
-      const y1 = y(acc + v);
-      acc += v;
-      const share = totals[i] > 0 ? v / totals[i] : 0;
-      g.appendChild(
-        s(
-          'rect',
-          {
-            x: cx - barW / 2,
-            y: y1,
-            width: barW,
-            height: Math.max(0.5, y0 - y1),
-            fill: colors[k]
-          },
-          s('title', null, `step ${step} · ${ser.name}: ${formatUs(v)} (${formatShare(share)})`)
-        )
-      );
-    });
-    bars.appendChild(g);
-    if (i % every === 0) {
-      bars.appendChild(s('text', { class: 'nbp-tick', x: cx, y: MARGIN.top + plotH + 16, 'text-anchor': 'middle' }, step));
-    }
-  });
-  svg.appendChild(bars);
-  svg.appendChild(
-    s('line', { class: 'nbp-baseline', x1: MARGIN.left, x2: W - MARGIN.right, y1: y(0), y2: y(0) })
-  );
-  return svg;
-}
-
-const PHASE_FILL: { [phase: string]: string } = {
-  wait: 'var(--nbp-phase-wait)',
-  warmup: 'var(--nbp-phase-warmup)',
-  active: 'var(--nbp-phase-active)'
-};
-
-/**
- * Memory over the steps of the cell, one line per series (bytes), with the
- * schedule's wait, warmup and active steps shaded.
- */
-export function memoryChart(
-  steps: number[],
-  phases: (string | null)[],
-  series: ISeries[],
-  colors: string[],
-  opts: { title: string; height?: number; limitBytes?: number | null }
-): SVGSVGElement {
-  const H = opts.height ?? 260;
-  const plotW = W - MARGIN.left - MARGIN.right;
-  const plotH = H - MARGIN.top - MARGIN.bottom;
-  const values = series.flatMap(ser => ser.values.filter((v): v is number => v !== null && Number.isFinite(v)));
-  const maxB = Math.max(0, ...values);
-  const minB = values.length ? Math.min(...values) : 0;
-  const unit = byteAxisUnit(maxB);
-  // Start the axis at zero unless the lines sit high above it: then zoom in
-  // so step-to-step changes show (the tick labels say where the axis starts).
-  const axis0 = byteTicks(minB / unit.scale, maxB / unit.scale);
-  const ticks = axis0.ticks;
-  const bottom = axis0.start * unit.scale;
-  const top = ticks[ticks.length - 1] * unit.scale || 1;
-  const n = steps.length;
-  const x = (i: number): number => MARGIN.left + (n <= 1 ? plotW / 2 : ((i + 0.5) / n) * plotW);
-  const y = (b: number): number => MARGIN.top + plotH - ((b - bottom) / (top - bottom || 1)) * plotH;
-
-  const svg = chartSvg(H, opts.title);
-
-  // Phase bands: one rectangle per run of steps in the same phase.
-  const bands = s('g', { class: 'nbp-phases' });
-  let start = 0;
-  for (let i = 1; i <= n; i++) {
-    if (i === n || phases[i] !== phases[start]) {
-      const phase = phases[start] ?? '';
-      const fill = PHASE_FILL[phase];
-      if (fill) {
-        const x0 = MARGIN.left + (start / n) * plotW;
-        const x1 = MARGIN.left + (i / n) * plotW;
-        bands.appendChild(
-          s('rect', { class: `nbp-phase nbp-phase-${phase}`, x: x0, y: MARGIN.top, width: x1 - x0, height: plotH, fill })
-        );
-        if (x1 - x0 > 34) {
-          bands.appendChild(
-            s('text', { class: 'nbp-phase-label', x: (x0 + x1) / 2, y: MARGIN.top - 6, 'text-anchor': 'middle' }, phase)
-          );
-        }
-      }
-      start = i;
-    }
-  }
-  svg.appendChild(bands);
-
-  const axis = stepAxes(ticks, unit.scale, y, plotW, plotH, `memory (${unit.label})`);
-  const every = labelEvery(n);
-  steps.forEach((step, i) => {
-    if (i % every === 0) {
-      axis.appendChild(s('text', { class: 'nbp-tick', x: x(i), y: MARGIN.top + plotH + 16, 'text-anchor': 'middle' }, step));
-    }
-  });
-  svg.appendChild(axis);
-
-  if (opts.limitBytes && opts.limitBytes <= top && opts.limitBytes >= bottom) {
-    const yy = y(opts.limitBytes);
-    svg.appendChild(s('line', { class: 'nbp-limit', x1: MARGIN.left, x2: W - MARGIN.right, y1: yy, y2: yy }));
-    svg.appendChild(s('text', { class: 'nbp-limit-label', x: W - MARGIN.right - 4, y: yy - 4, 'text-anchor': 'end' }, 'device memory'));
-  }
-
-  const lines = s('g', { class: 'nbp-lines' });
-  series.forEach((ser, k) => {
-    let d = '';
-    let pen = false;
-    ser.values.forEach((v, i) => {
-      if (v === null || !Number.isFinite(v)) {
-        pen = false;
-        return;
-      }
-      d += `${pen ? 'L' : 'M'}${x(i).toFixed(1)} ${y(v).toFixed(1)} `;
-      pen = true;
-    });
-    const g = s('g', { class: 'nbp-line', 'data-series': ser.name });
-    g.appendChild(s('path', { d: d.trim(), fill: 'none', stroke: colors[k], 'stroke-width': 2 }));
-    if (n <= 80) {
-      ser.values.forEach((v, i) => {
-        if (v === null || !Number.isFinite(v)) {
-          return;
-        }
-        g.appendChild(
-          s(
-            'circle',
-            { cx: x(i), cy: y(v), r: 3, fill: colors[k] },
-            s('title', null, `step ${steps[i]}${phases[i] ? ` (${phases[i]})` : ''} · ${ser.name}: ${formatBytes(v)}`)
-          )
-        );
-      });
-    }
-    lines.appendChild(g);
-  });
-  svg.appendChild(lines);
-  svg.appendChild(s('line', { class: 'nbp-baseline', x1: MARGIN.left, x2: W - MARGIN.right, y1: y(bottom), y2: y(bottom) }));
-  return svg;
+function formatValue(unit: string, v: number | null): string {
+  return unit === 'bytes' ? formatBytes(v) : formatUs(v);
 }
 
 /** Ticks for a memory axis (in display units): from 0, or from a nice value below `min` when the data sit high. */
@@ -322,4 +78,567 @@ export function byteTicks(min: number, max: number): { ticks: number[]; start: n
     return { ticks, start };
   }
   return { ticks: niceTicks(max), start: 0 };
+}
+
+/** A value axis: its unit and ticks, and where a value lies along it (0 to 1). */
+class Axis {
+  label: string;
+  scale: number;
+  ticks: number[];
+  low: number;
+  high: number;
+
+  constructor(unit: string, low: number, high: number, fromZero: boolean) {
+    const u = unit === 'bytes' ? byteAxisUnit(high) : timeAxisUnit(high);
+    this.label = u.label;
+    this.scale = u.scale;
+    this.ticks = fromZero ? niceTicks(high / u.scale) : byteTicks(low / u.scale, high / u.scale).ticks;
+    this.low = this.ticks[0] * u.scale;
+    this.high = this.ticks[this.ticks.length - 1] * u.scale;
+  }
+
+  frac(v: number): number {
+    return (v - this.low) / (this.high - this.low || 1);
+  }
+}
+
+/** The points of a panel within the zoom range [lo, hi] of x values. */
+interface IView {
+  panel: IChartPanel;
+  index: number[];
+}
+
+function inRange(x: number | string, range: [number, number] | null): boolean {
+  return range === null || (typeof x === 'number' && x >= range[0] && x <= range[1]);
+}
+
+function valueRange(spec: IChartSpec, views: IView[], view: IView): [number, number] {
+  const over = spec.shared_y ? views : [view];
+  if (spec.kind === 'bars') {
+    const totals = over.flatMap(v => v.index.map(i => v.panel.series.reduce((a, ser) => a + Math.max(0, ser.values[i] ?? 0), 0)));
+    return [0, Math.max(0, ...totals)];
+  }
+  const values = over.flatMap(v => v.panel.series.flatMap(ser => finite(v.index.map(i => ser.values[i]))));
+  return values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
+}
+
+function text(x: number, y: number, content: string, anchor = 'start', cls?: string): SVGTextElement {
+  return s('text', { x: x.toFixed(1), y: y.toFixed(1), 'text-anchor': anchor, class: cls ?? null }, content);
+}
+
+/** One entry per kind of mark: each series once, each shaded phase, the step markers. */
+export function legendEntries(spec: IChartSpec): { kind: 'series' | 'phase' | 'marker'; label: string; color: string; dash: string; series?: IChartSeries[] }[] {
+  const seen = new Map<string, { kind: 'series'; label: string; color: string; dash: string; series: IChartSeries[] }>();
+  for (const p of spec.panels) {
+    for (const ser of p.series) {
+      const entry = seen.get(ser.key) ?? { kind: 'series' as const, label: ser.label, color: ser.color, dash: ser.dash, series: [] };
+      entry.series.push(ser);
+      seen.set(ser.key, entry);
+    }
+  }
+  const out: ReturnType<typeof legendEntries> = [...seen.values()];
+  const phases = new Set(spec.panels.flatMap(p => p.phases.map(r => r.phase)));
+  for (const phase of PHASES) {
+    if (phases.has(phase)) {
+      out.push({ kind: 'phase', label: `${phase} steps`, color: phase, dash: 'solid' });
+    }
+  }
+  if (spec.panels.some(p => p.markers.length)) {
+    out.push({ kind: 'marker', label: 'step start', color: '', dash: 'dotted' });
+  }
+  return out;
+}
+
+/**
+ * The chart of `spec` as an element: heading, Reset zoom button, the SVG and
+ * its legend, and the hover tooltip.
+ */
+export function renderChart(spec: IChartSpec): HTMLElement {
+  return new Chart(spec).node;
+}
+
+class Chart {
+  readonly node: HTMLElement;
+  private readonly svg: SVGSVGElement;
+  private readonly tip: HTMLElement;
+  private readonly reset: HTMLButtonElement;
+  private range: [number, number] | null = null;
+  private dragFrom: number | null = null;
+  private selection: SVGRectElement | null = null;
+
+  constructor(private readonly spec: IChartSpec) {
+    const zoomable = spec.kind !== 'hbars';
+    this.reset = h('button', { class: 'nbp-chart-reset', type: 'button', hidden: true }, 'Reset zoom');
+    this.reset.addEventListener('click', () => this.zoom(null));
+    this.svg = s('svg', { class: 'nbp-chart', role: 'img', 'aria-label': spec.title, preserveAspectRatio: 'xMinYMin meet' });
+    this.tip = h('div', { class: 'nbp-chart-tip', role: 'tooltip', hidden: true });
+    this.node = h(
+      'div',
+      { class: 'nbp-chartbox', 'data-chart': spec.name },
+      h('div', { class: 'nbp-chart-bar' },
+        zoomable ? h('span', { class: 'nbp-chart-hint' }, 'Hover for values; drag across steps to zoom.') : null,
+        this.reset),
+      this.svg,
+      this.legend(),
+      this.tip
+    );
+    // A drag that leaves the chart zooms on nothing.
+    this.svg.addEventListener('mouseleave', () => {
+      this.hideTip();
+      this.endDrag(null);
+    });
+    this.draw();
+  }
+
+  /** Show the x values in [lo, hi], or all of them (null). */
+  zoom(range: [number, number] | null): void {
+    this.range = range;
+    this.reset.hidden = range === null;
+    this.draw();
+  }
+
+  private draw(): void {
+    clear(this.svg);
+    this.svg.appendChild(s('title', null, this.spec.title));
+    this.hideTip();
+    const H = this.spec.kind === 'hbars' ? this.drawHbars() : this.drawPanels();
+    this.svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  }
+
+  private drawPanels(): number {
+    const spec = this.spec;
+    const columns = spec.layout === 'columns';
+    const width = columns ? W / spec.panels.length : W;
+    const views: IView[] = spec.panels.map(panel => ({
+      panel,
+      index: panel.x.map((x, i) => (inRange(x, this.range) ? i : -1)).filter(i => i >= 0)
+    }));
+    let top = 0;
+    views.forEach((view, k) => {
+      const [low, high] = valueRange(spec, views, view);
+      const frame = new Frame(spec, view, columns ? k * width : 0, top, width, new Axis(spec.y.unit, low, high, view.panel.from_zero));
+      this.svg.append(...frame.phases(), frame.axes(), ...frame.markers(), frame.marks(), this.hoverColumns(frame));
+      if (!columns || k === views.length - 1) {
+        top += M.top + PLOT_H + M.bottom;
+      }
+    });
+    return top;
+  }
+
+  private drawHbars(): number {
+    const spec = this.spec;
+    const panel = spec.panels[0];
+    const ser = panel.series[0];
+    const values = ser.values.map(v => v ?? 0);
+    const total = values.reduce((a, v) => a + v, 0) || 1;
+    const axis = new Axis(spec.y.unit, 0, Math.max(0, ...values), true);
+    const width = W - HBAR_LEFT - M.right - 60;
+    const height = HBAR_ROW * values.length;
+    const top = 8;
+    const g = s('g', { class: 'nbp-axis' });
+    for (const t of axis.ticks) {
+      const x = HBAR_LEFT + axis.frac(t * axis.scale) * width;
+      g.appendChild(s('line', { class: 'nbp-grid', x1: x, x2: x, y1: top, y2: top + height }));
+      g.appendChild(text(x, top + height + 14, String(t), 'middle', 'nbp-tick'));
+    }
+    g.appendChild(text(HBAR_LEFT + width / 2, top + height + 30, `${spec.y.label} (${axis.label})`, 'middle', 'nbp-axis-title'));
+    this.svg.appendChild(g);
+    const bars = s('g', { class: 'nbp-hbars' });
+    panel.x.forEach((name, i) => {
+      const y = top + i * HBAR_ROW;
+      const w = axis.frac(values[i]) * width;
+      const label = String(name);
+      const hover = `${label}: ${formatValue(spec.y.unit, values[i])} (${formatShare(values[i] / total)})`;
+      const row = s(
+        'g',
+        { class: 'nbp-hbar', 'data-category': label },
+        text(HBAR_LEFT - 6, y + HBAR_ROW / 2 + 4, label.length > 22 ? `${label.slice(0, 21)}…` : label, 'end'),
+        s('rect', { class: `nbp-f-${ser.color}`, x: HBAR_LEFT, y: y + 3, width: Math.max(w, 0.5), height: HBAR_ROW - 6 }),
+        text(HBAR_LEFT + w + 4, y + HBAR_ROW / 2 + 4, formatShare(values[i] / total), 'start', 'nbp-muted'),
+        s('rect', { class: 'nbp-hover', x: 0, y, width: W, height: HBAR_ROW })
+      );
+      row.addEventListener('mouseover', ev => this.showTip(ev as MouseEvent, label, [hover]));
+      bars.appendChild(row);
+    });
+    this.svg.appendChild(bars);
+    return top + height + M.bottom;
+  }
+
+  /** Transparent columns over each point: hover shows its values, a drag from one to another zooms. */
+  private hoverColumns(f: Frame): SVGGElement {
+    const g = s('g', { class: 'nbp-hovers' });
+    const { panel } = f.view;
+    // At most MAX_HOVERS columns (a memory timeline has thousands of points): every k-th point.
+    const every = Math.ceil(f.view.index.length / MAX_HOVERS);
+    const index = f.view.index.filter((_, k) => k % every === 0);
+    index.forEach((i, k) => {
+      const x = f.x(i);
+      const left = k === 0 ? f.left : (x + f.x(index[k - 1])) / 2;
+      const right = k === index.length - 1 ? f.left + f.width : (x + f.x(index[k + 1])) / 2;
+      const at = panel.x[i] as number;
+      const col = s('rect', { class: 'nbp-hover', 'data-x': at, x: left, y: f.top, width: Math.max(right - left, 0.5), height: PLOT_H });
+      col.addEventListener('mouseover', ev => {
+        this.showTip(ev as MouseEvent, f.heading(i), f.hoverLines(i));
+        if (this.dragFrom !== null) {
+          this.select(f, this.dragFrom, at);
+        }
+      });
+      col.addEventListener('mousedown', ev => {
+        ev.preventDefault();
+        this.dragFrom = at;
+      });
+      col.addEventListener('mouseup', ev => {
+        ev.stopPropagation();
+        this.endDrag(at);
+      });
+      g.appendChild(col);
+    });
+    return g;
+  }
+
+  private select(f: Frame, from: number, to: number): void {
+    const [a, b] = [Math.min(from, to), Math.max(from, to)];
+    const xs = f.view.index.filter(i => (f.view.panel.x[i] as number) >= a && (f.view.panel.x[i] as number) <= b).map(i => f.x(i));
+    this.selection?.remove();
+    const pad = f.continuous ? 0 : f.band() / 2;
+    this.selection = s('rect', {
+      class: 'nbp-selection',
+      x: Math.min(...xs) - pad,
+      y: f.top,
+      width: Math.max(...xs) - Math.min(...xs) + 2 * pad,
+      height: PLOT_H
+    });
+    this.svg.appendChild(this.selection);
+  }
+
+  private endDrag(to: number | null): void {
+    const from = this.dragFrom;
+    this.dragFrom = null;
+    this.selection?.remove();
+    this.selection = null;
+    if (from !== null && to !== null && from !== to) {
+      this.zoom([Math.min(from, to), Math.max(from, to)]);
+    }
+  }
+
+  private showTip(ev: MouseEvent, heading: string, lines: string[]): void {
+    clear(this.tip);
+    this.tip.append(h('div', { class: 'nbp-chart-tip-head' }, heading), ...lines.map(line => h('div', null, line)));
+    const box = this.node.getBoundingClientRect();
+    this.tip.style.left = `${Math.max(0, ev.clientX - box.left + 12)}px`;
+    this.tip.style.top = `${Math.max(0, ev.clientY - box.top + 12)}px`;
+    this.tip.hidden = false;
+  }
+
+  private hideTip(): void {
+    this.tip.hidden = true;
+  }
+
+  /** The legend as HTML (it wraps); for bars each part's mean per step and share, for lines its maximum. */
+  private legend(): HTMLElement {
+    const spec = this.spec;
+    const line = spec.kind === 'lines' || spec.kind === 'timeline';
+    const steps = Math.max(1, ...spec.panels.map(p => p.x.length));
+    const means = new Map<string, number>();
+    for (const entry of legendEntries(spec)) {
+      if (entry.series && spec.kind === 'bars') {
+        const sum = entry.series.reduce((a, ser) => a + finite(ser.values).reduce((b, v) => b + v, 0), 0);
+        means.set(entry.label, sum / (steps * entry.series.length));
+      }
+    }
+    const total = [...means.values()].reduce((a, v) => a + v, 0);
+    return h(
+      'ul',
+      { class: 'nbp-legend' },
+      ...legendEntries(spec).map(entry => {
+        let swatch: Element;
+        let extra = '';
+        if (entry.kind === 'phase') {
+          swatch = h('span', { class: `nbp-swatch nbp-phase-swatch nbp-phase-${entry.color}` });
+        } else if (entry.kind === 'marker') {
+          swatch = h('span', { class: 'nbp-swatch nbp-marker-swatch' });
+        } else if (line) {
+          swatch = h('span', { class: `nbp-swatch nbp-line-swatch nbp-s-${entry.color} nbp-dash-${entry.dash}` });
+          const values = entry.series!.flatMap(ser => finite(ser.values));
+          extra = values.length ? `max ${formatValue(spec.y.unit, Math.max(...values))}` : '';
+        } else {
+          swatch = h('span', { class: `nbp-swatch nbp-f-${entry.color}` });
+          const mean = means.get(entry.label);
+          extra = mean !== undefined && spec.kind === 'bars' ? `${formatValue(spec.y.unit, mean)} / step · ${formatShare(total > 0 ? mean / total : null)}` : '';
+        }
+        swatch.setAttribute('aria-hidden', 'true');
+        return h('li', { 'data-kind': entry.kind }, swatch, h('span', { class: 'nbp-legend-name' }, entry.label), extra ? h('span', { class: 'nbp-legend-extra' }, extra) : null);
+      })
+    );
+  }
+}
+
+/** A panel's plot area: where each point and value lies, and the marks drawn there. */
+class Frame {
+  readonly left: number;
+  readonly top: number;
+  readonly width: number;
+  readonly continuous: boolean;
+  private readonly xAxis: Axis | null;
+  private readonly slot = new Map<number, number>();
+
+  constructor(
+    private readonly spec: IChartSpec,
+    readonly view: IView,
+    left: number,
+    top: number,
+    width: number,
+    private readonly axis: Axis
+  ) {
+    this.left = left + M.left;
+    this.top = top + M.top;
+    this.width = width - M.left - M.right;
+    this.continuous = spec.x.unit === 'us';
+    const xs = view.index.map(i => view.panel.x[i] as number);
+    this.xAxis = this.continuous && xs.length ? new Axis('us', Math.min(...xs), Math.max(...xs), xs[0] === view.panel.x[0]) : null;
+    view.index.forEach((i, k) => this.slot.set(i, k));
+  }
+
+  band(): number {
+    return this.width / Math.max(this.view.index.length, 1);
+  }
+
+  x(i: number): number {
+    if (this.xAxis) {
+      return this.left + this.xAxis.frac(this.view.panel.x[i] as number) * this.width;
+    }
+    return this.left + ((this.slot.get(i) ?? 0) + 0.5) * this.band();
+  }
+
+  xAt(value: number): number {
+    return this.xAxis ? this.left + this.xAxis.frac(value) * this.width : this.left;
+  }
+
+  y(v: number): number {
+    return this.top + PLOT_H - this.axis.frac(v) * PLOT_H;
+  }
+
+  /** Grid, y ticks (direct children of `.nbp-axis`), x ticks (`.nbp-tick`), axis titles, panel title. */
+  axes(): SVGGElement {
+    const g = s('g', { class: 'nbp-axis' });
+    const right = this.left + this.width;
+    for (const t of this.axis.ticks) {
+      const y = this.y(t * this.axis.scale);
+      g.appendChild(s('line', { class: 'nbp-grid', x1: this.left, x2: right, y1: y, y2: y }));
+      g.appendChild(text(this.left - 5, y + 4, String(t), 'end'));
+    }
+    const bottom = this.top + PLOT_H;
+    g.appendChild(s('line', { class: 'nbp-baseline', x1: this.left, x2: right, y1: bottom, y2: bottom }));
+    const mid = this.top + PLOT_H / 2;
+    const yTitle = text(this.left - 48, mid, `${this.spec.y.label} (${this.axis.label})`, 'middle', 'nbp-axis-title');
+    yTitle.setAttribute('transform', `rotate(-90 ${this.left - 48} ${mid})`);
+    g.appendChild(yTitle);
+    let xTitle = this.spec.x.label;
+    if (this.xAxis) {
+      for (const t of this.xAxis.ticks) {
+        const x = this.left + this.xAxis.frac(t * this.xAxis.scale) * this.width;
+        if (x >= this.left - 1 && x <= right + 1) {
+          g.appendChild(text(x, bottom + 14, String(t), 'middle', 'nbp-tick'));
+        }
+      }
+      xTitle = `${xTitle} (${this.xAxis.label})`;
+    } else {
+      const every = Math.max(1, Math.ceil(this.view.index.length / MAX_X_LABELS));
+      this.view.index.forEach((i, k) => {
+        if (k % every === 0) {
+          g.appendChild(text(this.x(i), bottom + 14, String(this.view.panel.x[i]), 'middle', 'nbp-tick'));
+        }
+      });
+    }
+    g.appendChild(text(this.left + this.width / 2, bottom + 32, xTitle, 'middle', 'nbp-axis-title'));
+    if (this.view.panel.title) {
+      g.appendChild(text(this.left, this.top - 6, this.view.panel.title, 'start', 'nbp-panel-title'));
+    }
+    return g;
+  }
+
+  phases(): SVGElement[] {
+    const pos = new Map(this.view.panel.x.map((x, i) => [x, i] as [number | string, number]));
+    const out: SVGElement[] = [];
+    for (const run of this.view.panel.phases) {
+      const from = this.view.index.filter(i => (this.view.panel.x[i] as number) >= run.start && (this.view.panel.x[i] as number) <= run.end);
+      if (!from.length || !pos.has(run.start)) {
+        continue;
+      }
+      const x0 = this.x(from[0]) - this.band() / 2;
+      const x1 = this.x(from[from.length - 1]) + this.band() / 2;
+      const steps = run.start === run.end ? `step ${run.start}` : `steps ${run.start}–${run.end}`;
+      out.push(
+        s('rect', { class: `nbp-phase nbp-phase-${run.phase}`, x: x0, y: this.top, width: x1 - x0, height: PLOT_H }, s('title', null, `${run.phase} ${steps}`))
+      );
+    }
+    return out;
+  }
+
+  markers(): SVGElement[] {
+    const out: SVGElement[] = [];
+    for (const m of this.view.panel.markers) {
+      const x = this.xAt(m.at);
+      if (x < this.left || x > this.left + this.width) {
+        continue;
+      }
+      out.push(
+        s('line', { class: 'nbp-marker', x1: x, x2: x, y1: this.top, y2: this.top + PLOT_H }, s('title', null, `${m.label} starts at ${formatUs(m.at)}`)),
+        text(x + 2, this.top + 10, m.label, 'start', 'nbp-muted')
+      );
+    }
+    return out;
+  }
+
+  marks(): SVGGElement {
+    return this.spec.kind === 'bars' ? this.bars() : this.lines();
+  }
+
+  private bars(): SVGGElement {
+    const g = s('g', { class: 'nbp-bars' });
+    const fmt = (v: number) => formatValue(this.spec.y.unit, v);
+    const width = Math.max(1, Math.min(48, this.band() * 0.72));
+    for (const i of this.view.index) {
+      const step = String(this.view.panel.x[i]);
+      const bar = s('g', { class: 'nbp-bar', 'data-step': step });
+      const total = this.view.panel.series.reduce((a, ser) => a + Math.max(0, ser.values[i] ?? 0), 0);
+      let acc = 0;
+      for (const ser of this.view.panel.series) {
+        const v = Math.max(0, ser.values[i] ?? 0);
+        if (v <= 0) {
+          continue;
+        }
+        const y0 = this.y(acc);
+        const y1 = this.y(acc + v);
+        acc += v;
+        bar.appendChild(
+          s('rect', { class: `nbp-f-${ser.color}`, x: this.x(i) - width / 2, y: y1, width, height: Math.max(0.5, y0 - y1) },
+            s('title', null, `step ${step} · ${ser.label}: ${fmt(v)} (${formatShare(total > 0 ? v / total : null)})`))
+        );
+      }
+      g.appendChild(bar);
+    }
+    return g;
+  }
+
+  private lines(): SVGGElement {
+    const g = s('g', { class: 'nbp-lines' });
+    const stepwise = this.spec.kind === 'timeline';
+    for (const ser of this.view.panel.series) {
+      let d = '';
+      let pen = false;
+      for (const i of this.view.index) {
+        const v = ser.values[i];
+        if (v === null || !Number.isFinite(v)) {
+          pen = false;
+          continue;
+        }
+        const x = this.x(i).toFixed(1);
+        const y = this.y(v).toFixed(1);
+        d += pen ? (stepwise ? `H${x}V${y}` : `L${x} ${y}`) : `M${x} ${y}`;
+        pen = true;
+      }
+      const line = s('g', { class: 'nbp-line', 'data-series': ser.label });
+      const dash = DASHES[ser.dash];
+      line.appendChild(s('path', { class: `nbp-s-${ser.color}`, d, fill: 'none', 'stroke-width': 2, 'stroke-dasharray': dash }));
+      if (!stepwise && this.view.index.length <= MAX_POINTS) {
+        for (const i of this.view.index) {
+          const v = ser.values[i];
+          if (v !== null && Number.isFinite(v)) {
+            line.appendChild(s('circle', { class: `nbp-f-${ser.color}`, cx: this.x(i), cy: this.y(v), r: 3 }, s('title', null, `${this.heading(i)} · ${ser.label}: ${formatValue(this.spec.y.unit, v)}`)));
+          }
+        }
+      }
+      g.appendChild(line);
+    }
+    return g;
+  }
+
+  /** What a point is: "step 7 (active)", or on a time axis "at 12.3 ms". */
+  heading(i: number): string {
+    const x = this.view.panel.x[i];
+    if (this.continuous) {
+      return `at ${formatUs(x as number)}`;
+    }
+    const run = this.view.panel.phases.find(r => (x as number) >= r.start && (x as number) <= r.end);
+    return `step ${x}${run ? ` (${run.phase})` : ''}`;
+  }
+
+  /** The tooltip's lines for point `i`: each series' value with its unit (bars: and its share, then the total). */
+  hoverLines(i: number): string[] {
+    const unit = this.spec.y.unit;
+    const series = this.view.panel.series;
+    if (this.spec.kind !== 'bars') {
+      return series.map(ser => `${ser.label}: ${formatValue(unit, ser.values[i])}`);
+    }
+    const total = series.reduce((a, ser) => a + Math.max(0, ser.values[i] ?? 0), 0);
+    const parts = series
+      .filter(ser => (ser.values[i] ?? 0) > 0)
+      .map(ser => `${ser.label}: ${formatValue(unit, ser.values[i])} (${formatShare(total > 0 ? (ser.values[i] ?? 0) / total : null)})`);
+    return [...parts, `total: ${formatValue(unit, total)}`];
+  }
+}
+
+/** A chart spec from the columns of a payload table, for reports saved before payloads carried specs. */
+export function specFromTable(opts: {
+  name: string;
+  kind: 'bars' | 'lines';
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  unit: 'us' | 'bytes';
+  steps: number[];
+  phases?: (string | null)[];
+  fromZero?: boolean;
+  series: { key: string; label: string; values: (number | null)[] }[];
+}): IChartSpec {
+  const phases = opts.phases ?? [];
+  const runs: IChartPanel['phases'] = [];
+  opts.steps.forEach((step, k) => {
+    const phase = phases[k];
+    if (!phase || !PHASES.includes(phase)) {
+      return;
+    }
+    const last = runs[runs.length - 1];
+    if (last && last.phase === phase && k > 0 && last.end === opts.steps[k - 1]) {
+      last.end = step;
+    } else {
+      runs.push({ phase, start: step, end: step });
+    }
+  });
+  return {
+    version: 1,
+    name: opts.name,
+    kind: opts.kind,
+    title: opts.title,
+    x: { label: opts.xLabel, unit: 'step' },
+    y: { label: opts.yLabel, unit: opts.unit },
+    layout: 'rows',
+    shared_y: false,
+    panels: [
+      {
+        title: null,
+        x: opts.steps,
+        from_zero: opts.fromZero ?? true,
+        series: opts.series.map(ser => ({ ...ser, color: colorOf(ser.key), dash: 'solid' })),
+        phases: runs,
+        markers: []
+      }
+    ]
+  };
+}
+
+/** The palette colour of a payload column ("kernel_us", "mem_reserved_bytes"), as Python names its series. */
+export function colorOf(column: string): string {
+  const key = column.toLowerCase().replace(/_(us|bytes)$/, '').replace(/[\s-]+/g, '_');
+  const known = ['kernel', 'memcpy', 'memset', 'communication', 'runtime', 'dataloader', 'cpu_exec', 'other', 'forward', 'backward', 'optimizer'];
+  if (known.includes(key)) {
+    return key;
+  }
+  for (const [part, color] of [['rss', 'rss'], ['reserved', 'reserved'], ['peak', 'peak'], ['alloc', 'allocated']]) {
+    if (key.includes(part)) {
+      return color;
+    }
+  }
+  return 'other';
 }

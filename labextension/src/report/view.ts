@@ -5,7 +5,7 @@
  * Every string from the payload goes in through text nodes (dom.ts), so
  * operator names such as `<img src=x onerror=...>` show as text.
  */
-import { legend, memoryChart, seriesColors, stackedBarChart } from './charts';
+import { colorOf, renderChart, specFromTable } from './charts';
 import { copyText } from './copy';
 import { Child, clear, h, uid } from './dom';
 import {
@@ -414,26 +414,21 @@ export class ReportView {
           : 'One bar per profiled step, split by what the host was doing (no device activity was recorded).'
       )
     );
-    const names = cats.map(({ c }) => columnLabel(c));
-    const colors = seriesColors(cats.map(({ c }) => c));
-    const steps = b.rows.map(row => String(row[stepCol >= 0 ? stepCol : 0] ?? ''));
-    const series = cats.map(({ c, i }, k) => ({
-      name: names[k],
-      values: b.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : null))
-    }));
-    wrap.appendChild(stackedBarChart(steps, series, colors, { title }));
-    const avgs = series.map(ser => {
-      const v = ser.values.filter((x): x is number => x !== null);
-      return v.length ? v.reduce((a, x) => a + x, 0) / b.rows.length : 0;
-    });
-    const total = avgs.reduce((a, x) => a + x, 0);
-    wrap.appendChild(
-      legend(
-        names,
-        colors,
-        avgs.map(a => `${formatUs(a)} / step · ${formatShare(total > 0 ? a / total : null)}`)
-      )
-    );
+    const spec = specFromTable({
+        name: 'breakdown',
+        kind: 'bars',
+        title,
+        xLabel: 'step',
+        yLabel: 'time per step',
+        unit: 'us',
+        steps: b.rows.map((row, k) => (typeof row[stepCol >= 0 ? stepCol : 0] === 'number' ? (row[stepCol >= 0 ? stepCol : 0] as number) : k)),
+        series: cats.map(({ c, i }) => ({
+          key: c,
+          label: columnLabel(c),
+          values: b.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : null))
+        }))
+      });
+    wrap.appendChild(renderChart(spec));
     return wrap;
   }
 
@@ -641,8 +636,7 @@ export class ReportView {
         key: c,
         name: columnLabel(c),
         values: t.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : null))
-      })),
-      this.report.device.total_memory_bytes
+      }))
     );
     const peak = Math.max(0, ...memCols.flatMap(({ i }) => t.rows.map(row => (typeof row[i] === 'number' ? (row[i] as number) : 0))));
     const total = this.report.device.total_memory_bytes;
@@ -676,9 +670,7 @@ export class ReportView {
         `Tensor memory on ${device} in the profiled steps${since}`,
         rows.map((row, k) => (typeof row[stepIdx] === 'number' ? (row[stepIdx] as number) : k)),
         rows.map(() => null),
-        series,
-        // The report's device capacity, on that device's chart only (a GPU's would dwarf host memory).
-        (device === 'cpu') === (this.report.device.kind === 'cpu') ? this.report.device.total_memory_bytes : null
+        series
       );
     });
   }
@@ -688,21 +680,21 @@ export class ReportView {
     title: string,
     steps: number[],
     phases: (string | null)[],
-    series: { key: string; name: string; values: (number | null)[] }[],
-    limitBytes: number | null
+    series: { key: string; name: string; values: (number | null)[] }[]
   ): HTMLElement {
-    const colors = seriesColors(series.map(ser => ser.key));
-    const extras = series.map(ser => {
-      const v = ser.values.filter((x): x is number => x !== null);
-      return v.length ? `max ${formatBytes(Math.max(...v))}` : '';
+    const spec = specFromTable({
+      name: 'memory',
+      kind: 'lines',
+      title,
+      xLabel: 'step',
+      yLabel: 'memory',
+      unit: 'bytes',
+      steps,
+      phases,
+      fromZero: !series.some(ser => colorOf(ser.key) === 'rss'),
+      series: series.map(ser => ({ key: ser.key, label: ser.name, values: ser.values }))
     });
-    return h(
-      'div',
-      { class: 'nbp-memory-plot' },
-      h('h4', { class: 'nbp-h' }, title),
-      memoryChart(steps, phases, series, colors, { title, limitBytes }),
-      legend(series.map(ser => ser.name), colors, extras)
-    );
+    return h('div', { class: 'nbp-memory-plot' }, h('h4', { class: 'nbp-h' }, title), renderChart(spec));
   }
 
   // -- Suggestions -------------------------------------------------------------------
