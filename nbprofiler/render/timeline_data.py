@@ -100,6 +100,14 @@ def timeline_bundle(report: "Report") -> dict[str, Any] | None:
     return {TIMELINE_MIME: payload, "text/html": f'<p class="nbprofiler-timeline-fallback">{esc(line)}</p>'}
 
 
+def _of_kind(kind: np.ndarray, wanted: tuple[Kind, ...]) -> np.ndarray:
+    """Whether each event's kind is one of ``wanted``: a table lookup, several times faster than
+    ``np.isin`` on a million events."""
+    table = np.zeros(max(Kind) + 1, dtype=bool)
+    table[list(wanted)] = True
+    return table[kind]
+
+
 def _b64(values: np.ndarray, dtype: str) -> str:
     return base64.b64encode(np.ascontiguousarray(values, dtype=dtype).tobytes()).decode("ascii")
 
@@ -209,7 +217,7 @@ def _assign_lanes(table: EventTable, idx: np.ndarray, is_dl: np.ndarray, main: i
     thread id), the DataLoader, then the GPU streams by device and stream."""
     lane = np.zeros(len(idx), dtype=np.int64)
     kind = table.kind[idx]
-    host = np.flatnonzero(np.isin(kind, _HOST_KINDS) & ~is_dl)
+    host = np.flatnonzero(_of_kind(kind, _HOST_KINDS) & ~is_dl)
     code, threads = pd.factorize(table.thread[idx[host]], sort=True)
     shown = np.argsort(threads != main, kind="stable")  # the main thread first, the rest by id
     rank = np.empty(len(threads), dtype=np.int64)
@@ -221,7 +229,7 @@ def _assign_lanes(table: EventTable, idx: np.ndarray, is_dl: np.ndarray, main: i
     lane[host] = first + rank[code]
     if is_dl.any():
         lane[is_dl] = lanes.add("dataloader", "DataLoader")
-    dev = np.flatnonzero(np.isin(kind, DEVICE_WORK_KINDS))
+    dev = np.flatnonzero(_of_kind(kind, DEVICE_WORK_KINDS))
     device, stream = table["device"][idx[dev]], table["stream"][idx[dev]]
     code, pairs = pd.factorize(device * (1 << 32) + stream, sort=True)
     first = len(lanes.rows)
@@ -245,7 +253,7 @@ def _stacks(table: EventTable, idx: np.ndarray, strings: _Strings) -> tuple[np.n
         return seen[frames]
 
     py = np.flatnonzero(table.kind == Kind.PYTHON_FUNCTION)
-    host = np.flatnonzero(np.isin(table.kind[idx], _HOST_KINDS))
+    host = np.flatnonzero(_of_kind(table.kind[idx], _HOST_KINDS))
     if len(py) and len(host):
         start, end, thread = table["ts"][py], table["ts"][py] + table["dur"][py], table.thread[py]
         parent = parent_index(start, end, thread)
@@ -364,7 +372,7 @@ def _build(report: "Report") -> dict[str, Any] | None:
     ts, dur = table["ts"], table["dur"]
     names = pd.Series(table.names, dtype=object).astype(str)
     is_step_name = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool)
-    drawn = np.isin(table.kind, (*_HOST_KINDS, *DEVICE_WORK_KINDS)) & ~is_step_name[table.name_code]
+    drawn = _of_kind(table.kind, (*_HOST_KINDS, *DEVICE_WORK_KINDS)) & ~is_step_name[table.name_code]
     idx = np.flatnonzero(drawn & (ts <= hi) & (ts + dur >= lo))
     is_dl = dataloader_names(table)[table.name_code[idx]] & (table.kind[idx] != Kind.RUNTIME)
 
@@ -377,10 +385,11 @@ def _build(report: "Report") -> dict[str, Any] | None:
         main = int(thread_key(host_steps["pid"].to_numpy()[:1], host_steps["tid"].to_numpy()[:1])[0])
     lane = _assign_lanes(table, idx, is_dl, main, lanes)
 
-    cat = np.full(len(idx), _CAT["other"], dtype=np.int64)
     kind = table.kind[idx]
+    cat_of_kind = np.full(max(Kind) + 1, _CAT["other"], dtype=np.uint8)
     for k, c in _KIND_CATEGORY.items():
-        cat[kind == k] = _CAT[c]
+        cat_of_kind[k] = _CAT[c]
+    cat = cat_of_kind[kind]
     cat[is_dl] = _CAT["dataloader"]
     kernel = kind == Kind.KERNEL
     nccl = names.str.contains("nccl|rccl", case=False, regex=True).to_numpy(dtype=bool)
@@ -417,7 +426,7 @@ def _build(report: "Report") -> dict[str, Any] | None:
     position = np.full(len(table), -1, dtype=np.int64)
     kept = ev["source"] >= 0
     position[ev["source"][kept]] = np.flatnonzero(kept)
-    device_events = ev["source"][kept][np.isin(table.kind[ev["source"][kept]], DEVICE_WORK_KINDS)]
+    device_events = ev["source"][kept][_of_kind(table.kind[ev["source"][kept]], DEVICE_WORK_KINDS)]
     runtime = launching_runtime(table, device_events)
     src = np.where(runtime >= 0, position[np.maximum(runtime, 0)], -1)
     linked = src >= 0
