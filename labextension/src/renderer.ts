@@ -251,11 +251,20 @@ export class ReportRenderer extends LiveOrSavedRenderer<IReport> {
     return parseReport(data);
   }
 
-  protected async showSaved(report: IReport, _model: IRenderMime.IMimeModel, hadWidget: boolean): Promise<Widget> {
+  protected async showSaved(report: IReport, model: IRenderMime.IMimeModel, hadWidget: boolean): Promise<Widget> {
     const footer = hadWidget
       ? 'Saved report, drawn by the nbprofiler JupyterLab extension: the interactive explorer needs the kernel that made it. Run the cell again to get it back.'
       : 'Report drawn by the nbprofiler JupyterLab extension from the data saved in this output.';
-    return new Widget({ node: new ReportView(report, { footer }).node });
+    // The Export tab offers the output's own static HTML report and data as downloads.
+    const html = model.data['text/html'];
+    const view = new ReportView(report, {
+      footer,
+      html: typeof html === 'string' ? html : undefined,
+      data: model.data[this.mimeType]
+    });
+    const widget = new Widget({ node: view.node });
+    widget.disposed.connect(() => view.dispose());
+    return widget;
   }
 }
 

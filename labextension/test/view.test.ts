@@ -71,7 +71,8 @@ describe('parseReport', () => {
     expect(r.operators.rows).toEqual([]);
     expect(r.summary.steps_profiled).toBe(0);
     const view = new ReportView(r);
-    expect(view.tabNames).toEqual([...TAB_NAMES]);
+    // No kernels: no Kernels tab.
+    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => name !== 'Kernels'));
     expect(view.node.textContent).toContain('No operators were recorded.');
     expect(r.memory).toEqual({ steps: { columns: [], rows: [] }, growth: [], warnings: [], device: null, figures: [] });
     expect(panel(view, 'Memory').textContent).toContain('This report has no memory data');
@@ -107,7 +108,8 @@ describe('escaping of untrusted names', () => {
           expect(attr.name.startsWith('on')).toBe(false);
           expect(['src', 'href', 'srcdoc', 'xlink:href', 'action', 'formaction']).not.toContain(attr.name);
           if (attr.name === 'style') {
-            expect(attr.value).toMatch(/^(background:#[0-9a-f]{6}|width:[0-9.]+%)$/i);
+            // Sizes and colours the code computes; nothing that loads or runs.
+            expect(attr.value).not.toMatch(/url\(|expression|javascript:|@import/i);
           }
         }
       }
@@ -160,10 +162,10 @@ describe('escaping of untrusted names', () => {
 });
 
 describe('report view', () => {
-  it('has the four tabs, with one panel shown at a time', () => {
+  it('has every tab of the explorer, with one panel shown at a time', () => {
     const view = render('report_v100_trace.json');
     const tabs = Array.from(view.node.querySelectorAll('[role="tab"]')).map(t => (t as HTMLElement).dataset.tab);
-    expect(tabs).toEqual(['Overview', 'Operators', 'Memory', 'Suggestions']);
+    expect(tabs).toEqual(['Overview', 'Operators', 'Kernels', 'Memory', 'Cell lines', 'Modules', 'Timeline', 'Suggestions', 'Export']);
     expect(panel(view, 'Overview').hidden).toBe(false);
     expect(panel(view, 'Operators').hidden).toBe(true);
     (view.node.querySelector('[role="tab"][data-tab="Suggestions"]') as HTMLElement).click();
@@ -173,6 +175,10 @@ describe('report view', () => {
     const tab = view.node.querySelector('[role="tab"][data-tab="Suggestions"]') as HTMLElement;
     expect(tab.getAttribute('aria-selected')).toBe('true');
     tab.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+    expect(view.currentTab).toBe('Export');
+    (view.node.querySelector('[role="tab"][data-tab="Export"]') as HTMLElement).dispatchEvent(
+      new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true })
+    );
     expect(view.currentTab).toBe('Overview');
   });
 
@@ -187,7 +193,7 @@ describe('report view', () => {
     expect(bars[0].querySelectorAll('rect').length).toBe(7);
     expect(overview.querySelector('svg title')!.textContent).toBe('Step time by device activity');
     const axis = Array.from(overview.querySelectorAll('svg .nbp-axis-title')).map(t => t.textContent);
-    expect(axis).toEqual(['time per step (ms)', 'step']);
+    expect(axis).toEqual(['time per step (ms)', 'profiled step']);
     const legend = Array.from(overview.querySelectorAll('.nbp-legend li')).map(li => li.textContent);
     expect(legend[0]).toMatch(/^Kernel.*\/ step · \d+%$/);
     expect(overview.querySelectorAll('.nbp-top-suggestions li').length).toBe(3);
@@ -272,9 +278,13 @@ describe('operator table', () => {
     const view = render('report_cpu_live.json');
     const table = view.node.querySelector('.nbp-operator-table') as HTMLTableElement;
     const first = Array.from(table.tBodies[0].rows[0].cells).map(c => c.textContent);
-    expect(first).toEqual(['aten::addmm', '150', '61.2 ms', '63.0 ms', '0 µs', '0 µs']);
-    const last = Array.from(table.tBodies[0].rows[9].cells).map(c => c.textContent);
-    expect(last.slice(4)).toEqual(['–', '–']);
+    // A CPU run: no device-time columns of "0 µs".
+    expect(first).toEqual(['aten::addmm', '150', '61.2 ms', '63.0 ms']);
+    const sparse = new ReportView(
+      parseReport({ schema: 'nbprofiler.report/1', operators: { columns: ['name', 'calls', 'host_self_us'], rows: [['aten::mm', 3, null]] } })
+    );
+    const cells = Array.from(sparse.node.querySelectorAll('.nbp-operator-table tbody td')).map(c => c.textContent);
+    expect(cells).toEqual(['aten::mm', '3', '–']);
   });
 
   it('keeps missing values last in both directions', () => {
@@ -292,21 +302,22 @@ describe('recorded payload', () => {
     const overview = panel(view, 'Overview');
     expect(view.node.querySelector('.nbp-title')!.textContent).toBe(raw.title);
     const legend = Array.from(overview.querySelectorAll('.nbp-legend-name')).map(n => n.textContent);
-    expect(legend).toEqual(['DataLoader', 'Forward', 'Backward', 'Optimizer', 'Other']);
+    // The parts with time in some step (Python's chart spec): the DataLoader took none.
+    expect(legend).toEqual(['Forward', 'Backward', 'Optimizer', 'Other']);
     expect(overview.querySelectorAll('svg .nbp-bar').length).toBe(raw.breakdown.rows.length);
     // The sampler's line spans all the steps the cell ran, with the phases shaded.
     const mem = panel(view, 'Memory');
-    const [sampled, traced] = Array.from(mem.querySelectorAll('svg'));
-    expect(sampled.querySelectorAll('.nbp-line circle').length).toBe(raw.steps.rows.length);
-    expect(sampled.querySelectorAll('.nbp-phase-active').length).toBe(1);
+    const [memory] = Array.from(mem.querySelectorAll('svg'));
+    expect(memory.querySelectorAll('.nbp-line[data-series="RSS at step end"] circle').length).toBe(raw.steps.rows.length);
+    expect(memory.querySelectorAll('.nbp-phase-active').length).toBe(2);
     // The trace's tensor memory in the profiled steps: the 1 MiB kept at every step.
     // CPU levels count from the start of recording (torch's CPU counter is no absolute level): the title says so.
-    expect(traced.querySelector('title')!.textContent).toBe(
-      'Tensor memory on cpu in the profiled steps, counted from the start of recording'
+    expect(Array.from(memory.querySelectorAll('.nbp-panel-title')).map(t => t.textContent)).toContain(
+      'cpu: tensor memory, profiled steps, counted from the start of recording'
     );
     expect(mem.querySelector('.nbp-memory-figures')!.textContent).toBe(`Memory on cpu: ${raw.memory.figures.join(', ')}`);
     expect(raw.memory.figures[0]).toMatch(/^largest rise within a step after the first profiled one, over its starting level \(traced\) /);
-    expect(traced.querySelectorAll('.nbp-line[data-series="Allocated at step end"] circle').length).toBe(raw.memory.steps.rows.length);
+    expect(memory.querySelectorAll('.nbp-line[data-series="allocated at step end"] circle').length).toBe(raw.memory.steps.rows.length);
     // Python flagged it, and the warning is Python's own sentence, with the slope.
     const warnings = Array.from(mem.querySelectorAll('.nbp-growth')).map(w => w.textContent);
     expect(warnings).toEqual(raw.memory.warnings);
@@ -365,11 +376,12 @@ describe('memory tab', () => {
     const view = render('report_v100_trace.json');
     const mem = panel(view, 'Memory');
     const titles = Array.from(mem.querySelectorAll('svg > title')).map(t => t.textContent);
-    expect(titles).toEqual(['Tensor memory on cpu in the profiled steps', 'Tensor memory on cuda:0 in the profiled steps']);
-    const cuda = mem.querySelectorAll('.nbp-memory-plot')[1];
+    // Python's charts of the device the memory views describe: per step, and through the profiled steps.
+    expect(titles).toEqual(['Memory on cuda:0', 'cuda:0: memory during the profiled steps']);
+    const cuda = mem.querySelector('.nbp-chartbox')!;
     // One point per profiled step; no reserved line (the trace has no reserved figures).
-    expect(Array.from(cuda.querySelectorAll('.nbp-legend-name')).map(n => n.textContent)).toEqual(['Allocated at step end', 'Peak in step']);
-    expect(cuda.querySelectorAll('.nbp-line[data-series="Peak in step"] circle').length).toBe(6);
+    expect(Array.from(cuda.querySelectorAll('.nbp-legend-name')).map(n => n.textContent)).toEqual(['allocated at step end', 'peak in step']);
+    expect(cuda.querySelectorAll('.nbp-line[data-series="peak in step"] circle').length).toBe(6);
     expect(cuda.querySelector('.nbp-legend-extra')!.textContent).toBe('max 0 B');
     expect(cuda.querySelectorAll('.nbp-legend-extra')[1].textContent).toBe('max 2.6 GiB');
     expect(mem.textContent).not.toContain('no memory data');
@@ -459,3 +471,239 @@ describe('formatting', () => {
     expect(niceTicks(0)).toEqual([0, 1]);
   });
 });
+
+// -- the views the explorer has: Kernels, Cell lines, Modules, Timeline, Export ----------------
+
+/** A 2d context that records nothing: jsdom has no canvas, and the timeline draws on one. */
+function stubCanvas(): void {
+  HTMLCanvasElement.prototype.getContext = function () {
+    return new Proxy({} as { [k: string]: unknown }, {
+      get: (target, prop: string) => (prop in target ? target[prop] : () => ({ width: 10 })),
+      set: (target, prop: string, value) => {
+        target[prop] = value;
+        return true;
+      }
+    });
+  } as unknown as typeof HTMLCanvasElement.prototype.getContext;
+}
+
+function readBlob(blob: Blob): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result));
+    reader.onerror = () => reject(reader.error);
+    reader.readAsText(blob);
+  });
+}
+
+function headers(table: Element): string[] {
+  return Array.from(table.querySelectorAll('thead th')).map(th => th.textContent ?? '');
+}
+
+describe('kernels tab', () => {
+  it('shows every kernel by its whole name, with tensor cores and blocks per SM', () => {
+    const raw = fixture('report_a100_trace.json') as any;
+    const view = render('report_a100_trace.json');
+    const table = panel(view, 'Kernels').querySelector('.nbp-kernel-table') as HTMLTableElement;
+    expect(headers(table)).toEqual(['Kernel', 'Category', 'Calls', 'Total', 'Mean', 'Max', 'Occupancy', 'Blocks per SM', 'Tensor cores', 'Launched by']);
+    const col = (name: string) => raw.kernels.columns.indexOf(name);
+    const rows = Array.from(table.tBodies[0].rows);
+    expect(rows.length).toBe(Math.min(50, raw.kernels.rows.length));
+    rows.forEach((tr, i) => {
+      const kernel = raw.kernels.rows[i];
+      expect(tr.cells[0].textContent).toBe(kernel[col('name')]);
+      expect(tr.cells[0].title).toBe(kernel[col('name')]);
+      expect(tr.cells[8].textContent).toBe(kernel[col('tensor_cores')] ? 'yes' : 'no');
+      expect(tr.cells[9].textContent).toBe(kernel[col('operator')] ?? '–');
+    });
+    // Names longer than the 45 characters the explorer cut them to, whole here.
+    expect(Math.max(...rows.map(tr => tr.cells[0].textContent!.length))).toBeGreaterThan(45);
+    expect(rows.some(tr => tr.cells[8].textContent === 'yes')).toBe(raw.kernels.rows.some((k: any[]) => k[col('tensor_cores')]));
+    // The header sits over its own column.
+    expect(table.tHead!.rows[0].cells.length).toBe(table.tBodies[0].rows[0].cells.length);
+    expect(table.tHead!.rows[0].cells[7].classList.contains('nbp-num')).toBe(true);
+    expect(rows[0].cells[7].classList.contains('nbp-num')).toBe(true);
+  });
+
+  it('sorts and filters like the operator table, and shows a clicked kernel’s figures', () => {
+    const view = render('report_a100_trace.json');
+    const kernels = view.kernels!;
+    kernels.sortBy('calls');
+    const table = panel(view, 'Kernels').querySelector('.nbp-kernel-table') as HTMLTableElement;
+    const calls = Array.from(table.tBodies[0].rows).map(tr => Number(tr.cells[2].textContent!.replace(/,/g, '')));
+    expect(calls).toEqual([...calls].sort((a, b) => b - a));
+    kernels.filterBy('gemm');
+    const names = Array.from(table.tBodies[0].rows).map(tr => tr.cells[0].textContent!);
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.every(n => n.toLowerCase().includes('gemm'))).toBe(true);
+    table.tBodies[0].rows[0].click();
+    const details = panel(view, 'Kernels').querySelector('.nbp-row-details') as HTMLElement;
+    expect(details.hidden).toBe(false);
+    expect(details.querySelector('.nbp-details-title')!.textContent).toBe(names[0]);
+    expect(details.textContent).toContain('Blocks per SM');
+    expect(table.tBodies[0].rows[0].getAttribute('aria-selected')).toBe('true');
+    table.tBodies[0].rows[0].click();
+    expect(details.hidden).toBe(true);
+  });
+
+  it('has no Kernels tab for a CPU run', () => {
+    for (const name of ['report_cpu_live.json', 'report_recorded_cpu.json']) {
+      expect(render(name).tabNames).not.toContain('Kernels');
+    }
+  });
+});
+
+describe('operator details', () => {
+  it('shows a clicked operator’s figures and the kernels it launched', () => {
+    const raw = fixture('report_a100_trace.json') as any;
+    const view = render('report_a100_trace.json');
+    const by = raw.kernels.columns.indexOf('operator');
+    const table = panel(view, 'Operators').querySelector('.nbp-operator-table') as HTMLTableElement;
+    const rows = Array.from(table.tBodies[0].rows);
+    const row = rows.find(tr => raw.kernels.rows.some((k: any[]) => k[by] === tr.cells[0].textContent))!;
+    const name = row.cells[0].textContent!;
+    row.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+    const details = panel(view, 'Operators').querySelector('.nbp-row-details') as HTMLElement;
+    expect(details.querySelector('.nbp-details-title')!.textContent).toBe(name);
+    const shown = Array.from(details.querySelectorAll('.nbp-details-kernels tbody tr')).map(tr => (tr as HTMLTableRowElement).cells[0].textContent);
+    const expected = raw.kernels.rows.filter((k: any[]) => k[by] === name).map((k: any[]) => k[raw.kernels.columns.indexOf('name')]);
+    expect(shown).toEqual(expected);
+    expect(details.querySelector('.nbp-row-figures')!.textContent).toContain('Device total');
+  });
+});
+
+describe('a CPU run', () => {
+  it('shows no device-time columns of 0 µs in any table', () => {
+    for (const name of ['report_cpu_live.json', 'report_recorded_cpu.json']) {
+      const view = render(name);
+      for (const table of Array.from(view.node.querySelectorAll('table'))) {
+        expect(headers(table).filter(t => /device/i.test(t))).toEqual([]);
+      }
+      const modules = panel(view, 'Modules');
+      expect(modules.textContent).not.toMatch(/Fwd device|Bwd device/);
+      // The payload has the device columns, all zero; the operator table shows each operator's own figures only.
+      const raw = fixture(name) as any;
+      expect(raw.operators.columns).toContain('device_total_us');
+      expect(raw.operators.rows.every((r: any[]) => !r[raw.operators.columns.indexOf('device_total_us')])).toBe(true);
+      expect(view.node.querySelectorAll('.nbp-operator-table thead th').length).toBe(
+        raw.operators.columns.filter((c: string) => !c.startsWith('device_')).length
+      );
+    }
+    // The same payload with device time has the columns.
+    expect(headers(render('report_a100_trace.json').node.querySelector('.nbp-operator-table')!)).toContain('Device total');
+  });
+});
+
+describe('the tag', () => {
+  it('says what the report was saved from, not "live run" for every report', () => {
+    const tag = (name: string) => render(name).node.querySelector('.nbp-saved-tag')!.textContent;
+    expect(tag('report_cpu_live.json')).toBe('saved report · live run of 2026-12-03 17:40');
+    expect(tag('report_a100_trace.json')).toBe('saved report · trace file a100_alexnet_small.pt.trace.json.gz');
+    expect(tag('report_v100_trace.json')).toBe('saved report · trace file v100_resnet50_train_num_workers_0.pt.trace.json.gz');
+    // A payload written before saved_from existed.
+    expect(new ReportView(parseReport({ schema: 'nbprofiler.report/1', source: 'live' })).node.textContent).toContain('saved report · live run');
+  });
+});
+
+describe('cell lines and modules', () => {
+  it('shows every line of the cell with its time, the source as text', () => {
+    const raw = fixture('report_cpu_live.json') as any;
+    const lines = panel(render('report_cpu_live.json'), 'Cell lines');
+    const rows = Array.from(lines.querySelectorAll('.nbp-lines-table tbody tr')) as HTMLTableRowElement[];
+    expect(rows.map(tr => tr.cells[tr.cells.length - 1].textContent)).toEqual(raw.lines.rows.map((r: any[]) => r[1]));
+    expect(rows[1].cells[2].textContent).toBe(formatUs(61234.5));
+    expect(rows[3].cells[2].textContent).toBe(''); // no time on that line
+    expect(headers(lines.querySelector('table')!)).toEqual(['Line', 'Share', 'Host', 'Source']);
+    expect(lines.querySelector('img')).toBeNull();
+  });
+
+  it('says why a trace file has no cell lines and how to get modules', () => {
+    const raw = fixture('report_a100_trace.json') as any;
+    const view = render('report_a100_trace.json');
+    expect(panel(view, 'Cell lines').querySelector('.nbp-absent')!.textContent).toBe(raw.lines.why);
+    expect(panel(view, 'Modules').querySelector('.nbp-absent')!.textContent).toContain('--modules');
+  });
+
+  it('folds the module tree under each parent, the first two levels open', () => {
+    const modules = panel(render('report_cpu_live.json'), 'Modules');
+    const nodes = Array.from(modules.querySelectorAll('details.nbp-mnode')) as HTMLDetailsElement[];
+    expect(nodes.map(d => d.querySelector(':scope > summary > .nbp-mrow')!.getAttribute('title'))).toEqual(['Net', 'Net.body']);
+    expect(nodes.every(d => d.open)).toBe(true);
+    const body = nodes[1];
+    const children = Array.from(body.querySelectorAll(':scope > .nbp-mleaf .nbp-mrow')).map(n => n.getAttribute('title'));
+    expect(children).toEqual(['Net.body.0', `Net.body.${HOSTILE_IMG}`]);
+    expect(modules.textContent).toContain(HOSTILE_SCRIPT);
+    // The head is a direct child of the root, after its own subtree.
+    expect(Array.from(nodes[0].querySelectorAll(':scope > .nbp-mleaf .nbp-mrow')).map(n => n.getAttribute('title'))).toEqual(['Net.head']);
+  });
+});
+
+describe('timeline tab', () => {
+  it('draws the saved timeline when the tab opens', () => {
+    stubCanvas();
+    const view = render('report_a100_trace.json');
+    const tl = panel(view, 'Timeline');
+    expect(tl.querySelector('.nbp-timeline')).toBeNull(); // not drawn before it is shown
+    view.selectTab('Timeline');
+    expect(tl.querySelector('.nbp-timeline')).not.toBeNull();
+    expect(tl.querySelector('.nbp-timeline-error')).toBeNull();
+    view.dispose();
+  });
+
+  it('says why there is none', () => {
+    const view = render('report_v100_trace.json');
+    view.selectTab('Timeline');
+    expect(panel(view, 'Timeline').textContent).toContain('No timeline');
+  });
+});
+
+describe('export tab', () => {
+  it('downloads the HTML report, the report data and the Perfetto trace from Blobs', async () => {
+    const data = fixture('report_a100_trace.json');
+    const html = '<html><body><h3>nbprofiler report</h3></body></html>';
+    const view = new ReportView(parseReport(data), { html, data });
+    document.body.appendChild(view.node);
+    view.selectTab('Export');
+    const saved: { name: string; blob: Blob }[] = [];
+    const blobs = new Map<string, Blob>();
+    // jsdom has no object URLs: these stand in for the browser's.
+    URL.createObjectURL = (b: Blob | MediaSource) => {
+      const url = `blob:test/${blobs.size}`;
+      blobs.set(url, b as Blob);
+      return url;
+    };
+    URL.revokeObjectURL = () => undefined;
+    const click = vi.spyOn(HTMLAnchorElement.prototype, 'click').mockImplementation(function (this: HTMLAnchorElement) {
+      saved.push({ name: this.download, blob: blobs.get(this.href)! });
+    });
+    try {
+      const buttons = Array.from(panel(view, 'Export').querySelectorAll('button.nbp-download')) as HTMLButtonElement[];
+      expect(buttons.map(b => b.textContent)).toEqual([
+        'Standalone HTML report',
+        'Report data (JSON)',
+        'Open in Perfetto (the timeline as a Chrome trace)'
+      ]);
+      buttons.forEach(b => b.click());
+      expect(saved.map(s => s.name)).toEqual([
+        'a100_alexnet_small.html',
+        'a100_alexnet_small.json',
+        (data as any).timeline.trace_name
+      ]);
+      expect(saved[0].blob.type).toBe('text/html');
+      expect(await readBlob(saved[0].blob)).toBe(html);
+      expect(JSON.parse(await readBlob(saved[1].blob))).toEqual(data);
+      const trace = JSON.parse(await readBlob(saved[2].blob));
+      expect(trace.traceEvents.filter((e: any) => e.ph === 'X').length).toBe((data as any).timeline.events.n);
+      expect(document.querySelector('a[download]')).toBeNull(); // the links are gone after the click
+    } finally {
+      click.mockRestore();
+    }
+  });
+
+  it('offers nothing it does not have', () => {
+    const view = render('report_cpu_live.json');
+    view.selectTab('Export');
+    expect(panel(view, 'Export').textContent).toContain('This output holds nothing to download.');
+  });
+});
+

@@ -86,6 +86,25 @@ export interface IMemory {
   figures: string[];
 }
 
+/** A capped table: `total` counts the rows of the whole run, of which the payload keeps `rows`. */
+export interface ICappedTable extends ITable {
+  total: number;
+}
+
+/** A table the run may not have recorded; `why` then says, in words, why and how to get it. */
+export interface IOptionalTable extends ICappedTable {
+  why: string | null;
+}
+
+/** What the report was made from (payload `saved_from`), which its tag says. */
+export interface ISavedFrom {
+  /** "live run", "trace file" or "saved file". */
+  kind: string;
+  /** ISO time: when the live run ended, the trace file was written, or the kept run ran. */
+  when: string | null;
+  path: string | null;
+}
+
 export interface IReport {
   schema: string;
   title: string;
@@ -101,6 +120,18 @@ export interface IReport {
   steps: ITable;
   memory: IMemory;
   suggestions: ISuggestion[];
+  /** Chart specs by name (Python's `chart_spec`), only those with data; drawn by charts.ts. */
+  charts: { [name: string]: unknown };
+  /** The Timeline tab's events (Python's `timeline_payload`), or null: none recorded, or saved before it existed. */
+  timeline: unknown;
+  /** Kernels by total time: full names, category, occupancy, blocks per SM, tensor cores, launching operator. */
+  kernels: ICappedTable;
+  /** Every line of the cell: `line, source, host_us, device_us`. */
+  lines: IOptionalTable;
+  /** The module tree in call order: `module, parent, type, depth, calls` and forward/backward times. */
+  modules: IOptionalTable;
+  /** Null in payloads written before it existed. */
+  savedFrom: ISavedFrom | null;
 }
 
 /** Raised when the payload is not a report this renderer understands. */
@@ -167,6 +198,22 @@ function table(value: unknown, what: string): ITable {
     return out;
   });
   return { columns, rows };
+}
+
+function cappedTable(value: unknown, what: string): ICappedTable {
+  const t = table(value, what);
+  return { ...t, total: Math.max(t.rows.length, (isObject(value) && num(value.total)) || 0) };
+}
+
+function optionalTable(value: unknown, what: string): IOptionalTable {
+  return { ...cappedTable(value, what), why: isObject(value) ? optStr(value.why) : null };
+}
+
+function savedFrom(value: unknown): ISavedFrom | null {
+  if (!isObject(value)) {
+    return null;
+  }
+  return { kind: str(value.kind, 'live run'), when: optStr(value.when), path: optStr(value.path) };
 }
 
 /**
@@ -255,6 +302,12 @@ export function parseReport(data: unknown): IReport {
       expected_gain: str(s.expected_gain),
       code: s.code === null || s.code === undefined ? null : str(s.code),
       detail: s.detail === null || s.detail === undefined ? null : str(s.detail)
-    }))
+    })),
+    charts: isObject(data.charts) ? data.charts : {},
+    timeline: isObject(data.timeline) ? data.timeline : null,
+    kernels: cappedTable(data.kernels, 'kernels'),
+    lines: optionalTable(data.lines, 'lines'),
+    modules: optionalTable(data.modules, 'modules'),
+    savedFrom: savedFrom(data.saved_from)
   };
 }

@@ -5,20 +5,34 @@
  * Every string from the payload goes in through text nodes (dom.ts), so
  * operator names such as `<img src=x onerror=...>` show as text.
  */
-import { colorOf, renderChart, specFromTable } from './charts';
 import { copyText } from './copy';
-import { Child, clear, h, uid } from './dom';
+import { Child, h, uid } from './dom';
 import {
   formatBytes,
   formatCount,
-  formatMs,
   formatRate,
   formatShare,
   formatUs
 } from './format';
+import { exportPanel } from './export';
+import { linesPanel, modulesPanel } from './attribution';
+import { columnLabel, DataTable, formatCell, isDeviceColumn, isNumericColumn, rowFigures, SortDir } from './table';
 import { Cell, IGrowth, IReport, ISuggestion, ITable } from './types';
+import { disposeTimeline, renderTimeline } from '../timeline';
+import { colorOf, IChartSpec, renderChart, specFromTable } from './charts';
 
-export const TAB_NAMES = ['Overview', 'Operators', 'Memory', 'Suggestions'] as const;
+/** Every tab, in order; Kernels shows only for a run with kernels. */
+export const TAB_NAMES = [
+  'Overview',
+  'Operators',
+  'Kernels',
+  'Memory',
+  'Cell lines',
+  'Modules',
+  'Timeline',
+  'Suggestions',
+  'Export'
+] as const;
 export type TabName = (typeof TAB_NAMES)[number];
 
 export interface IViewOptions {
@@ -28,112 +42,17 @@ export interface IViewOptions {
   footer?: string;
   /** Operator rows shown at first. */
   pageSize?: number;
+  /** The standalone HTML report of the same output (its text/html), for the Export tab. */
+  html?: string;
+  /** The payload as saved, for the Export tab's data download. */
+  data?: unknown;
 }
 
 const TRY_TITLE = 'Run this code in a new cell below, then profile this cell again and compare';
 
-export type SortDir = 'ascending' | 'descending';
-
-const COLUMN_LABELS: { [name: string]: string } = {
-  name: 'Operator',
-  calls: 'Calls',
-  host_self_us: 'Host self',
-  host_total_us: 'Host total',
-  device_self_us: 'Device self',
-  device_total_us: 'Device total',
-  input_shapes: 'Input shapes',
-  step: 'Step',
-  phase: 'Phase',
-  wall_ms: 'Wall time',
-  dataloader_ms: 'DataLoader',
-  mem_allocated_bytes: 'Allocated',
-  mem_reserved_bytes: 'Reserved',
-  mem_peak_bytes: 'Peak',
-  rss_bytes: 'Process RSS',
-  // Breakdown parts, as nbprofiler/render/views.py names them.
-  kernel: 'Kernel',
-  memcpy: 'Memcpy',
-  memset: 'Memset',
-  communication: 'Communication',
-  runtime: 'Runtime',
-  dataloader: 'DataLoader',
-  cpu_exec: 'CPU Exec',
-  other: 'Other',
-  forward: 'Forward',
-  backward: 'Backward',
-  optimizer: 'Optimizer'
-};
-
-export function columnLabel(column: string): string {
-  if (COLUMN_LABELS[column]) {
-    return COLUMN_LABELS[column];
-  }
-  const bare = column.replace(/^mem_/, '').replace(/_(us|ms|bytes)$/, '').replace(/_/g, ' ');
-  return bare.charAt(0).toUpperCase() + bare.slice(1);
-}
-
-/** The text of one table cell, in the unit its column name says. */
-export function formatCell(column: string, value: Cell): string {
-  if (value === null || value === undefined) {
-    return '–';
-  }
-  if (typeof value !== 'number') {
-    return String(value);
-  }
-  if (column.endsWith('_us')) {
-    return formatUs(value);
-  }
-  if (column.endsWith('_ms')) {
-    return formatMs(value);
-  }
-  if (column.endsWith('_bytes')) {
-    return formatBytes(value);
-  }
-  if (column === 'calls' || column === 'step' || Number.isInteger(value)) {
-    return formatCount(value);
-  }
-  return value.toLocaleString('en-US', { maximumFractionDigits: 3 });
-}
-
-/**
- * Rows sorted by one column, as a new array. Missing values go last in both
- * directions; ties keep their original order.
- */
-export function sortRows(rows: Cell[][], column: number, dir: SortDir): Cell[][] {
-  const sign = dir === 'ascending' ? 1 : -1;
-  return rows
-    .map((row, index) => ({ row, index }))
-    .sort((a, b) => {
-      const x = a.row[column];
-      const y = b.row[column];
-      const xm = x === null || x === undefined;
-      const ym = y === null || y === undefined;
-      if (xm || ym) {
-        return xm === ym ? a.index - b.index : xm ? 1 : -1;
-      }
-      let c: number;
-      if (typeof x === 'number' && typeof y === 'number') {
-        c = x - y;
-      } else {
-        c = String(x).localeCompare(String(y), 'en', { numeric: true, sensitivity: 'base' });
-      }
-      return c !== 0 ? sign * c : a.index - b.index;
-    })
-    .map(e => e.row);
-}
-
-/** Rows whose `column` contains `text`, case-insensitively. */
-export function filterRows(rows: Cell[][], column: number, text: string): Cell[][] {
-  const needle = text.trim().toLowerCase();
-  if (!needle || column < 0) {
-    return rows;
-  }
-  return rows.filter(row => String(row[column] ?? '').toLowerCase().includes(needle));
-}
-
-function isNumericColumn(table: ITable, column: number): boolean {
-  return table.rows.some(r => typeof r[column] === 'number');
-}
+// The table helpers live in table.ts; they are part of this module's interface too.
+export { columnLabel, filterRows, formatCell, sortRows } from './table';
+export type { SortDir } from './table';
 
 function explain(text: string): HTMLElement {
   return h('p', { class: 'nbp-explain' }, text);
@@ -192,25 +111,52 @@ export function growthWarning(g: IGrowth): string {
   );
 }
 
+/** When a saved time was, as the kernel's clock read it: "2026-12-03 17:40" from an ISO time. */
+export function savedWhen(iso: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(iso);
+  return m ? `${m[1]} ${m[2]}` : iso;
+}
+
+/** The report's tag: what it was made from ("saved report · live run of 2026-12-03 17:40", or the trace's file name). */
+export function savedTag(r: IReport): string {
+  const from = r.savedFrom;
+  if (!from) {
+    // A payload written before `saved_from` existed has only its source.
+    return `saved report · ${r.source === 'live' ? 'live run' : `trace file ${r.source.split(/[\\/]/).pop()}`}`;
+  }
+  const file = from.path ? from.path.split(/[\\/]/).pop() : null;
+  if (from.kind === 'trace file' && file) {
+    return `saved report · trace file ${file}`;
+  }
+  return `saved report · ${from.kind}${from.when ? ` of ${savedWhen(from.when)}` : ''}`;
+}
+
+/** Whether the run recorded any device time (a CPU run has none, and shows no device-time columns). */
+export function hasDeviceTime(r: IReport): boolean {
+  if (r.kernels.rows.length) {
+    return true;
+  }
+  const t = r.operators;
+  const cols = t.columns.map((c, i) => ({ c, i })).filter(({ c }) => isDeviceColumn(c));
+  return t.rows.some(row => cols.some(({ i }) => typeof row[i] === 'number' && (row[i] as number) > 0));
+}
+
 export class ReportView {
   readonly node: HTMLElement;
   private readonly report: IReport;
   private readonly options: IViewOptions;
   private readonly tabs = new Map<TabName, { tab: HTMLButtonElement; panel: HTMLElement }>();
+  private readonly pending = new Map<TabName, () => HTMLElement>();
   private current: TabName = 'Overview';
-
-  // Operator table state.
-  private opSort: { column: number; dir: SortDir } | null = null;
-  private opFilter = '';
-  private opLimit: number;
-  private opBody: HTMLTableSectionElement | null = null;
-  private opHead: HTMLTableRowElement | null = null;
-  private opCount: HTMLElement | null = null;
+  private readonly deviceTime: boolean;
+  private operatorTable: DataTable | null = null;
+  private kernelTable: DataTable | null = null;
+  private timelineNode: HTMLElement | null = null;
 
   constructor(report: IReport, options: IViewOptions = {}) {
     this.report = report;
     this.options = options;
-    this.opLimit = options.pageSize ?? 50;
+    this.deviceTime = hasDeviceTime(report);
     this.node = h('div', { class: 'nbp-report', 'data-nbprofiler-report': report.schema });
     this.build();
   }
@@ -223,7 +169,21 @@ export class ReportView {
     return this.current;
   }
 
+  /** The operator and kernel tables (tests sort, filter and click them). */
+  get operators(): DataTable | null {
+    return this.operatorTable;
+  }
+
+  get kernels(): DataTable | null {
+    return this.kernelTable;
+  }
+
   selectTab(name: TabName): void {
+    const build = this.pending.get(name);
+    if (build) {
+      this.pending.delete(name);
+      this.tabs.get(name)?.panel.appendChild(build());
+    }
     for (const [key, { tab, panel }] of this.tabs) {
       const on = key === name;
       tab.setAttribute('aria-selected', on ? 'true' : 'false');
@@ -236,35 +196,29 @@ export class ReportView {
 
   /** Sort the operator table by a column name, as a header click does. */
   sortOperators(column: string, dir?: SortDir): void {
-    const index = this.report.operators.columns.indexOf(column);
-    if (index < 0) {
-      return;
-    }
-    if (!dir) {
-      if (this.opSort && this.opSort.column === index) {
-        dir = this.opSort.dir === 'descending' ? 'ascending' : 'descending';
-      } else {
-        dir = isNumericColumn(this.report.operators, index) ? 'descending' : 'ascending';
-      }
-    }
-    this.opSort = { column: index, dir };
-    this.renderOperatorRows();
+    this.operatorTable?.sortBy(column, dir);
   }
 
   filterOperators(text: string): void {
-    this.opFilter = text;
-    this.renderOperatorRows();
+    this.operatorTable?.filterBy(text);
+  }
+
+  /** Free what the timeline holds (its canvas and listeners). */
+  dispose(): void {
+    if (this.timelineNode) {
+      disposeTimeline(this.timelineNode);
+      this.timelineNode = null;
+    }
   }
 
   private build(): void {
     const r = this.report;
-    const source = r.source === 'live' ? 'live run' : `trace file ${r.source}`;
     this.node.appendChild(
       h(
         'div',
         { class: 'nbp-header' },
         h('span', { class: 'nbp-title' }, r.title),
-        h('span', { class: 'nbp-subtitle' }, source)
+        h('span', { class: 'nbp-subtitle nbp-saved-tag' }, savedTag(r))
       )
     );
     if (r.partial) {
@@ -281,10 +235,18 @@ export class ReportView {
     const builders: { [K in TabName]: () => HTMLElement } = {
       Overview: () => this.buildOverview(),
       Operators: () => this.buildOperators(),
+      Kernels: () => this.buildKernels(),
       Memory: () => this.buildMemory(),
-      Suggestions: () => this.buildSuggestions()
+      'Cell lines': () => linesPanel(r.lines, this.deviceTime),
+      Modules: () => modulesPanel(r.modules, this.deviceTime),
+      Timeline: () => this.buildTimeline(),
+      Suggestions: () => this.buildSuggestions(),
+      Export: () => exportPanel(r, { html: this.options.html, data: this.options.data })
     };
     for (const name of TAB_NAMES) {
+      if (name === 'Kernels' && !r.kernels.rows.length) {
+        continue;
+      }
       const tabId = uid('nbp-tab');
       const panelId = uid('nbp-panel');
       const label = name === 'Suggestions' && r.suggestions.length ? `Suggestions (${r.suggestions.length})` : name;
@@ -294,7 +256,12 @@ export class ReportView {
         label
       );
       const panel = h('div', { class: 'nbp-panel', role: 'tabpanel', id: panelId, 'aria-labelledby': tabId, 'data-tab': name });
-      panel.appendChild(builders[name]());
+      if (name === 'Timeline' || name === 'Export') {
+        // Built on first view: the timeline's canvas is sized to its panel, and both decode the timeline.
+        this.pending.set(name, builders[name]);
+      } else {
+        panel.appendChild(builders[name]());
+      }
       tab.addEventListener('click', () => this.selectTab(name));
       tab.addEventListener('keydown', (event: KeyboardEvent) => this.onTabKey(event, name));
       tablist.appendChild(tab);
@@ -308,21 +275,22 @@ export class ReportView {
   }
 
   private onTabKey(event: KeyboardEvent, name: TabName): void {
-    const i = TAB_NAMES.indexOf(name);
+    const names = this.tabNames;
+    const i = names.indexOf(name);
     let next = -1;
     if (event.key === 'ArrowRight') {
-      next = (i + 1) % TAB_NAMES.length;
+      next = (i + 1) % names.length;
     } else if (event.key === 'ArrowLeft') {
-      next = (i + TAB_NAMES.length - 1) % TAB_NAMES.length;
+      next = (i + names.length - 1) % names.length;
     } else if (event.key === 'Home') {
       next = 0;
     } else if (event.key === 'End') {
-      next = TAB_NAMES.length - 1;
+      next = names.length - 1;
     }
     if (next >= 0) {
       event.preventDefault();
-      this.selectTab(TAB_NAMES[next]);
-      this.tabs.get(TAB_NAMES[next])?.tab.focus();
+      this.selectTab(names[next]);
+      this.tabs.get(names[next])?.tab.focus();
     }
   }
 
@@ -414,7 +382,11 @@ export class ReportView {
           : 'One bar per profiled step, split by what the host was doing (no device activity was recorded).'
       )
     );
-    const spec = specFromTable({
+    // The payload's own chart spec; a report saved before payloads carried specs, from its table.
+    const saved = this.report.charts.breakdown as IChartSpec | undefined;
+    const spec =
+      saved ??
+      specFromTable({
         name: 'breakdown',
         kind: 'bars',
         title,
@@ -460,7 +432,7 @@ export class ReportView {
     const out = h('div', { class: 'nbp-operators' });
     out.appendChild(
       explain(
-        'Every torch operator of the profiled steps. Self time excludes the operators it called; total time includes them. Click a column header to sort.'
+        'Every torch operator of the profiled steps. Self time excludes the operators it called; total time includes them. Click a column header to sort, a row for its kernels and figures.'
       )
     );
     if (!t.rows.length) {
@@ -477,96 +449,113 @@ export class ReportView {
         )
       );
     }
-    const filter = h('input', {
-      class: 'nbp-filter',
-      type: 'search',
-      placeholder: 'Filter by name',
-      'aria-label': 'Filter operators by name'
+    const columns = this.shownColumns(t);
+    this.operatorTable = new DataTable(t, {
+      className: 'nbp-operator-table',
+      noun: 'operators',
+      columns,
+      wrap: ['name', 'input_shapes'],
+      pageSize: this.options.pageSize ?? 50,
+      details: row => this.operatorDetails(row, columns)
     });
-    filter.addEventListener('input', () => this.filterOperators(filter.value));
-    const limit = h('select', { class: 'nbp-limit-select', 'aria-label': 'Rows to show' });
-    for (const n of [25, 50, 100, 250, 0]) {
-      const opt = h('option', { value: n }, n === 0 ? 'all' : String(n));
-      if (n === this.opLimit) {
-        opt.selected = true;
-      }
-      limit.appendChild(opt);
-    }
-    limit.addEventListener('change', () => {
-      this.opLimit = Number(limit.value);
-      this.renderOperatorRows();
-    });
-    this.opCount = h('span', { class: 'nbp-count', 'aria-live': 'polite' });
-    out.appendChild(h('div', { class: 'nbp-controls' }, filter, h('label', null, 'show ', limit), this.opCount));
-
-    this.opHead = h('tr');
-    t.columns.forEach((column, i) => {
-      const numeric = isNumericColumn(t, i);
-      const button = h('button', { type: 'button', class: 'nbp-sort', 'data-column': column }, columnLabel(column));
-      button.addEventListener('click', () => this.sortOperators(column));
-      this.opHead!.appendChild(
-        h('th', { scope: 'col', class: numeric ? 'nbp-num' : null, 'data-column': column, 'aria-sort': 'none' }, button)
-      );
-    });
-    this.opBody = h('tbody');
-    out.appendChild(
-      h(
-        'div',
-        { class: 'nbp-table-wrap' },
-        h('table', { class: 'nbp-table nbp-operator-table' }, h('thead', null, this.opHead), this.opBody)
-      )
-    );
-    this.renderOperatorRows();
+    out.appendChild(this.operatorTable.node);
     return out;
   }
 
-  private renderOperatorRows(): void {
+  /** A table's columns less the device-time ones of a run without device time (no columns of "0 µs"). */
+  private shownColumns(t: ITable): string[] {
+    return t.columns.filter(c => this.deviceTime || !isDeviceColumn(c));
+  }
+
+  /** One operator's figures and the kernels it launched. */
+  private operatorDetails(row: Cell[], columns: string[]): HTMLElement {
     const t = this.report.operators;
-    if (!this.opBody || !this.opHead) {
-      return;
+    const name = String(row[t.columns.indexOf('name')] ?? '');
+    const out = h('div', { class: 'nbp-details' }, h('h4', { class: 'nbp-h nbp-details-title' }, name));
+    out.appendChild(rowFigures(t, row, columns.filter(c => c !== 'name')));
+    const k = this.report.kernels;
+    const by = k.columns.indexOf('operator');
+    const launched = by >= 0 ? k.rows.filter(r => r[by] === name) : [];
+    if (launched.length) {
+      const cols = ['name', 'calls', 'total_us', 'tensor_cores'].filter(c => k.columns.includes(c));
+      out.appendChild(h('p', null, `Kernels it launched (${formatCount(launched.length)}):`));
+      out.appendChild(
+        h(
+          'table',
+          { class: 'nbp-table nbp-details-kernels' },
+          h('thead', null, h('tr', null, ...cols.map(c => h('th', { scope: 'col' }, c === 'name' ? 'Kernel' : columnLabel(c))))),
+          h(
+            'tbody',
+            null,
+            ...launched.map(r =>
+              h('tr', null, ...cols.map(c => {
+                const v = r[k.columns.indexOf(c)];
+                return h('td', { class: typeof v === 'number' ? 'nbp-num' : 'nbp-text nbp-wrap' }, formatCell(c, v));
+              }))
+            )
+          )
+        )
+      );
+    } else if (this.deviceTime) {
+      out.appendChild(h('p', { class: 'nbp-muted' }, 'It launched no kernel the saved report keeps.'));
     }
-    let rows = filterRows(t.rows, t.columns.indexOf('name'), this.opFilter);
-    if (this.opSort) {
-      rows = sortRows(rows, this.opSort.column, this.opSort.dir);
+    return out;
+  }
+
+  // -- Kernels -----------------------------------------------------------------------
+  private buildKernels(): HTMLElement {
+    const k = this.report.kernels;
+    const out = h('div', { class: 'nbp-kernels' });
+    out.appendChild(
+      explain(
+        'Every device kernel of the profiled steps by total time, with its category, achieved occupancy, blocks per SM, whether it used tensor cores and the operator that launched it. Click a row for all its figures.'
+      )
+    );
+    const spec = this.report.charts.kernels;
+    if (spec) {
+      out.appendChild(renderChart(spec as IChartSpec));
     }
-    const matched = rows.length;
-    if (this.opLimit > 0) {
-      rows = rows.slice(0, this.opLimit);
+    if (k.total > k.rows.length) {
+      out.appendChild(
+        h(
+          'p',
+          { class: 'nbp-muted nbp-truncated' },
+          `The saved report keeps the ${formatCount(k.rows.length)} longest of the run’s ${formatCount(k.total)} kernels.`
+        )
+      );
     }
-    Array.from(this.opHead.children).forEach((th, i) => {
-      const dir = this.opSort && this.opSort.column === i ? this.opSort.dir : 'none';
-      th.setAttribute('aria-sort', dir);
-      th.classList.toggle('nbp-sorted', dir !== 'none');
+    this.kernelTable = new DataTable(k, {
+      className: 'nbp-kernel-table',
+      noun: 'kernels',
+      columns: k.columns,
+      labels: { name: 'Kernel' },
+      wrap: ['name', 'operator'],
+      pageSize: this.options.pageSize ?? 50,
+      details: row =>
+        h(
+          'div',
+          { class: 'nbp-details' },
+          h('h4', { class: 'nbp-h nbp-details-title' }, String(row[k.columns.indexOf('name')] ?? '')),
+          rowFigures(k, row, k.columns.filter(c => c !== 'name'))
+        )
     });
-    const sortCol = this.opSort?.column ?? -1;
-    const sortMax =
-      sortCol >= 0 && isNumericColumn(t, sortCol)
-        ? Math.max(0, ...t.rows.map(r => (typeof r[sortCol] === 'number' ? (r[sortCol] as number) : 0)))
-        : 0;
-    clear(this.opBody);
-    for (const row of rows) {
-      const tr = h('tr');
-      row.forEach((value, i) => {
-        const column = t.columns[i];
-        const numeric = typeof value === 'number';
-        const td = h('td', { class: numeric ? 'nbp-num' : 'nbp-text' }, formatCell(column, value));
-        if (column === 'name' && value !== null) {
-          td.title = String(value);
-        }
-        if (i === sortCol && sortMax > 0 && numeric) {
-          const pct = Math.max(0, Math.min(100, ((value as number) / sortMax) * 100));
-          td.appendChild(h('span', { class: 'nbp-cellbar', style: `width:${pct.toFixed(1)}%`, 'aria-hidden': 'true' }));
-        }
-        tr.appendChild(td);
-      });
-      this.opBody.appendChild(tr);
+    out.appendChild(this.kernelTable.node);
+    return out;
+  }
+
+  // -- Timeline ----------------------------------------------------------------------
+  private buildTimeline(): HTMLElement {
+    const out = h('div', { class: 'nbp-timeline-tab' });
+    if (!this.report.timeline) {
+      out.appendChild(
+        h('p', { class: 'nbp-muted' }, 'No timeline: the trace recorded no events, or this report was saved by an nbprofiler without one. Run the cell again to get it.')
+      );
+      return out;
     }
-    if (this.opCount) {
-      this.opCount.textContent =
-        matched === t.rows.length
-          ? `${formatCount(rows.length)} of ${formatCount(t.rows.length)} operators`
-          : `${formatCount(rows.length)} of ${formatCount(matched)} matching (${formatCount(t.rows.length)} in all)`;
-    }
+    // renderTimeline says itself, in one line, why a payload cannot be drawn.
+    this.timelineNode = renderTimeline(this.report.timeline);
+    out.appendChild(this.timelineNode);
+    return out;
   }
 
   // -- Memory ------------------------------------------------------------------------
@@ -587,8 +576,10 @@ export class ReportView {
     for (const warning of warnings) {
       out.appendChild(h('div', { class: 'nbp-banner nbp-banner-warn nbp-growth', role: 'note' }, warning));
     }
-    const sampled = this.sampledMemory();
-    const traced = this.tracedMemory();
+    // The payload's chart specs when it has them; a report saved before them, from its tables.
+    const specs = ['memory', 'memory_timeline'].map(name => this.report.charts[name] as IChartSpec | undefined).filter((x): x is IChartSpec => !!x);
+    const sampled = specs.length ? h('div', { class: 'nbp-memory-plot' }, ...specs.map(renderChart)) : this.sampledMemory();
+    const traced = specs.length ? [] : this.tracedMemory();
     if (sampled) {
       out.appendChild(sampled);
     }
