@@ -50,6 +50,7 @@ Python frames (``--stack``) are not drawn as events: they are each operator's ``
 from __future__ import annotations
 
 import base64
+import re
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,7 @@ _HOST_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME)
 _KIND_CATEGORY = {Kind.CPU_OP: "operator", Kind.USER_ANNOTATION: "annotation", Kind.RUNTIME: "runtime",
                   Kind.KERNEL: "kernel", Kind.MEMCPY: "memcpy", Kind.MEMSET: "memset"}
 _MAX_DEPTH = 255  # the depth array is Uint8
+_COLLECTIVE = re.compile("nccl|rccl", re.IGNORECASE)  # kernels drawn as "nccl" (NCCL, and ROCm's RCCL)
 
 _cache: "weakref.WeakKeyDictionary[Report, dict[str, Any] | None]" = weakref.WeakKeyDictionary()
 
@@ -370,8 +372,8 @@ def _build(report: "Report") -> dict[str, Any] | None:
         return None
     lo, hi, steps = _window(report, table)
     ts, dur = table["ts"], table["dur"]
-    names = pd.Series(table.names, dtype=object).astype(str)
-    is_step_name = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool)
+    names = [str(n) for n in table.names]  # per distinct name: a few hundred, plain Python beats pandas here
+    is_step_name = np.array([n.startswith("ProfilerStep#") for n in names], dtype=bool)
     drawn = _of_kind(table.kind, (*_HOST_KINDS, *DEVICE_WORK_KINDS)) & ~is_step_name[table.name_code]
     idx = np.flatnonzero(drawn & (ts <= hi) & (ts + dur >= lo))
     is_dl = dataloader_names(table)[table.name_code[idx]] & (table.kind[idx] != Kind.RUNTIME)
@@ -392,7 +394,7 @@ def _build(report: "Report") -> dict[str, Any] | None:
     cat = cat_of_kind[kind]
     cat[is_dl] = _CAT["dataloader"]
     kernel = kind == Kind.KERNEL
-    nccl = names.str.contains("nccl|rccl", case=False, regex=True).to_numpy(dtype=bool)
+    nccl = np.array([_COLLECTIVE.search(n) is not None for n in names], dtype=bool)
     cat[kernel & nccl[table.name_code[idx]]] = _CAT["nccl"]
     stack, stacks = _stacks(table, idx, strings)
     ev = {
