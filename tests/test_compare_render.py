@@ -3,19 +3,17 @@ suggestion cards' "Try it" markup. Real traces throughout: the two V100 runs (nu
 and 4), and a real A100 trace with an operator and a kernel renamed to hostile names."""
 from __future__ import annotations
 
-import base64
 import gzip
 import html
 import json
 import re
-import struct
 
 import pytest
 
 from conftest import front_end, shared_report, shared_trace
 from nbprofiler.format import fmt_pct
 from nbprofiler.render import bundle
-from nbprofiler.render.charts import comparison_chart
+from nbprofiler.render.charts import CHART_MIME, comparison_chart_bundle, comparison_chart_svg
 from nbprofiler.render.compare_widget import CompareView
 from nbprofiler.render.style import STYLE
 from nbprofiler.render.widget import Explorer
@@ -36,13 +34,6 @@ def walk(widget):
 
 def html_values(widget) -> list[str]:
     return [w.value for w in walk(widget) if isinstance(getattr(w, "value", None), str)]
-
-
-def png_sizes(page: str) -> list[tuple[int, int]]:
-    """Width and height of each inline PNG of ``page``, from its header."""
-    pngs = [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
-    assert all(p.startswith(b"\x89PNG") for p in pngs)
-    return [struct.unpack(">II", p[16:24]) for p in pngs]
 
 
 def shown_names(table) -> list[str]:
@@ -75,9 +66,9 @@ def test_the_static_html_shows_verdict_side_by_side_chart_and_the_changes(v100, 
     assert html.escape(v100.verdict) in page and "num_workers=0 → num_workers=4" in page
     for section in ("Summary", "Breakdown", "Operators", "Kernels", "Memory"):
         assert f"<h4>{section}" in page, section
-    # One chart: both runs in one image, side by side (much wider than tall).
-    [(width, height)] = png_sizes(page)
-    assert width > 2 * height
+    # One chart: both runs side by side in one vector chart, on one scale.
+    assert page.count('<svg class="nbp-chart"') == 1 and comparison_chart_svg(v100) in page
+    assert comparison_chart_bundle(v100)[CHART_MIME]["shared_y"]
     # The DataLoader row: both shares and what explains the change, as the comparison has them.
     row = v100.breakdown.set_index("part").loc["dataloader"]
     dataloader = re.search(r"<tr><td>DataLoader</td>.*?</tr>", page).group(0)
@@ -98,7 +89,9 @@ def test_the_compare_view_has_its_tabs_side_by_side_charts_and_sortable_tables(v
     summary = " ".join(html_values(view.show_tab("Summary")))
     assert html.escape(v100.verdict) in summary and "samples / s" not in summary  # trace files count no samples
     breakdown = " ".join(html_values(view.show_tab("Breakdown")))
-    assert f'src="{comparison_chart(v100)}"' in breakdown and len(png_sizes(breakdown)) == 1
+    outputs = [w.outputs for w in walk(view.show_tab("Breakdown")) if hasattr(w, "outputs")]
+    assert outputs == [({"output_type": "display_data", "data": comparison_chart_bundle(v100), "metadata": {}},)]
+    assert "<img" not in breakdown
     assert "what explains it" in breakdown
 
     view.show_tab("Operators")

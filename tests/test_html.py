@@ -1,7 +1,6 @@
 """The static HTML report (and the text and JSON renderings beside it): complete, offline, escaped."""
 from __future__ import annotations
 
-import base64
 import json
 import re
 import textwrap
@@ -11,6 +10,7 @@ from IPython.utils.capture import capture_output
 
 import nbprofiler
 from conftest import shared_trace
+from nbprofiler.format import fmt_us
 from nbprofiler.render.bundle import MIME_TYPE
 from nbprofiler.render.payload import report_payload
 
@@ -38,8 +38,9 @@ def hostile(ip):
     return ip.user_ns["hostile_run"]
 
 
-def images(page: str) -> list[bytes]:
-    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
+def charts(page: str) -> list[str]:
+    """The inline SVG charts of a page, by their titles."""
+    return re.findall(r'<svg class="nbp-chart"[^>]* aria-label="([^"]*)"', page)
 
 
 def test_the_written_file_is_a_complete_offline_report(hostile, tmp_path):
@@ -50,8 +51,8 @@ def test_the_written_file_is_a_complete_offline_report(hostile, tmp_path):
     for section in ("Overview", "Suggestions", "Steps", "Top operators", "Cell lines", "Modules", "Memory"):
         assert f"<h4>{section}" in page, section
     assert page.count("<table") >= 6
-    pngs = images(page)
-    assert len(pngs) == 3 and all(p.startswith(b"\x89PNG") and len(p) > 5000 for p in pngs)  # breakdown, memory x2
+    # Vector charts: the breakdown, memory over every step, memory through the profiled steps; no image.
+    assert len(charts(page)) == 3 and "<img" not in page
     # No network: no external script, style sheet or image, and no script element at all.
     assert not re.search(r'(src|href)="(https?:)?//', page) and "<link" not in page and "<script" not in page
 
@@ -81,8 +82,10 @@ def test_cell_lines_and_modules_sections(hostile):
 def test_gpu_trace_has_kernels_a_pie_and_the_device_breakdown(tmp_path):
     report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_0.pt.trace.json.gz"))
     page = report.to_html()
-    assert "<h4>Kernels" in page and "Kernel time by category" not in page  # the pie is an image
-    assert len(images(page)) == 4  # breakdown, kernel pie, memory over steps, memory timeline
+    assert "<h4>Kernels" in page
+    kernels = page[page.index("<h4>Kernels"):page.index("<h4>Memory")]
+    assert charts(kernels) == [f"Kernel time by category (total {fmt_us(report.kernels['total_us'].sum())})"]
+    assert len(charts(page)) == 4  # breakdown, kernel time by category, memory over steps, memory timeline
     assert "GPU utilization" in page and "Tesla V100-DGXS-32GB" in page
     coded = sum(1 for s in report.suggestions if s.code)
     assert coded >= 1 and 'class="nbp-copy-code"' not in page
@@ -126,10 +129,8 @@ def test_terminal_ipython_gets_text_only(hostile, ip):
 
 def test_hundreds_of_steps_still_chart_every_step():
     """300 profiled steps: the breakdown is drawn as stacked bands (not 300 slivers of bars), with
-    a readable number of step labels, and the static report carries it as an inline image."""
-    from matplotlib.figure import Figure
-
-    from nbprofiler.render import charts
+    a readable number of step labels, and the static report carries it as inline SVG."""
+    from nbprofiler.render import chart_svg, charts
     from nbprofiler.report import Report
     from nbprofiler.trace.parser import parse_trace
 
@@ -142,11 +143,10 @@ def test_hundreds_of_steps_still_chart_every_step():
                     "pid": 1, "tid": 1}]
     report = Report.from_trace(parse_trace(json.dumps({"traceEvents": events}).encode(), "many"), "many")
     assert len(report.phases) == 300
-    fig = charts.breakdown_figure(report)
-    assert isinstance(fig, Figure)
-    (ax,) = fig.axes
-    assert not ax.patches and ax.collections  # bands, not bars
-    fig.canvas.draw()
-    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
-    assert 3 <= len(labels) <= charts.MAX_STEP_LABELS and labels[0] == "0"
-    assert re.search(r'<img src="data:image/png;base64,[^"]+" alt="step time breakdown">', report.to_html())
+    spec = charts.chart_spec(report, "breakdown")
+    assert spec["panels"][0]["x"] == list(range(300))
+    svg = charts.chart_svg(report, "breakdown")
+    assert "<polygon" in svg and "<rect class=\"nbp-f-" not in svg.split("nbp-legend-entry")[0]  # bands, not bars
+    labels = re.findall(r'text-anchor="middle" class="nbp-muted">(\d+)</text>', svg)  # the x axis's
+    assert 3 <= len(labels) <= chart_svg.MAX_X_LABELS and labels[0] == "0"
+    assert svg in report.to_html()

@@ -27,7 +27,9 @@ SCRIPT = "</script><script>alert(2)</script>"
 # Elements a renderer may emit; anything else in its output came from a name.
 ALLOWED_TAGS = {"html", "head", "body", "meta", "title", "style", "div", "span", "h3", "h4", "h5", "p", "b", "i",
                 "em", "strong", "code", "pre", "small", "br", "hr", "table", "thead", "tbody", "tr", "th", "td",
-                "ul", "ol", "li", "details", "summary", "img", "a", "button", "textarea", "label", "sup", "sub"}
+                "ul", "ol", "li", "details", "summary", "img", "a", "button", "textarea", "label", "sup", "sub",
+                # The charts' inline SVG (render/chart_svg.py).
+                "svg", "g", "rect", "circle", "path", "polygon", "line", "text"}
 
 
 class _Elements(HTMLParser):
@@ -48,7 +50,7 @@ class _Elements(HTMLParser):
 
 def assert_safe_html(markup: str, where: str) -> str:
     """No element but the renderer's own, no event handler running a name's code, no image
-    but the data-URI charts, no javascript: URL. Returns the page's text, for checking
+    but a data URI, no javascript: URL. Returns the page's text, for checking
     that the names show as text."""
     parser = _Elements()
     parser.feed(markup)

@@ -158,14 +158,17 @@ def test_host_device_switch_grouping_and_drill_down(live_report, recording):
 
 
 def test_gpu_trace_has_kernels_and_a_device_time_switch(recording):
-    """A real V100 trace: the Kernels tab with its pie and table, and host/device time."""
+    """A real V100 trace: the Kernels tab with its chart of time by category and its table, and host/device time."""
     from conftest import front_end, shared_trace
+    from nbprofiler.render.charts import chart_bundle
 
     report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_4.pt.trace.json.gz"))
     e = Explorer(report)
     assert "Kernels" in e.tab_titles
     shown = [w.value for w in _walk(e.show_tab("Kernels")) if isinstance(getattr(w, "value", None), str)]
-    assert any('alt="kernel time by category"' in v and "data:image/png;base64," in v for v in shown)
+    charts = [w.outputs for w in _walk(e.show_tab("Kernels")) if hasattr(w, "outputs")]
+    assert charts == [({"output_type": "display_data", "data": chart_bundle(report, "kernels"), "metadata": {}},)]
+    assert not any("<img" in v for v in shown)
     totals = e.kernels.page_frame["total_us"].tolist()
     assert totals == sorted(totals, reverse=True) and len(totals) == min(len(report.kernels), PAGE_ROWS)
     assert body_names(e.kernels)[0] == report.kernels["name"].iloc[0]
