@@ -3,7 +3,7 @@
 For each shared trace (``tests/data/traces``) and a generated trace of ``--events``
 events (``analysis_speed.synthetic_trace``, the realistic mix), after loading it and
 computing the tables the payload reads (steps, memory), times
-``timeline_payload`` (best of ``--repeat``, each on a fresh Report so the per-report
+``timeline_payload`` (best of ``--repeat``, wall clock and CPU time, each on a fresh Report so the per-report
 cache does not answer) and prints the payload's events, whether the cap merged
 any, and its size as JSON. Target: well under 0.5 s for 1 million events.
 
@@ -29,23 +29,24 @@ from nbprofiler.render.timeline_data import timeline_payload  # noqa: E402
 TARGET_S = 0.5
 
 
-def measure(path: Path, repeat: int) -> tuple[float, dict]:
-    best, payload = float("inf"), None
+def measure(path: Path, repeat: int) -> tuple[float, float, dict]:
+    """Best wall and best CPU seconds of ``timeline_payload``, and the payload."""
+    best, best_cpu, payload = float("inf"), float("inf"), None
     for _ in range(repeat):
         report = nbprofiler.load(path)
         report.stretched_steps, report.memory, report.step_window  # noqa: B018 - what the report has already
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         payload = timeline_payload(report)
-        best = min(best, time.perf_counter() - t0)
+        best, best_cpu = min(best, time.perf_counter() - t0), min(best_cpu, time.process_time() - c0)
     assert payload is not None
-    return best, payload
+    return best, best_cpu, payload
 
 
-def line(name: str, seconds: float, payload: dict) -> str:
+def line(name: str, seconds: float, cpu: float, payload: dict) -> str:
     size = len(json.dumps(payload)) / 1e6
     merged = payload["aggregated"]
     cap = "" if merged is None else f", {merged['events']} merged below {merged['below_us']:.2f} µs"
-    return (f"{name:55s} {seconds * 1e3:8.1f} ms  {payload['total_events']:>8} events -> "
+    return (f"{name:52s} {seconds * 1e3:6.1f} ms ({cpu * 1e3:6.1f} ms CPU)  {payload['total_events']:>8} events -> "
             f"{payload['events']['n']:>7}{cap}  {size:6.2f} MB JSON")
 
 
@@ -59,8 +60,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.pt.trace.json"
         n = synthetic_trace(path, args.events)
-        seconds, payload = measure(path, args.repeat)
-        print(line(f"generated, {n} events", seconds, payload))
+        seconds, cpu, payload = measure(path, args.repeat)
+        print(line(f"generated, {n} events", seconds, cpu, payload))
     print(f"target for {args.events} events: under {TARGET_S} s: {'met' if seconds < TARGET_S else 'MISSED'}")
     sys.exit(0 if seconds < TARGET_S else 1)
 

@@ -343,15 +343,19 @@ def _counters(report: "Report", lo: float, hi: float, lanes: _Lanes) -> list[dic
     out: list[dict[str, Any]] = []
     if memory.empty:
         return out
-    for device, rows in memory.groupby("device", sort=True):
-        ts = rows["ts"].to_numpy(dtype=np.float64)
+    code, devices = pd.factorize(memory["device"], sort=True)
+    ts_all = memory["ts"].to_numpy(dtype=np.float64)
+    values = {c: memory[c].to_numpy(dtype=np.float64) for c in ("allocated_bytes", "reserved_bytes")}
+    for i, device in enumerate(devices.tolist()):
+        rows = np.flatnonzero(code == i)  # time-sorted, as memory_timeline gives them
+        ts = ts_all[rows]
         first = max(int(np.searchsorted(ts, lo, side="left")) - 1, 0)
         last = int(np.searchsorted(ts, hi, side="right"))
         if last <= first:
             continue
         lane = lanes.add("memory", f"Memory {device}", str(device))
         for name, column in (("allocated", "allocated_bytes"), ("reserved", "reserved_bytes")):
-            v = rows[column].to_numpy(dtype=np.float64)[first:last]
+            v = values[column][rows[first:last]]
             keep = ~np.isnan(v)
             if keep.any():
                 out.append({"name": name, "unit": "bytes", "device": str(device), "lane": lane,
