@@ -32,6 +32,7 @@ from browser.prerequisites import missing
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "browser" / "lab_e2e.mjs"
 TRY_IT_SCRIPT = ROOT / "tests" / "browser" / "try_it_e2e.mjs"
+EXPORT_SCRIPT = ROOT / "tests" / "browser" / "export_e2e.mjs"
 NOTEBOOK = ROOT / "notebooks" / "01_quickstart.ipynb"
 SHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = os.environ.get("NBP_CHROMIUM", "/usr/bin/chromium")
@@ -245,3 +246,11 @@ def test_try_it_reprofiles_a_suggestion_and_shows_the_comparison(tmp_path: Path)
     notebook = _slow_loader_notebook(tmp_path / "slow_loader.ipynb")
     result = _run_in_lab(tmp_path / "lab", TRY_IT_SCRIPT, notebook, SHOTS / "try_it", timeout=300)
     print(json.dumps({k: result.get(k) for k in ("triedCell", "verdict", "statedVsMeasured")}, indent=1))
+
+
+def test_export_names_files_per_run_keeps_the_first_and_downloads_in_the_page(tmp_path: Path) -> None:
+    """The Export tab's trace is named after the notebook, the cell and the time; its link downloads
+    the very bytes the kernel wrote; a second save takes a new name and says so."""
+    notebook = _slow_loader_notebook(tmp_path / "export me.ipynb")
+    result = _run_in_lab(tmp_path / "lab", EXPORT_SCRIPT, notebook, SHOTS / "export", timeout=300)
+    print(json.dumps({k: result.get(k) for k in ("tracePath", "downloadedBytes")}, indent=1))

@@ -52,7 +52,7 @@ class ExportTab:
         self.report = report
         defaults = default_paths(report)
         no_trace = report.no_trace_reason
-        wide, field = widgets.Layout(width="230px"), widgets.Layout(width="460px")
+        wide, field = widgets.Layout(width="230px", flex="0 0 auto"), widgets.Layout(width="auto", flex="1 1 auto")
         self.trace_path = widgets.Text(value=str(defaults.trace), description="trace file", layout=field)
         self.tb_dir = widgets.Text(value=str(defaults.folder), description="directory", layout=field)
         self.html_path = widgets.Text(value=str(defaults.html), description="HTML file", layout=field)
@@ -82,11 +82,9 @@ class ExportTab:
         note = "" if no_trace is None else (
             f'<div class="how">No trace to save: {esc(no_trace)}; the HTML report and the report file can still '
             "be saved.</div>")
-        self.box = widgets.VBox([how_html("Export"), widgets.HTML(f'<div class="nbp">{note}</div>'),
-                                 widgets.HBox([self.trace_path, self.save_trace]),
-                                 widgets.HBox([self.tb_dir, self.save_tb]),
-                                 widgets.HBox([self.html_path, self.save_html]),
-                                 widgets.HBox([self.saved_path, self.save_report]),
+        rows = [widgets.HBox([path_field, button], layout=widgets.Layout(width="100%", max_width="1000px"))
+                for button, (path_field, _) in targets.items()]
+        self.box = widgets.VBox([how_html("Export"), widgets.HTML(f'<div class="nbp">{note}</div>'), *rows,
                                  self.replace, self.status])
 
     def _write_html(self, path: Path) -> Path:

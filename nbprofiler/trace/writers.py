@@ -14,10 +14,11 @@ from pathlib import Path
 
 
 def write_trace(raw: bytes, path: str | os.PathLike[str]) -> Path:
-    """Write trace JSON bytes to ``path``, gzipped when it ends in ``.gz``."""
+    """Write trace JSON bytes to ``path``, gzipped when it ends in ``.gz`` (with no time stamp
+    in the gzip header, so one trace always gives the same file)."""
     p = Path(path).expanduser()
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_bytes(gzip.compress(raw, compresslevel=5) if p.name.endswith(".gz") else raw)
+    p.write_bytes(gzip.compress(raw, compresslevel=5, mtime=0) if p.name.endswith(".gz") else raw)
     return p
 
 
