@@ -15,9 +15,9 @@ HOW = {
                "what the kernels compute.",
     "Memory": "Memory at the end of every step of the cell (wait, warmup and active shaded), then through the "
               "profiled steps, then which operators allocated it. A rising line across steps is a leak.",
-    "Timeline": "The profiled steps on a time axis: a lane per host thread (operators nested), the DataLoader, "
-                "each GPU stream and memory. Wheel or pinch to zoom around the pointer, drag to pan (W/S/A/D as in "
-                "Perfetto); click an event for its details, search by name; Open in Perfetto downloads the trace.",
+    "Timeline": "The profiled steps on a time axis: a lane per host thread (operators nested by depth), the "
+                "DataLoader, each GPU stream (kernels, copies, memsets, NCCL) and memory, with the steps' "
+                "boundaries dashed. Open in Perfetto downloads the trace to look at it there.",
     "Cell lines": LINES_HOW,
     "Modules": MODULES_HOW,
     "Suggestions": "Changes to try, largest expected gain first, each with the measurements behind it and code "
