@@ -1,2 +1,3 @@
 import './base.css';
 import './timeline.css';
+import './charts.css';
