@@ -1,0 +1,48 @@
+"""The charts in a real JupyterLab (tests/browser/chart_hover_e2e.mjs): a notebook runs a short
+%%torchprofile training loop; in the live explorer's Overview and in the saved report reopened
+without a kernel, hovering a bar shows its step's times with their units, and dragging across
+three steps zooms on them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_browser import ROOT, SHOTS, _run_in_lab
+
+SCRIPT = ROOT / "tests" / "browser" / "chart_hover_e2e.mjs"
+SETUP = """import torch, torch.nn as nn, torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+%load_ext nbprofiler
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(96, 20), torch.randint(0, 4, (96,))), batch_size=8)
+"""
+TRAIN = """%%torchprofile --wait 1 --warmup 1 --active 6
+for x, y in loader:
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+pytestmark = pytest.mark.slow
+
+
+def _notebook(path: Path) -> Path:
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+              "source": source.splitlines(keepends=True)} for source in (SETUP, TRAIN)]
+    notebook = {"cells": cells,
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(notebook, indent=1))
+    return path
+
+
+def test_chart_hover_and_zoom_live_and_saved(tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path / "charts.ipynb")
+    result = _run_in_lab(tmp_path / "lab", SCRIPT, notebook, SHOTS / "charts", timeout=600)
+    print(json.dumps({k: result.get(k) for k in ("live", "saved")}, indent=1))
+    for view in ("live", "saved"):
+        seen = result[view]
+        assert seen["steps"] == 6 and seen["zoomed"] == 3, seen
+        assert all(any(u in line for u in (" µs", " ms", " s")) for line in seen["tooltip"][1:]), seen
