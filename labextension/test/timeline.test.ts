@@ -4,6 +4,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { formatUs } from '../src/report/format';
 import { disposeTimeline, renderTimeline, timelineViewOf, TimelineView } from '../src/timeline';
+import { maxLevels, rangeMax, stepLine } from '../src/timeline/counters';
 import { LABEL_W } from '../src/timeline/layout';
 import { computeBlocks } from '../src/timeline/lod';
 import { decodeTimeline, ITimelinePayload } from '../src/timeline/payload';
@@ -325,6 +326,27 @@ describe('level of detail', () => {
     times('a tenth of it', () => view.setView({ start: 100_000, end: 120_000 }));
     times('40 µs', () => view.setView({ start: 100_000, end: 100_040 }));
     expect(view.blocks.n).toBeGreaterThan(0);
+  });
+});
+
+describe('memory counters', () => {
+  it('finds the peak of any range of samples', () => {
+    const v = Float64Array.from({ length: 1000 }, (_, i) => Math.abs(Math.sin(i * 0.37)) * 100 + (i === 613 ? 500 : 0));
+    const levels = maxLevels(v);
+    for (const [lo, hi] of [[0, 1000], [0, 1], [5, 6], [600, 620], [614, 999], [1, 999], [333, 334]]) {
+      expect(rangeMax(levels, lo, hi)).toBe(Math.max(...v.slice(lo, hi)));
+    }
+  });
+
+  it('keeps a one-sample spike visible with the whole trace in view, and draws a vertex group per column', () => {
+    const n = 100_000;
+    const t = Float64Array.from({ length: n }, (_, i) => i);
+    const v = Float64Array.from({ length: n }, (_, i) => (i === 54_321 ? 9e9 : 1e6));
+    const points: [number, number][] = [];
+    stepLine(t, v, maxLevels(v), 0, 500 / n, 500, (x, value) => points.push([x, value]));
+    expect(Math.max(...points.map(p => p[1]))).toBe(9e9);
+    expect(points.length).toBeLessThanOrEqual(3 * 501 + 1);
+    expect(points[points.length - 1][1]).toBe(1e6);
   });
 });
 

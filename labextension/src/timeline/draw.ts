@@ -5,8 +5,9 @@
  * ever reaches the page through fillText.
  */
 import { ILayout, LABEL_W } from './layout';
-import { IBlocks, isMerged, lowerBound } from './lod';
-import { ICounter, ITimeline, laneCounters } from './payload';
+import { stepLine } from './counters';
+import { IBlocks, isMerged } from './lod';
+import { ITimeline, laneCounters } from './payload';
 import { ITheme, textOn } from './theme';
 import { IView, tickLabel, tickStep, xAt } from './viewport';
 
@@ -130,12 +131,6 @@ function drawBlocks(ctx: CanvasRenderingContext2D, f: IFrame): void {
   }
 }
 
-/** The value of a counter at time t: its last sample at or before t (memory holds until it changes). */
-export function counterAt(c: ICounter, t: number): number | null {
-  const i = lowerBound(c.t, 0, c.t.length, t + 1e-9) - 1;
-  return i >= 0 ? c.v[i] : null;
-}
-
 function drawCounters(ctx: CanvasRenderingContext2D, f: IFrame, trackW: number): void {
   const { timeline: t, layout, view, theme } = f;
   for (const box of layout.boxes) {
@@ -143,45 +138,34 @@ function drawCounters(ctx: CanvasRenderingContext2D, f: IFrame, trackW: number):
       continue;
     }
     const counters = laneCounters(t, box.index);
-    let max = 0;
-    for (const c of counters) {
-      for (let j = 0; j < c.v.length; j++) {
-        max = Math.max(max, c.v[j]);
-      }
-    }
+    const max = Math.max(0, ...counters.map(c => c.max));
     if (max <= 0) {
       continue;
     }
     const base = box.top + box.height - 2;
-    const yOf = (v: number) => base - (v / max) * (box.height - 6);
+    const scale = trackW / (view.end - view.start);
+    const yScale = (box.height - 6) / max;
     counters.forEach((c, ci) => {
       const colour = theme.counter[ci % theme.counter.length];
-      const first = Math.max(0, lowerBound(c.t, 0, c.t.length, view.start) - 1);
       ctx.beginPath();
-      ctx.moveTo(Math.max(xAt(view, trackW, c.t[first] ?? view.start), -1), base);
-      let lastY = base;
-      let lastPx = -Infinity;
-      for (let j = first; j < c.t.length; j++) {
-        const x = xAt(view, trackW, c.t[j]);
-        const y = yOf(c.v[j]);
-        // Several samples in one pixel column: keep the step shape only where it shows.
-        if (x - lastPx < 0.5 && j + 1 < c.t.length) {
-          lastY = Math.min(lastY, y);
-          continue;
+      let first = true;
+      let lastX = 0;
+      stepLine(c.t, c.v, c.levels, view.start, scale, trackW, (x, value) => {
+        const y = base - value * yScale;
+        if (first) {
+          ctx.moveTo(x, base);
+          first = false;
         }
-        ctx.lineTo(x, lastY);
         ctx.lineTo(x, y);
-        lastY = y;
-        lastPx = x;
-        if (c.t[j] > view.end) {
-          break;
-        }
+        lastX = x;
+      });
+      if (first) {
+        return;
       }
-      ctx.lineTo(trackW + 1, lastY);
       ctx.strokeStyle = colour;
       ctx.lineWidth = 1.5;
       ctx.stroke();
-      ctx.lineTo(trackW + 1, base);
+      ctx.lineTo(lastX, base);
       ctx.closePath();
       ctx.globalAlpha = 0.2;
       ctx.fillStyle = colour;

@@ -5,6 +5,8 @@
  * arrays the renderer walks without allocating per event.
  */
 
+import { maxLevels } from './counters';
+
 export const TIMELINE_MIME = 'application/vnd.nbprofiler.timeline+json';
 
 /** The payload version this extension reads. */
@@ -96,6 +98,10 @@ export interface ICounter {
   lane: number | null;
   t: Float64Array;
   v: Float64Array;
+  /** Maxima of pairs, of pairs of pairs...: the peak of any range of samples (counters.ts). */
+  levels: Float64Array[];
+  /** The largest value: the top of the lane's scale. */
+  max: number;
 }
 
 /** The payload with its arrays decoded, plus per-lane event ranges. */
@@ -195,13 +201,17 @@ export function decodeTimeline(data: unknown): ITimeline {
   const nf = count(flows.n, 'flow count');
   const counters = list<ICounterPayload>(p.counters ?? [], 'counters').map(c => {
     const len = Math.floor(atobLength(c.t) / 8);
+    const v = decodeArray(c.v, Float64Array, len, 'counter value');
+    const levels = maxLevels(v);
     return {
       name: String(c.name),
       unit: String(c.unit),
       device: String(c.device),
       lane: typeof c.lane === 'number' ? c.lane : null,
       t: decodeArray(c.t, Float64Array, len, 'counter time'),
-      v: decodeArray(c.v, Float64Array, len, 'counter value')
+      v,
+      levels,
+      max: v.length ? Math.max(0, levels[levels.length - 1][0]) : 0
     };
   });
   const span = Array.isArray(p.span_us) && p.span_us.length === 2 ? p.span_us : [0, 0];

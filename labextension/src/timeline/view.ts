@@ -11,7 +11,8 @@
 import { formatBytes, formatUs } from '../report/format';
 import { h } from '../report/dom';
 import { detailsNode } from './details';
-import { counterAt, drawFrame, ISelection } from './draw';
+import { valueAt } from './counters';
+import { drawFrame, ISelection } from './draw';
 import { LABEL_W, layoutLanes, ILayout, rowAt } from './layout';
 import { blockAt, computeBlocks, emptyBlocks, IBlocks, isMerged } from './lod';
 import { decodeTimeline, ITimeline, laneCounters } from './payload';
@@ -134,6 +135,8 @@ export class TimelineView {
       this.details
     );
     this.node.style.setProperty('--nbp-tl-height', `${this.layout.height}px`);
+    // Where the time track starts, for tests that point at a time on it.
+    this.surface.dataset.trackLeft = String(LABEL_W);
     this.wire();
     this.redraw();
   }
@@ -457,7 +460,7 @@ export class TimelineView {
     if (at && x >= LABEL_W && at.box.lane.kind === 'memory') {
       const t = timeAt(this.view, this.trackWidth, x - LABEL_W);
       const parts = laneCounters(this.timeline, at.box.index)
-        .map(c => ({ c, v: counterAt(c, t) }))
+        .map(c => ({ c, v: valueAt(c.t, c.v, t) }))
         .filter(({ v }) => v !== null)
         .map(({ c, v }) => `${c.name}: ${c.unit === 'bytes' ? formatBytes(v) : String(v)}`);
       text = parts.length ? `${parts.join(', ')} at ${formatUs(t)}` : null;
