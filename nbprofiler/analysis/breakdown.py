@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.table import DEVICE_WORK_KINDS, HOST_RANGE_KINDS, EventTable, Kind
+from .event_kinds import of_kind
 from .intervals import covered_in_windows, union
 from .links import launching_runtime
 from .steps import dataloader_names
@@ -107,7 +108,7 @@ def dropped_steps(table: EventTable, host_steps: pd.DataFrame) -> tuple[int, int
 def _launches(table: EventTable, host_start: np.ndarray, host_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Device activities launched inside a step's host range, and that step's position."""
     ts, dur = table["ts"], table["dur"]
-    dev = np.flatnonzero(np.isin(table.kind, DEVICE_WORK_KINDS))
+    dev = np.flatnonzero(of_kind(table.kind, DEVICE_WORK_KINDS))
     rt = launching_runtime(table, dev)
     launched = rt >= 0
     dev, rt = dev[launched], rt[launched]
@@ -154,7 +155,7 @@ def part_masks(table: EventTable) -> dict[str, np.ndarray]:
     step = names.str.startswith(_STEP_PREFIX).to_numpy()[code]
     kind = table.kind
     kernel = kind == Kind.KERNEL
-    host = np.isin(kind, HOST_RANGE_KINDS)
+    host = of_kind(kind, HOST_RANGE_KINDS)
     return {
         "kernel": kernel & ~nccl,
         "communication_kernel": kernel & nccl,

@@ -136,10 +136,8 @@ def accumulate_to_ancestors(values: np.ndarray, parent: np.ndarray) -> np.ndarra
 
 def children_sum(values: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Sum of ``values`` over each node's direct children."""
-    out = np.zeros(len(parent), dtype=np.float64)
     has = parent >= 0
-    np.add.at(out, parent[has], values[has])
-    return out
+    return np.bincount(parent[has], weights=values[has], minlength=len(parent)).astype(np.float64, copy=False)
 
 
 def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -96,7 +96,7 @@ def memory_timeline(table: EventTable) -> pd.DataFrame:
     allocated = table["total_allocated"][idx].copy()
     reserved = table["total_reserved"][idx]
     reconstructed = np.zeros(len(idx), dtype=bool)
-    for label in np.unique(device):
+    for label in pd.unique(device):  # a few devices: hashing beats sorting a million labels
         on = device == label
         if label == "cpu" or np.isnan(allocated[on]).all():
             running = np.cumsum(np.nan_to_num(delta[on]))
@@ -386,19 +386,20 @@ def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray, add
     out = np.full(n, np.inf)
     sign = np.sign(delta).astype(np.int64)
     size = np.abs(delta)
-    _, dev_code = np.unique(device, return_inverse=True)
-    _, size_code = np.unique(size, return_inverse=True)
+    dev_code = pd.factorize(device)[0]  # codes by hashing: sorting a million labels costs far more
+    size_code = pd.factorize(size)[0]
     block = np.where(addr != MISSING, addr, -2 - size_code)  # addresses are >= 0: no clash with size codes
-    _, block_code = np.unique(block, return_inverse=True)
+    block_code = pd.factorize(block)[0]
     group = dev_code.astype(np.int64) * (int(block_code.max(initial=0)) + 1) + block_code
-    order = np.lexsort((np.arange(n), group))  # by group, then time (events are time-sorted)
+    order = np.argsort(group, kind="stable")  # by group, then time (events are time-sorted)
     g, s = group[order], sign[order]
     depth = np.cumsum(s)
     group_start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
     offset = np.repeat(depth[group_start] - s[group_start], np.diff(np.concatenate((group_start, [n]))))
     depth = depth - offset
     level = np.where(s > 0, depth, depth + 1)  # the depth an allocation rises to, or a free falls from
-    pair_order = np.lexsort((np.arange(n), level, g))
+    level_range = int(level.max()) - int(level.min()) + 1
+    pair_order = np.argsort(g * level_range + (level - level.min()), kind="stable")  # by group, level, time
     pos = order[pair_order]
     same = (g[pair_order][1:] == g[pair_order][:-1]) & (level[pair_order][1:] == level[pair_order][:-1])
     matched = same & (s[pair_order][:-1] > 0) & (s[pair_order][1:] < 0)

@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..records import NOT_IN_CELL, LineMarks
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
+from .event_kinds import of_kind
 from .frames import user_frame
 from .intervals import climb, covered_in_windows, has_ancestor, innermost_around, parent_index, union
 from .lines import line_at
@@ -66,7 +67,7 @@ _SYNC_KINDS = (Kind.RUNTIME, Kind.CPU_OP)
 def sync_calls(table: EventTable, host_steps: pd.DataFrame) -> pd.DataFrame:
     """``step, name, calls, total_us`` for each synchronising call made in a step
     (``host_steps`` is ``profiler_steps``); steps without any have no rows."""
-    wanted = np.isin(table.names.astype(str), SYNC_NAMES)[table.name_code] & np.isin(table.kind, _SYNC_KINDS)
+    wanted = np.isin(table.names.astype(str), SYNC_NAMES)[table.name_code] & of_kind(table.kind, _SYNC_KINDS)
     idx = np.flatnonzero(wanted)
     step = step_of(table["ts"][idx], host_steps)
     inside = step >= 0
@@ -84,7 +85,7 @@ def sync_calls(table: EventTable, host_steps: pd.DataFrame) -> pd.DataFrame:
 def idle_time(table: EventTable, spans: pd.DataFrame, device: int | None = None) -> pd.DataFrame:
     """``IDLE_COLUMNS`` per step of ``spans`` (``stretched_steps``), for one device
     (``None``: the device with the most device work). Empty without device work."""
-    work = np.flatnonzero(np.isin(table.kind, DEVICE_WORK_KINDS))
+    work = np.flatnonzero(of_kind(table.kind, DEVICE_WORK_KINDS))
     if len(work) == 0 or spans.empty:
         return pd.DataFrame(columns=IDLE_COLUMNS)
     devices = table["device"][work]
@@ -180,7 +181,7 @@ def sync_points(table: EventTable, tree: OperatorTree, steps: pd.DataFrame, devi
     events, positions, causes, start, end, step = (a[keep] for a in (events, positions, causes, start, end, step))
     step_row = np.searchsorted(steps["start_us"].to_numpy(), start, side="right") - 1
     step_end = steps["end_us"].to_numpy(dtype=np.float64)[step_row]
-    work = np.isin(table.kind, DEVICE_WORK_KINDS) & (table["device"] == device)
+    work = of_kind(table.kind, DEVICE_WORK_KINDS) & (table["device"] == device)
     busy_start, busy_end = union(table["ts"][work], table["ts"][work] + table["dur"][work])
     frame = pd.DataFrame(
         {

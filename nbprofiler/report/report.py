@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from ..analysis.event_kinds import of_kind
 from ..analysis.operators import OperatorTree, operator_table
 from ..analysis.steps import dataloader_names, profiler_steps
 from ..errors import TraceError
@@ -253,7 +254,7 @@ class Report:
         if steps.empty:
             return np.zeros(len(steps))
         is_dl = dataloader_names(t)[t.name_code]
-        is_dl &= np.isin(t.kind, [Kind.CPU_OP, Kind.USER_ANNOTATION])
+        is_dl &= of_kind(t.kind, (Kind.CPU_OP, Kind.USER_ANNOTATION))
         which = step_of(t["ts"][is_dl], steps)
         sums = pd.Series(t["dur"][is_dl]).groupby(which).sum()
         return np.array([sums.get(s, 0.0) / 1e3 for s in steps["step"]])

@@ -161,6 +161,7 @@ class EventTable:
         data.update(self.columns)
         return pd.DataFrame(data, copy=False)
 
-    @property
+    @cached_property
     def has_device(self) -> bool:
-        return bool(np.isin(self.kind, DEVICE_KINDS).any())
+        """Whether any event ran on a device (asked by many tables: computed once)."""
+        return bool(np.isin(np.unique(self.kind), DEVICE_KINDS).any())
