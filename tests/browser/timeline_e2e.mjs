@@ -7,7 +7,7 @@
 //      with the wheel around that kernel until it spans most of the width,
 //      find it under the pointer (tooltip), click it: the details show its
 //      name and duration; follow the flow to its launch; download the trace
-//      with "Open in Perfetto";
+//      with "Open in Perfetto"; switch to the dark theme: the canvas follows it;
 //   3. save, shut the kernel down, reload: the saved report's Timeline tab
 //      draws, and the same zoom and click show the same details.
 //
@@ -163,6 +163,25 @@ await runScenario(result, async () => {
   check(note.includes('https://ui.perfetto.dev') && note.includes('chrome://tracing'), 'the note says where to open it');
   result.download = download.suggestedFilename();
   step('Perfetto file downloaded');
+
+  // The canvas follows the theme: in JupyterLab Dark its background is the theme's.
+  await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' }));
+  await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+  await page.waitForTimeout(500);
+  const themed = await live.locator('.nbp-tl-surface canvas').evaluate(c => {
+    const [r, g, b] = c.getContext('2d').getImageData(2, 2, 1, 1).data;
+    const probe = document.createElement('div');
+    probe.style.color = getComputedStyle(document.body).getPropertyValue('--jp-layout-color0');
+    document.body.appendChild(probe);
+    const want = getComputedStyle(probe).color;
+    probe.remove();
+    return { got: `rgb(${r}, ${g}, ${b})`, want };
+  });
+  check(themed.got === themed.want, `the canvas takes the dark theme's background (${themed.got} vs ${themed.want})`);
+  await shot('timeline_live_4_dark.png', live);
+  await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' }));
+  await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'true', null, { timeout: 30000 });
+  step('dark theme drawn');
 
   await saveNotebook();
   await shutDownKernel();

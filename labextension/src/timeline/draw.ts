@@ -4,7 +4,7 @@
  * highlights, the selection and the flow arrows. Text (untrusted names) only
  * ever reaches the page through fillText.
  */
-import { ILayout, LABEL_W } from './layout';
+import { AXIS_H, ILayout, LABEL_W } from './layout';
 import { stepLine } from './counters';
 import { IBlocks, isMerged } from './lod';
 import { ITimeline, laneCounters } from './payload';
@@ -175,10 +175,14 @@ function drawCounters(ctx: CanvasRenderingContext2D, f: IFrame, trackW: number):
   }
 }
 
+function hasEvents(t: ITimeline, lane: number): boolean {
+  return t.laneEnd[lane] > t.laneFirst[lane];
+}
+
 function drawSteps(ctx: CanvasRenderingContext2D, f: IFrame, trackW: number): void {
   const { timeline: t, layout, view, theme, height } = f;
-  const stepsBox = layout.boxes.find(b => b.lane.kind === 'steps');
-  const labelY = stepsBox ? stepsBox.top + stepsBox.rowH / 2 : 8;
+  // A steps lane names the steps on its own blocks; without one, the labels go below the axis.
+  const labelled = !layout.boxes.some(b => b.lane.kind === 'steps' && b.rows > 0 && hasEvents(t, b.index));
   ctx.strokeStyle = theme.step;
   ctx.fillStyle = theme.step;
   ctx.lineWidth = 1;
@@ -197,8 +201,8 @@ function drawSteps(ctx: CanvasRenderingContext2D, f: IFrame, trackW: number): vo
     }
     const x1 = xAt(view, trackW, s.end);
     const left = Math.max(x0, 0) + 3;
-    if (x1 - left > 40) {
-      ctx.fillText(`step ${s.step}`, left, labelY);
+    if (labelled && x1 - left > 40) {
+      ctx.fillText(`step ${s.step}`, left, AXIS_H + 6);
     }
   });
   ctx.setLineDash([]);

@@ -29,7 +29,6 @@ export const CATEGORY_NAMES = [
   'runtime',
   'dataloader',
   'annotation',
-  'python',
   'step',
   'other'
 ];
@@ -40,7 +39,7 @@ export function readTheme(el: Element): ITheme {
   const get = (name: string, fallback: string) => style.getPropertyValue(name).trim() || fallback;
   const category = new Map<string, string>();
   for (const name of CATEGORY_NAMES) {
-    category.set(name, get(`--nbp-tl-${name}`, '#9e9e9e'));
+    category.set(name, get(`--nbp-tl-cat-${name}`, '#9e9e9e'));
   }
   return {
     fg: get('--nbp-tl-fg', '#222'),

@@ -405,6 +405,13 @@ export class TimelineView {
       }
     });
     this.listen(this.surface, 'keydown', (e: KeyboardEvent) => this.onKey(e));
+    // A theme change (JupyterLab's data attributes, VS Code's body classes) changes the colours.
+    const themeWatch = new MutationObserver(() => this.scheduleRedraw());
+    themeWatch.observe(document.body, {
+      attributes: true,
+      attributeFilter: ['data-jp-theme-name', 'data-jp-theme-light', 'class']
+    });
+    this.cleanups.push(() => themeWatch.disconnect());
     if (typeof ResizeObserver !== 'undefined') {
       const observer = new ResizeObserver(() => this.scheduleRedraw());
       observer.observe(this.surface);
