@@ -221,3 +221,30 @@ def test_the_bundle_is_the_payload_and_one_escaped_line(tmp_path):
 def test_a_report_without_events_has_no_timeline():
     report = Report.from_trace(EventTable.empty(TraceMeta(source="none", schema="current")), "none")
     assert timeline_payload(report) is None and timeline_bundle(report) is None
+
+
+def test_long_memory_counters_keep_their_first_point_and_every_peak_and_trough(monkeypatch):
+    path = shared_trace("v100_resnet50_train_num_workers_0")
+
+    def series(payload: dict) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+        return {(c["name"], c["device"]): (np.frombuffer(base64.b64decode(c["t"]), "<f8"),
+                                           np.frombuffer(base64.b64decode(c["v"]), "<f8")) for c in payload["counters"]}
+
+    monkeypatch.setattr(timeline_data, "MAX_COUNTER_BUCKETS", 1 << 30)
+    full = series(timeline_payload(nbprofiler.load(path)))
+    monkeypatch.setattr(timeline_data, "MAX_COUNTER_BUCKETS", 100)
+    thin = series(timeline_payload(nbprofiler.load(path)))
+    assert thin.keys() == full.keys() and all(len(t) > 200 for t, _ in full.values())
+    for key, (t, v) in full.items():
+        kept_t, kept_v = thin[key]
+        assert 200 < len(full[key][0]) and len(kept_t) <= 3 * 100 + 1
+        assert (np.diff(kept_t) >= 0).all()
+        # Every kept point is a real sample, and the start level, the last level and both extremes are there.
+        assert set(zip(kept_t, kept_v)) <= set(zip(t, v))
+        assert (kept_t[0], kept_v[0]) == (t[0], v[0]) and (kept_t[-1], kept_v[-1]) == (t[-1], v[-1])
+        assert kept_v.max() == v.max() and kept_v.min() == v.min()
+        # Within each hundredth of the span, the peak and the trough are kept.
+        slice_of = lambda x: np.minimum(((x - t[0]) * (100 / (t[-1] - t[0]))).astype(np.int64), 99)  # noqa: E731
+        for i in np.unique(slice_of(t)):
+            inside, kept_inside = slice_of(t) == i, slice_of(kept_t) == i
+            assert kept_v[kept_inside].max() == v[inside].max() and kept_v[kept_inside].min() == v[inside].min()

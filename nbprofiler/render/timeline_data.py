@@ -34,7 +34,10 @@ The payload (version 1); times are µs relative to ``origin_us``:
   aggregate have no flow.
 - ``counters``: ``{name, unit, device, lane, t, v}`` per series (``allocated`` and
   ``reserved`` bytes per device), ``t`` and ``v`` Float64 arrays; the first point may lie
-  before the window, giving the level the window starts at.
+  before the window, giving the level the window starts at. A series of more than
+  ``2 * MAX_COUNTER_BUCKETS`` points keeps its first and, per one of ``MAX_COUNTER_BUCKETS``
+  equal slices of its time span, the lowest, the highest and the last point (in time
+  order): every peak and trough a screen can show, in a fraction of the bytes.
 - ``steps``: ``{step, start, end}`` per profiled step, the boundaries the report's per-step
   figures use (host ranges stretched over the device work they launched).
 - ``aggregated``: null, or ``{events, below_us}`` when the trace had more than
@@ -70,6 +73,7 @@ if TYPE_CHECKING:
 TIMELINE_MIME = "application/vnd.nbprofiler.timeline+json"
 MAX_TIMELINE_EVENTS = 100_000
 VERSION = 1
+MAX_COUNTER_BUCKETS = 4096
 
 CATEGORIES = ("step", "operator", "annotation", "runtime", "dataloader", "kernel", "nccl", "memcpy", "memset", "other")
 _CAT = {name: i for i, name in enumerate(CATEGORIES)}
@@ -295,7 +299,7 @@ def _shapes(table: EventTable, idx: np.ndarray, strings: _Strings) -> np.ndarray
 def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarray], float | None, int]:
     """Merge runs of short events per lane and depth until at most ``cap`` remain (see the
     module docstring); returns the events, ``below_us`` (None when nothing merged) and how
-    many events were merged."""
+    many events were merged. ``pos`` of an aggregate is -1."""
     n = len(ev["start"])
     if n <= cap:
         return ev, None, 0
@@ -323,9 +327,7 @@ def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarra
     out["busy"] = np.add.reduceat(d, firsts)
     out["count"] = count
     out["cat"] = np.where(many & (cat_lo != cat_hi), _CAT["other"], cat_lo)
-    for key_name in ("source", "shapes", "stack"):
-        out[key_name] = np.where(many, -1, out[key_name])
-    out["name"] = np.where(many, -1, out["name"])  # named by the caller, once it knows the counts
+    out["pos"] = np.where(many, -1, out["pos"])  # an aggregate is no one event: named by the caller
     back = _by_lane_and_start(out["lane"], out["start"], out["dur"])
     return {k: v[back] for k, v in out.items()}, below, int(count[many].sum())
 
@@ -349,11 +351,34 @@ def _counters(report: "Report", lo: float, hi: float, lanes: _Lanes) -> list[dic
         lane = lanes.add("memory", f"Memory {device}", str(device))
         for name, column in (("allocated", "allocated_bytes"), ("reserved", "reserved_bytes")):
             v = values[column][rows[first:last]]
-            keep = ~np.isnan(v)
-            if keep.any():
+            keep = np.flatnonzero(~np.isnan(v))
+            if len(keep):
+                keep = keep[_envelope(ts[first:last][keep], v[keep], MAX_COUNTER_BUCKETS)]
                 out.append({"name": name, "unit": "bytes", "device": str(device), "lane": lane,
                             "t": _b64(ts[first:last][keep] - lo, "<f8"), "v": _b64(v[keep], "<f8")})
     return out
+
+
+def _envelope(t: np.ndarray, v: np.ndarray, buckets: int) -> np.ndarray:
+    """Positions of the points of a time-sorted series to draw: all of them up to
+    ``2 * buckets``; else the first (the level the window starts at) and, per equal slice of
+    the time span, the first lowest, the first highest and the last point, in time order."""
+    n = len(t)
+    if n <= 2 * buckets:
+        return np.arange(n)
+    span = float(t[-1] - t[0]) or 1.0
+    bucket = np.minimum(((t - t[0]) * (buckets / span)).astype(np.int64), buckets - 1)
+    starts = np.flatnonzero(np.concatenate(([True], bucket[1:] != bucket[:-1])))
+    ends = np.concatenate((starts[1:], [n]))
+    sizes = ends - starts
+
+    def first_where(hit: np.ndarray) -> np.ndarray:
+        at = np.flatnonzero(hit)
+        return at[np.concatenate(([True], bucket[at][1:] != bucket[at][:-1]))]
+
+    low = first_where(v == np.repeat(np.minimum.reduceat(v, starts), sizes))
+    high = first_where(v == np.repeat(np.maximum.reduceat(v, starts), sizes))
+    return np.unique(np.concatenate(([0], low, high, ends - 1)))
 
 
 def _trace_name(report: "Report") -> str:
@@ -394,7 +419,7 @@ def _build(report: "Report") -> dict[str, Any] | None:
     nccl = np.array([_COLLECTIVE.search(n) is not None for n in names], dtype=bool)
     cat[kernel & nccl[table.name_code[idx]]] = _CAT["nccl"]
     stack, stacks = _stacks(table, idx, strings)
-    ev = {
+    cols = {
         "source": idx, "start": ts[idx] - lo, "dur": dur[idx], "lane": lane, "cat": cat,
         "name": strings.codes(table.name_code[idx]), "shapes": _shapes(table, idx, strings), "stack": stack,
     }
@@ -406,14 +431,20 @@ def _build(report: "Report") -> dict[str, Any] | None:
         extra = {"source": np.full(n_steps, -1), "start": step_start, "dur": step_dur,
                  "lane": np.full(n_steps, step_lane), "cat": np.full(n_steps, _CAT["step"]),
                  "name": np.array(step_name), "shapes": np.full(n_steps, -1), "stack": np.full(n_steps, -1)}
-        ev = {k: np.concatenate((extra[k], v)) for k, v in ev.items()}
-    order = _by_lane_and_start(ev["lane"], ev["start"], ev["dur"])
-    ev = {k: v[order] for k, v in ev.items()}
+        cols = {k: np.concatenate((extra[k], v)) for k, v in cols.items()}
+    order = _by_lane_and_start(cols["lane"], cols["start"], cols["dur"])
+    # Reordered now: what the nesting and the cap read. The other columns are read once, for the
+    # events kept (``pos``: each one's row in ``cols``): gathering a million rows costs more than sorting.
+    ev = {k: cols[k][order] for k in ("start", "dur", "lane", "cat")}
+    ev["pos"] = order
     ev["depth"] = np.minimum(_nesting_depth(ev["lane"], ev["start"], ev["start"] + ev["dur"]), _MAX_DEPTH)
     ev["busy"] = ev["dur"]
     ev["count"] = np.ones(len(ev["start"]), dtype=np.int64)
     total = len(ev["start"])
     ev, below, merged = _aggregate(ev, MAX_TIMELINE_EVENTS)
+    one = ev["pos"] >= 0
+    for k in ("source", "name", "shapes", "stack"):
+        ev[k] = np.where(one, cols[k][np.maximum(ev["pos"], 0)], -1)
     if below is not None:
         many = ev["count"] > 1
         ev["name"][many] = [strings.add(f"{c} events") for c in ev["count"][many].tolist()]
