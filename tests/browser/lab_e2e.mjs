@@ -46,9 +46,10 @@ import {
 } from './lab.mjs';
 
 const MARKER = process.env.NBP_TRAINING_MARKER ?? 'for x, y in train_loader';
-const REQUIRED_EXPLORER_TABS = ['Overview', 'Operators', 'Memory', 'Suggestions', 'Export'];
+const REQUIRED_EXPLORER_TABS = ['Overview', 'Operators', 'Memory', 'Timeline', 'Suggestions', 'Export'];
 const OPTIONAL_EXPLORER_TABS = ['Kernels', 'Cell lines', 'Modules'];
-const RENDERER_TABS = ['Overview', 'Operators', 'Memory', 'Suggestions'];
+// A CPU run: every view of the explorer but Kernels (it has no kernels).
+const RENDERER_TABS = ['Overview', 'Operators', 'Memory', 'Cell lines', 'Modules', 'Timeline', 'Suggestions', 'Export'];
 /** Index of the training cell among the notebook's cells. */
 async function trainingIndex() {
   const index = await page.evaluate(marker => {
@@ -117,7 +118,7 @@ async function checkExplorerSorting(scope) {
   await scope.locator('.nbp-grid > div.n').first().waitFor({ timeout: 30000 });
   const before = await names();
   check(before.length > 1, 'explorer: the operator table has rows');
-  const headers = await scope.locator('button[title^="sort by "]').evaluateAll(els => els.map(e => e.getAttribute('title')));
+  const headers = await scope.locator('[title^="sort by "]').evaluateAll(els => els.map(e => e.getAttribute('title')));
   const wanted = ['sort by calls', 'sort by host total', 'sort by name'];
   let chosen = null;
   for (const w of wanted) {
@@ -127,7 +128,7 @@ async function checkExplorerSorting(scope) {
     }
   }
   check(chosen !== null, `explorer: a sortable header (found ${JSON.stringify(headers)})`);
-  const button = scope.locator(`button[title="${chosen}"]`).first();
+  const button = scope.locator(`[title="${chosen}"]`).first();
   let after = before;
   for (let attempt = 0; attempt < 2 && JSON.stringify(after) === JSON.stringify(before); attempt++) {
     await button.click();
@@ -148,16 +149,46 @@ async function rendererChecks(cell, prefix) {
   const renderer = cell.locator('.nbp-ReportRenderer[data-nbprofiler-mode="static"]');
   const tabs = await renderer.locator('[role="tab"]').evaluateAll(els => els.map(e => e.dataset.tab));
   check(JSON.stringify(tabs) === JSON.stringify(RENDERER_TABS), `${prefix}: renderer tabs ${JSON.stringify(tabs)}`);
+  const tag = (await renderer.locator('.nbp-saved-tag').innerText()).trim();
+  check(/^saved report · live run of \d{4}-\d{2}-\d{2} \d{2}:\d{2}$/.test(tag), `${prefix}: the tag says when the live run was (${tag})`);
   check((await renderer.locator('.nbp-panel[data-tab="Overview"] svg.nbp-chart .nbp-bar').count()) > 0, `${prefix}: breakdown chart has bars`);
-  await shot(`${prefix}_overview.png`, cell.locator(".jp-OutputArea"));
+  await shot(`${prefix}_overview.png`, cell.locator(".jp-Cell-outputArea"));
   await renderer.locator('[role="tab"][data-tab="Operators"]').click();
   const sorting = await checkSorting(renderer.locator('.nbp-panel[data-tab="Operators"]'), `${prefix} operators`);
-  await shot(`${prefix}_operators_sorted.png`, cell.locator(".jp-OutputArea"));
+  const operators = renderer.locator('.nbp-panel[data-tab="Operators"]');
+  const deviceHeaders = await operators.locator('th').evaluateAll(ths => ths.map(th => th.textContent).filter(t => /device/i.test(t)));
+  check(deviceHeaders.length === 0, `${prefix}: a CPU run shows no device-time columns (${JSON.stringify(deviceHeaders)})`);
+  // Each header sits over its column: the same left edge as the first row's cell.
+  const offsets = await operators.locator('table').first().evaluate(t =>
+    Array.from(t.tHead.rows[0].cells).map((th, i) => Math.abs(th.getBoundingClientRect().left - t.tBodies[0].rows[0].cells[i].getBoundingClientRect().left)));
+  check(Math.max(...offsets) < 1, `${prefix}: operator headers aligned with their columns (${JSON.stringify(offsets)})`);
+  const firstOp = (await firstColumn(operators.locator('table').first()))[0];
+  await operators.locator('tbody tr').first().click();
+  const details = operators.locator('.nbp-row-details');
+  await details.waitFor({ state: 'visible', timeout: 5000 });
+  check((await details.locator('.nbp-details-title').innerText()).trim() === firstOp, `${prefix}: a clicked operator row shows its details`);
+  await shot(`${prefix}_operators_sorted.png`, cell.locator(".jp-Cell-outputArea"));
   await renderer.locator('[role="tab"][data-tab="Memory"]').click();
   const memory = renderer.locator('.nbp-panel[data-tab="Memory"]');
   const memoryCharts = await memory.locator('svg.nbp-chart').count();
   check(memoryCharts > 0 && !(await memory.innerText()).includes('no memory data'), `${prefix}: the Memory tab draws memory (${memoryCharts} charts)`);
-  await shot(`${prefix}_memory.png`, cell.locator(".jp-OutputArea"));
+  await shot(`${prefix}_memory.png`, cell.locator(".jp-Cell-outputArea"));
+  for (const tab of ['Cell lines', 'Modules']) {
+    await renderer.locator(`[role="tab"][data-tab="${tab}"]`).click();
+    const text = await renderer.locator(`.nbp-panel[data-tab="${tab}"]`).innerText();
+    check(text.trim().length > 0, `${prefix}: the ${tab} tab shows its view or says how to get it`);
+  }
+  await renderer.locator('[role="tab"][data-tab="Timeline"]').click();
+  const timeline = renderer.locator('.nbp-panel[data-tab="Timeline"]');
+  await timeline.locator('canvas').first().waitFor({ timeout: 15000 });
+  check((await timeline.locator('.nbp-timeline-error').count()) === 0, `${prefix}: the Timeline tab draws the saved timeline`);
+  await renderer.locator('[role="tab"][data-tab="Export"]').click();
+  const exportPanel = renderer.locator('.nbp-panel[data-tab="Export"]');
+  const downloads = await exportPanel.locator('button.nbp-download').allInnerTexts();
+  check(downloads.some(t => t.startsWith('Standalone HTML')) && downloads.some(t => t.startsWith('Report data')), `${prefix}: Export offers the HTML report and its data (${JSON.stringify(downloads)})`);
+  const [download] = await Promise.all([page.waitForEvent('download', { timeout: 15000 }), exportPanel.locator('button.nbp-download').first().click()]);
+  const htmlPath = await download.path();
+  check(htmlPath && readFileSync(htmlPath, 'utf-8').includes('class="nbp'), `${prefix}: the HTML download holds the report (${download.suggestedFilename()})`);
   await renderer.locator('[role="tab"][data-tab="Suggestions"]').click();
   const suggestions = renderer.locator('.nbp-panel[data-tab="Suggestions"]');
   check(await suggestions.isVisible(), `${prefix}: Suggestions tab shown`);
@@ -168,7 +199,7 @@ async function rendererChecks(cell, prefix) {
     await suggestions.locator('.nbp-copy').first().click();
     await page.waitForFunction(el => /Copied|Copy failed/.test(el.textContent), await suggestions.locator('.nbp-copy').first().elementHandle(), { timeout: 5000 });
   }
-  await shot(`${prefix}_suggestions.png`, cell.locator(".jp-OutputArea"));
+  await shot(`${prefix}_suggestions.png`, cell.locator(".jp-Cell-outputArea"));
   return { tabs, sorting, memoryCharts, suggestionCards: cards, copyButtons };
 }
 
@@ -282,10 +313,10 @@ await runScenario(result, async () => {
   }
   check(tabs.every(name => REQUIRED_EXPLORER_TABS.includes(name) || OPTIONAL_EXPLORER_TABS.includes(name)), `no unexpected explorer tabs: ${JSON.stringify(tabs)}`);
   result.explorerTabs = tabs;
-  await shot('05_live_explorer_overview.png', cell.locator('.jp-OutputArea'));
+  await shot('05_live_explorer_overview.png', cell.locator('.jp-Cell-outputArea'));
   await clickExplorerTab(cell, 'Operators');
   result.explorerSorting = await checkExplorerSorting(explorerPanel(cell));
-  await shot('06_live_explorer_operators_sorted.png', cell.locator('.jp-OutputArea'));
+  await shot('06_live_explorer_operators_sorted.png', cell.locator('.jp-Cell-outputArea'));
   await clickExplorerTab(cell, 'Suggestions');
   // The Suggestions page (nbprofiler/render/widget.py) holds one "card" per suggestion.
   const explorerCards = explorerPanel(cell).locator('.nbp .card');
@@ -293,7 +324,7 @@ await runScenario(result, async () => {
   result.explorerSuggestionCards = await explorerCards.count();
   result.explorerFirstSuggestion = (await explorerCards.first().locator('b').first().innerText()).trim();
   check(result.explorerFirstSuggestion.length > 0, 'the first suggestion card has a title');
-  await shot('07_live_explorer_suggestions.png', cell.locator('.jp-OutputArea'));
+  await shot('07_live_explorer_suggestions.png', cell.locator('.jp-Cell-outputArea'));
   step('explorer: tabs, sort by a column, Suggestions');
 
   // 4. Save, shut the kernel down, reload.
