@@ -188,15 +188,17 @@ function drawSteps(ctx: CanvasRenderingContext2D, f: IFrame, trackW: number): vo
   ctx.lineWidth = 1;
   ctx.setLineDash([4, 3]);
   ctx.textAlign = 'left';
+  // One path for every boundary: hundreds of steps cost one stroke.
+  ctx.beginPath();
+  let lastX = -Infinity;
   t.steps.forEach((s, k) => {
     const x0 = Math.round(xAt(view, trackW, s.start)) + 0.5;
     const edges = k === t.steps.length - 1 ? [x0, Math.round(xAt(view, trackW, s.end)) + 0.5] : [x0];
     for (const x of edges) {
-      if (x >= -1 && x <= trackW + 1) {
-        ctx.beginPath();
+      if (x >= -1 && x <= trackW + 1 && x !== lastX) {
         ctx.moveTo(x, 14);
         ctx.lineTo(x, height);
-        ctx.stroke();
+        lastX = x;
       }
     }
     const x1 = xAt(view, trackW, s.end);
@@ -205,6 +207,7 @@ function drawSteps(ctx: CanvasRenderingContext2D, f: IFrame, trackW: number): vo
       ctx.fillText(`step ${s.step}`, left, AXIS_H + 6);
     }
   });
+  ctx.stroke();
   ctx.setLineDash([]);
 }
 

@@ -60,6 +60,8 @@ export class TimelineView {
   private readonly cleanups: (() => void)[] = [];
   private frameRequest = 0;
   private width = DEFAULT_WIDTH;
+  /** Whether a ResizeObserver keeps `width` current. */
+  private observedWidth = false;
   private lastPointerX: number | null = null;
   private drag: { x: number; view: IView; moved: boolean } | null = null;
 
@@ -244,7 +246,10 @@ export class TimelineView {
   redraw(): void {
     this.frameRequest = 0;
     const t0 = performance.now();
-    this.width = this.surface.clientWidth || this.width;
+    if (!this.observedWidth) {
+      // Read once: reading layout on every frame would force a reflow per frame.
+      this.width = this.surface.clientWidth || this.width;
+    }
     this.blocks = computeBlocks(this.timeline, this.view, this.trackWidth, this.matches?.mask ?? null, this.blocks);
     const ctx = this.prepareCanvas();
     if (ctx) {
@@ -413,7 +418,14 @@ export class TimelineView {
     });
     this.cleanups.push(() => themeWatch.disconnect());
     if (typeof ResizeObserver !== 'undefined') {
-      const observer = new ResizeObserver(() => this.scheduleRedraw());
+      const observer = new ResizeObserver(entries => {
+        const width = entries[entries.length - 1].contentRect.width;
+        if (width > 0) {
+          this.width = width;
+          this.observedWidth = true;
+          this.scheduleRedraw();
+        }
+      });
       observer.observe(this.surface);
       this.cleanups.push(() => observer.disconnect());
     }
