@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from conftest import shared_report, shared_trace
@@ -122,11 +122,19 @@ def test_a_trace_file_says_why_it_has_no_lines_nor_modules_and_where_it_came_fro
     assert datetime.fromisoformat(saved["when"]).timestamp() == pytest.approx(int(os.stat(path).st_mtime), abs=1)
 
 
-def test_a_live_run_is_tagged_with_its_time(stack_run):
-    before = datetime.now().astimezone()
-    saved = report_payload(stack_run)["saved_from"]
-    assert saved["kind"] == "live run"
-    assert abs((datetime.fromisoformat(saved["when"]) - before).total_seconds()) < 60
+def test_a_live_run_is_tagged_with_the_time_it_ended_even_when_shown_again_later(stack_run, monkeypatch):
+    """The magic writes the first payload as the loop ends; a display a day later keeps that time."""
+    first = report_payload(stack_run)["saved_from"]
+    assert first["kind"] == "live run"
+    assert abs((datetime.fromisoformat(first["when"]) - datetime.now().astimezone()).total_seconds()) < 600
+
+    class NextDay(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.now(tz) + timedelta(days=1)
+
+    monkeypatch.setattr(payload_module, "datetime", NextDay)
+    assert report_payload(stack_run)["saved_from"] == first
 
 
 def test_charts_and_timeline_are_the_front_ends_specs(gpu_report, gpu_payload):

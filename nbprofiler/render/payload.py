@@ -30,6 +30,7 @@ the HTML report's tree (``MAX_MODULE_ROWS``).
 from __future__ import annotations
 
 import math
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,8 @@ CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels")
 # The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kind's.
 KERNEL_PAYLOAD_COLUMNS = ("name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
                           "mean_blocks_per_sm", "tensor_cores", "operator")
+# When each live run's report was first written out, which is when its loop ended.
+_RUN_ENDED: "weakref.WeakKeyDictionary[Report, str]" = weakref.WeakKeyDictionary()
 MODULE_COLUMNS = ("module", "parent", "type", "depth", "calls", "forward_host_us", "backward_host_us",
                   "forward_device_us", "backward_device_us")
 # The trace's per-step memory columns (nbprofiler.analysis.memory.STEP_COLUMNS) the extension draws.
@@ -147,8 +150,9 @@ def saved_from(report: "Report") -> dict[str, Any]:
         when = report.stored.get("ran_at")
         return {"kind": "saved file", "when": str(when) if when else None, "path": None}
     if report.run is not None:
-        return {"kind": "live run", "when": datetime.now().astimezone().isoformat(timespec="seconds"),
-                "path": report.run.notebook}
+        # The first payload of a run is written as its loop ends; a later display keeps that time.
+        when = _RUN_ENDED.setdefault(report, datetime.now().astimezone().isoformat(timespec="seconds"))
+        return {"kind": "live run", "when": when, "path": report.run.notebook}
     path = report.source_path
     when = None
     if path is not None and Path(path).exists():
