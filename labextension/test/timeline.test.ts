@@ -426,6 +426,8 @@ describe('clicking and hovering', () => {
     const x = LABEL_W + xAt(view.view, view.trackWidth, 90);
     surface.dispatchEvent(new MouseEvent('pointermove', { clientX: x, clientY: box.top + 10, bubbles: true }));
     expect(view.node.querySelector('.nbp-tl-tooltip')?.textContent).toMatch(/^allocated: 3\.0 MiB at/);
+    view.redraw();
+    expect(fillTexts).toContain('peak 3.0 MiB');
   });
 });
 

@@ -5,6 +5,7 @@
  * ever reaches the page through fillText.
  */
 import { AXIS_H, ILayout, LABEL_W } from './layout';
+import { formatBytes } from '../report/format';
 import { stepLine } from './counters';
 import { IBlocks, isMerged } from './lod';
 import { ITimeline, laneCounters } from './payload';
@@ -262,7 +263,15 @@ function drawLabels(ctx: CanvasRenderingContext2D, f: IFrame): void {
     ctx.fillStyle = theme.fg;
     const chars = Math.floor((LABEL_W - 10) / 6.2);
     const label = box.lane.label.length > chars ? `${box.lane.label.slice(0, chars - 1)}…` : box.lane.label;
-    ctx.fillText(label, 4, box.top + Math.min(box.rowH, box.height) / 2);
+    if (box.lane.kind === 'memory') {
+      // The lane's scale: its top is the highest value of its counters.
+      ctx.fillText(label, 4, box.top + box.height / 2 - 8);
+      const peak = Math.max(0, ...laneCounters(f.timeline, box.index).map(c => c.max));
+      ctx.fillStyle = theme.muted;
+      ctx.fillText(`peak ${formatBytes(peak)}`, 4, box.top + box.height / 2 + 8);
+    } else {
+      ctx.fillText(label, 4, box.top + Math.min(box.rowH, box.height) / 2);
+    }
   });
   ctx.strokeStyle = theme.grid;
   ctx.beginPath();
