@@ -519,6 +519,9 @@ describe('kernels tab', () => {
     // Names longer than the 45 characters the explorer cut them to, whole here.
     expect(Math.max(...rows.map(tr => tr.cells[0].textContent!.length))).toBeGreaterThan(45);
     expect(rows.some(tr => tr.cells[8].textContent === 'yes')).toBe(raw.kernels.rows.some((k: any[]) => k[col('tensor_cores')]));
+    // Kernel time by category, drawn from the saved chart spec.
+    expect(raw.charts.kernels).toBeTruthy();
+    expect(panel(view, 'Kernels').querySelectorAll('svg.nbp-chart').length).toBe(1);
     // The header sits over its own column.
     expect(table.tHead!.rows[0].cells.length).toBe(table.tBodies[0].rows[0].cells.length);
     expect(table.tHead!.rows[0].cells[7].classList.contains('nbp-num')).toBe(true);
