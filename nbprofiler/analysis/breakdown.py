@@ -37,6 +37,8 @@ categories are 0: the breakdown is then about host time only.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pandas as pd
 
@@ -145,8 +147,21 @@ PRIORITY: tuple[tuple[str, str], ...] = (
 )
 
 
+_PART_MASKS: "weakref.WeakKeyDictionary[EventTable, dict[str, np.ndarray]]" = weakref.WeakKeyDictionary()
+
+
 def part_masks(table: EventTable) -> dict[str, np.ndarray]:
-    """For each part of ``PRIORITY``, which events fall in it (boolean masks over the table)."""
+    """For each part of ``PRIORITY``, which events fall in it (boolean masks over the table, read
+    only). Computed once per table: the breakdown and the communication table both need them."""
+    if table not in _PART_MASKS:
+        masks = _part_masks(table)
+        for mask in masks.values():
+            mask.flags.writeable = False
+        _PART_MASKS[table] = masks
+    return _PART_MASKS[table]
+
+
+def _part_masks(table: EventTable) -> dict[str, np.ndarray]:
     names = pd.Series(table.names, dtype=object).astype(str)
     code = table.name_code
     nccl = names.str.lower().str.contains("nccl", regex=False).to_numpy()[code]

@@ -150,11 +150,8 @@ def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new = np.empty(len(s), dtype=bool)
     new[0] = True
     new[1:] = s[1:] > running_end[:-1]
-    starts = s[new]
-    group = np.cumsum(new) - 1
-    ends = np.full(len(starts), -np.inf)
-    np.maximum.at(ends, group, e)
-    return starts, ends
+    first = np.flatnonzero(new)
+    return s[first], np.maximum.reduceat(e, first)  # each merged run's latest end
 
 
 def union_length(start: np.ndarray, end: np.ndarray) -> float:

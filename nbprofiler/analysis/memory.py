@@ -70,12 +70,21 @@ GrowthSeries = tuple[str, str, str, np.ndarray, np.ndarray]  # device, source, m
 
 def device_label(device_type: np.ndarray, device_id: np.ndarray) -> np.ndarray:
     """``'cpu'``, ``'cuda:0'``...: the names torch uses for ``torch.device``."""
-    out = np.empty(len(device_type), dtype=object)
-    for t, i in set(zip(device_type.tolist(), device_id.tolist())):
+    code, labels = device_codes(device_type, device_id)
+    return labels[code]
+
+
+def device_codes(device_type: np.ndarray, device_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's device as a code into the device labels (``device_label``) it returns: what
+    grouping by device needs, without hashing a million label strings."""
+    pair, pairs = pd.factorize(device_type.astype(np.int64) * (1 << 32) + device_id.astype(np.int64))
+    labels = []
+    for key in pairs.tolist():
+        t, i = (key + (1 << 31)) >> 32, ((key + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
         kind = _DEVICE_TYPES.get(t, "unknown" if t < 0 else f"device_type_{t}")
-        label = kind if kind == "cpu" or i < 0 else f"{kind}:{i}"
-        out[(device_type == t) & (device_id == i)] = label
-    return out
+        labels.append(kind if kind == "cpu" or i < 0 else f"{kind}:{i}")
+    label_code, distinct = pd.factorize(np.array(labels, dtype=object))
+    return label_code[pair], np.asarray(distinct, dtype=object)
 
 
 def sampler_device(device: DeviceInfo) -> str:
@@ -175,7 +184,7 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, allocations: "Al
         return pd.DataFrame(columns=OPERATOR_COLUMNS)
     ts = table["ts"][idx]
     delta = np.nan_to_num(table["bytes"][idx])
-    device = device_label(table["mem_device_type"][idx], table["mem_device_id"][idx])
+    device, device_labels = device_codes(table["mem_device_type"][idx], table["mem_device_id"][idx])
     free_ts = _paired_free_time(ts, delta, device, table["addr"][idx])
     step = step_of(ts, steps)
     alloc = np.flatnonzero((delta > 0) & (step >= 0))
@@ -185,14 +194,17 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, allocations: "Al
     ends = step_end.reindex(step[alloc]).to_numpy()
     held = ~(free_ts[alloc] < ends)  # never freed in the trace, or freed after its step ended
     owner = allocations.owner[alloc]
-    op_names = np.asarray(table.names, dtype=object)[table.name_code[tree.index]]
-    names = np.where(owner >= 0, op_names[np.maximum(owner, 0)], NO_OPERATOR)
-    frame = pd.DataFrame({"name": names, "device": device[alloc], "allocated_bytes": delta[alloc],
+    # Grouped by name code and device code (integers hash far faster than strings), named after.
+    name = np.where(owner >= 0, table.name_code[tree.index][np.maximum(owner, 0)], -1)
+    frame = pd.DataFrame({"name": name, "device": device[alloc], "allocated_bytes": delta[alloc],
                           "held_bytes": np.where(held, delta[alloc], 0.0)})
     grouped = frame.groupby(["name", "device"], sort=False)
     out = grouped[["allocated_bytes", "held_bytes"]].sum()
     out.insert(0, "allocations", grouped.size())
     out = out.reset_index()
+    names = np.append(np.asarray(table.names, dtype=object), NO_OPERATOR)  # code -1: the last
+    out["name"] = names[out["name"].to_numpy()]
+    out["device"] = device_labels[out["device"].to_numpy()]
     return out[OPERATOR_COLUMNS].sort_values(["allocated_bytes", "name"], ascending=[False, True],
                                              kind="stable").reset_index(drop=True)
 
@@ -224,7 +236,7 @@ def allocation_lifetimes(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
     freed in the trace), for the leak advice to find which cell line made what was never freed."""
     idx = _memory_events(table)
     delta = np.nan_to_num(table["bytes"][idx])
-    device = device_label(table["mem_device_type"][idx], table["mem_device_id"][idx])
+    device = device_codes(table["mem_device_type"][idx], table["mem_device_id"][idx])[0]
     free_ts = _paired_free_time(table["ts"][idx], delta, device, table["addr"][idx])
     alloc = delta > 0
     return idx[alloc], free_ts[alloc]
@@ -372,7 +384,8 @@ def _memory_events(table: EventTable) -> np.ndarray:
 
 
 def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray, addr: np.ndarray) -> np.ndarray:
-    """For each allocation event, the time of the free paired with it (+inf when none).
+    """For each allocation event, the time of the free paired with it (+inf when none);
+    ``device`` holds device codes (``device_codes``).
 
     Events group by (device, address), or by (device, size) where the trace has
     no address. Within one group, pairing each free with the most recent
@@ -386,11 +399,10 @@ def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray, add
     out = np.full(n, np.inf)
     sign = np.sign(delta).astype(np.int64)
     size = np.abs(delta)
-    dev_code = pd.factorize(device)[0]  # codes by hashing: sorting a million labels costs far more
     size_code = pd.factorize(size)[0]
     block = np.where(addr != MISSING, addr, -2 - size_code)  # addresses are >= 0: no clash with size codes
     block_code = pd.factorize(block)[0]
-    group = dev_code.astype(np.int64) * (int(block_code.max(initial=0)) + 1) + block_code
+    group = device.astype(np.int64) * (int(block_code.max(initial=0)) + 1) + block_code
     order = np.argsort(group, kind="stable")  # by group, then time (events are time-sorted)
     g, s = group[order], sign[order]
     depth = np.cumsum(s)

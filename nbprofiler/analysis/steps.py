@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.table import EventTable, Kind
+from .event_kinds import of_kind
 
 _STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")  # longer numbers would overflow int64: no step
 STEP_COLUMNS = ["step", "start_us", "end_us", "pid", "tid", "synthetic"]
@@ -30,7 +31,7 @@ def profiler_steps(table: EventTable) -> pd.DataFrame:
     names = pd.Series(table.names, dtype=object)
     step_numbers = names.str.extract(_STEP_NAME, expand=False)
     is_step_name = step_numbers.notna().to_numpy()
-    host = np.isin(table.kind, [Kind.CPU_OP, Kind.USER_ANNOTATION])
+    host = of_kind(table.kind, (Kind.CPU_OP, Kind.USER_ANNOTATION))
     mask = host & is_step_name[table.name_code]
     if mask.any():
         ts, dur = table["ts"][mask], table["dur"][mask]

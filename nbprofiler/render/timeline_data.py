@@ -447,7 +447,9 @@ def _build(report: "Report") -> dict[str, Any] | None:
         ev[k] = np.where(one, cols[k][np.maximum(ev["pos"], 0)], -1)
     if below is not None:
         many = ev["count"] > 1
-        ev["name"][many] = [strings.add(f"{c} events") for c in ev["count"][many].tolist()]
+        counts = ev["count"][many]
+        named = {c: strings.add(f"{c} events") for c in pd.unique(counts).tolist()}  # in order of first use
+        ev["name"][many] = [named[c] for c in counts.tolist()]
 
     rows = np.zeros(len(lanes.rows), dtype=np.int64)
     np.maximum.at(rows, ev["lane"], ev["depth"] + 1)
