@@ -33,17 +33,17 @@ import ipywidgets as widgets
 import pandas as pd
 
 from .bundle import WIDGET_MIME, mimebundle
-from .charts import chart
+from .charts import chart_bundle
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .export_tab import ExportTab
 from .output_widget import bundle_output
 from .tab_help import how_html
 from .timeline_data import timeline_bundle
-from .html import (Col, breakdown_table, count, device_html, esc, html_table, img,
+from .html import (Col, breakdown_table, count, device_html, esc, html_table,
                    lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
 from .style import WIDGET_STYLE
-from .views import growth_warnings, memory_device, memory_figures, ranked_suggestions
+from .views import growth_warnings, lines_absent, modules_absent, memory_device, memory_figures, ranked_suggestions
 
 if TYPE_CHECKING:
     from ..analysis.callsites import CallSites
@@ -445,8 +445,8 @@ def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
     details = widgets.HTML()
     table = PagedTable(k, cols, sort="total_us", noun="kernels",
                        on_pick=lambda label: setattr(details, "value", kernel_details_html(k.loc[label])))
-    pie = widgets.HTML(f'<div class="nbp">{img(chart(report, "kernels"), "kernel time by category")}</div>')
-    return widgets.VBox([how_html("Kernels"), pie, table.box, details]), table
+    by_kind = bundle_output(chart_bundle(report, "kernels"))
+    return widgets.VBox([how_html("Kernels"), *([by_kind] if by_kind else []), table.box, details]), table
 
 
 def _blocks(value: float) -> str:
@@ -484,44 +484,26 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in growth_warnings(report))
     figures = memory_figures(report, device)
     headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
-    charts = (f'<div class="nbp">{headline}{warnings}{img(chart(report, "memory"), "memory over steps")}'
-              f'{img(chart(report, "memory_timeline"), "memory during the profiled steps")}'
-              f"<div>Allocations on {esc(device)} by operator during the profiled steps "
-              "(held = still allocated when its step ended):</div></div>")
+    charts = [c for c in (bundle_output(chart_bundle(report, name)) for name in ("memory", "memory_timeline")) if c]
+    above = widgets.HTML(f'<div class="nbp">{headline}{warnings}</div>')
+    below = widgets.HTML(f'<div class="nbp"><div>Allocations on {esc(device)} by operator during the profiled steps '
+                         "(held = still allocated when its step ended):</div></div>")
     ops = report.memory_by_operator
     ops = ops[ops["device"] == device].reset_index(drop=True)
     cols = [Col("name", "operator", width="4fr", name=True), Col("allocations", "allocations", count, width="100px"),
             Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]
     table = PagedTable(ops, cols, sort="allocated_bytes", noun="operators", top=50)
-    return widgets.VBox([how_html("Memory"), widgets.HTML(charts), table.box]), table
+    return widgets.VBox([how_html("Memory"), above, *charts, below, table.box]), table
 
 
 def lines_html(report: "Report") -> str:
     """The annotated cell, or why there is none."""
-    if not report.lines.empty:
-        return lines_table(report)
-    run = report.run
-    if run is None:
-        why = "A trace file holds no cell source: line attribution needs a live %%torchprofile run."
-    elif not run.options.stack:
-        why = "Run the cell with <code>%%torchprofile --stack</code> to see which of its lines cost the time."
-    elif run.line_marks is None:
-        why = "The time per line was not recorded for this run (see the notes above)."
-    else:
-        why = "No torch op ran from this cell's lines during the profiled steps."
-    return f'<div class="how">{why}</div>'
+    return lines_table(report) if not report.lines.empty else f'<div class="how">{esc(lines_absent(report))}</div>'
 
 
 def modules_html(report: "Report") -> str:
     """The module tree, or how to get one."""
-    if not report.modules.empty:
-        return modules_tree(report)
-    run = report.run
-    recorded = run is not None and (run.options.modules or run.options.stack)
-    why = ("No nn.Module ran during the profiled steps outside torch.compile'd code (modules run inside compiled "
-           "code are not recorded)." if recorded else
-           "Run the cell with <code>%%torchprofile --modules</code> to see the time per nn.Module.")
-    return f'<div class="how">{why}</div>'
+    return modules_tree(report) if not report.modules.empty else f'<div class="how">{esc(modules_absent(report))}</div>'
 
 
 # -- the explorer -------------------------------------------------------------------------------
@@ -604,7 +586,9 @@ class TabbedView(widgets.VBox):
         self._builders = dict(builders)
         self.tab_titles = tuple(self._builders)
         self._built: set[int] = set()
-        self.tabs = widgets.Tab(children=[widgets.VBox() for _ in builders], titles=self.tab_titles)
+        # Every widget is a comm the kernel opens at display: the empty tabs share one Layout model.
+        placeholder = widgets.Layout()
+        self.tabs = widgets.Tab(children=[widgets.VBox(layout=placeholder) for _ in builders], titles=self.tab_titles)
         self.tabs.observe(self._on_select, "selected_index")
         super().__init__([header, self.tabs])
         self._build(0)
@@ -658,10 +642,10 @@ class Explorer(TabbedView):
     # -- tab builders ---------------------------------------------------------------------
     def _overview(self) -> widgets.Widget:
         r = self.report
-        uri = chart(r, "breakdown")
-        parts = [metrics_html(r), device_html(r)]
-        if uri:
-            parts.append(img(uri, "step time breakdown"))
+        breakdown = bundle_output(chart_bundle(r, "breakdown"))
+        figures = widgets.HTML(f'<div class="nbp">{metrics_html(r)}{device_html(r)}</div>')
+        parts = []
+        if breakdown:
             parts.append(html_table(breakdown_table(r), [Col("part", "part"), us_col("per_step_us", "per step"),
                                                          Col("share", "share", fmt_pct)]))
         else:
@@ -672,7 +656,8 @@ class Explorer(TabbedView):
             parts.append("<h4>Top suggestions</h4>" + copy_cards(r, OVERVIEW_SUGGESTIONS))
             if more > 0:
                 parts.append(f'<div class="how">{more} more in the Suggestions tab.</div>')
-        return widgets.VBox([how_html("Overview"), widgets.HTML(f'<div class="nbp">{"".join(parts)}</div>')])
+        return widgets.VBox([how_html("Overview"), figures, *([breakdown] if breakdown else []),
+                             widgets.HTML(f'<div class="nbp">{"".join(parts)}</div>')])
 
     def _operators(self) -> widgets.Widget:
         self.operators = OperatorsTab(self.report)
