@@ -110,7 +110,8 @@ def test_text_report_has_every_section_and_the_largest_gain_first():
 def test_payload_keys_are_the_labextension_contract(hostile):
     payload = report_payload(hostile)
     assert set(payload) == {"schema", "title", "source", "partial", "notes", "device", "summary", "breakdown",
-                            "operators", "steps", "memory", "suggestions"}
+                            "operators", "steps", "memory", "suggestions", "charts", "timeline", "kernels", "lines",
+                            "modules", "saved_from"}
     assert payload["breakdown"]["kind"] == "phases"  # a CPU run
     assert payload["breakdown"]["columns"] == ["step", "dataloader", "forward", "backward", "optimizer", "other"]
     assert payload["summary"]["batch_size"] == 8 and payload["summary"]["samples_per_s"] > 0
