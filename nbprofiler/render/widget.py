@@ -632,8 +632,8 @@ class Explorer(TabbedView):
             ("Overview", self._overview), ("Operators", self._operators)]
         if not report.kernels.empty:
             builders.append(("Kernels", self._kernels))
-        builders += [("Memory", self._memory), ("Timeline", self._timeline), ("Cell lines", self._lines),
-                     ("Modules", self._modules), ("Suggestions", self._suggestions), ("Export", self._export)]
+        builders += [("Memory", self._memory), ("Cell lines", self._lines), ("Modules", self._modules),
+                     ("Timeline", self._timeline), ("Suggestions", self._suggestions), ("Export", self._export)]
         super().__init__(view_header("report", render_summary_line(report), report.notes), builders)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
