@@ -15,6 +15,7 @@ from nbprofiler.format import fmt_pct
 from nbprofiler.render import bundle
 from nbprofiler.render.charts import CHART_MIME, comparison_chart_bundle, comparison_chart_svg
 from nbprofiler.render.compare_widget import CompareView
+from nbprofiler.render.charts import comparison_chart_spec
 from nbprofiler.render.style import STYLE
 from nbprofiler.render.widget import Explorer
 from nbprofiler.report.comparison import compare
@@ -122,7 +123,11 @@ def test_the_bundle_carries_view_static_html_and_the_labextension_payload(v100, 
     assert set(data) == {"text/plain", "text/html", bundle.COMPARISON_MIME, bundle.WIDGET_MIME}
     assert data["text/plain"] == v100.to_text()
     payload = data[bundle.COMPARISON_MIME]
-    assert payload == {"version": 1, "html": data["text/html"], "verdict": v100.verdict}
+    chart = comparison_chart_spec(v100)
+    assert payload == {"version": 1, "html": data["text/html"], "verdict": v100.verdict, "chart": chart}
+    # The spec draws both runs' breakdowns, in the HTML's slot that holds the static SVG of the same chart.
+    assert [p["title"] for p in chart["panels"]] == [f"{v100.before_label} (before)", f"{v100.after_label} (after)"]
+    assert '<div class="nbp-compare-chart"><svg' in payload["html"]
     json.dumps(payload, allow_nan=False)
     opened = [d["state"] for kind, d in recording if kind == "comm_open"]
     assert any(s.get("_model_name") == "TabModel" and "Breakdown" in s.get("titles", ()) for s in opened)

@@ -14,6 +14,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { IRenderHost, LiveOrSavedRenderer, RENDERER_RANK } from './renderer';
+import { IChartSpec, renderChart } from './report/charts';
 
 export const COMPARISON_MIME = 'application/vnd.nbprofiler.comparison+json';
 
@@ -26,6 +27,16 @@ export interface IComparisonPayload {
   html: string;
   /** "1.74× faster (1.52–1.96)", or "no measurable change (0.97–1.04)". */
   verdict: string;
+  /** The side-by-side breakdown chart's spec (charts.ts), drawn interactive in the HTML's chart slot. */
+  chart: IChartSpec | null;
+}
+
+/** The HTML's place for the chart: it holds a static SVG, which the sanitizer of an untrusted notebook drops. */
+export const CHART_SLOT = '.nbp-compare-chart';
+
+function chartSpec(value: unknown): IChartSpec | null {
+  const v = value as { panels?: unknown } | null;
+  return typeof v === 'object' && v !== null && Array.isArray(v.panels) ? (value as IChartSpec) : null;
 }
 
 /** The payload, checked; throws with the reason when it cannot be drawn. */
@@ -46,7 +57,7 @@ export function parseComparison(data: unknown): IComparisonPayload {
   if (typeof d.html !== 'string') {
     throw new Error('the comparison data has no html');
   }
-  return { version, html: d.html, verdict: typeof d.verdict === 'string' ? d.verdict : '' };
+  return { version, html: d.html, verdict: typeof d.verdict === 'string' ? d.verdict : '', chart: chartSpec(d.chart) };
 }
 
 export class ComparisonRenderer extends LiveOrSavedRenderer<IComparisonPayload> {
@@ -81,6 +92,10 @@ export class ComparisonRenderer extends LiveOrSavedRenderer<IComparisonPayload> 
       latexTypesetter: o.latexTypesetter,
       translator: o.translator
     });
+    const slot = widget.node.querySelector(CHART_SLOT);
+    if (slot && saved.chart) {
+      slot.replaceChildren(renderChart(saved.chart));
+    }
     return widget;
   }
 }

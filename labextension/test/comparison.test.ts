@@ -15,6 +15,7 @@ import {
 import { RENDERER_RANK } from '../src/renderer';
 import { WIDGET_MIME } from '../src/report/types';
 import { fakeHost, MODEL_ID } from './fake-host';
+import charts from './fixtures/charts.json';
 
 const HOSTILE_IMG = '<img src="x" onerror="alert(1)">';
 const VERDICT = '1.74× faster (1.52–1.96)';
@@ -45,7 +46,8 @@ const flush = () => new Promise(r => setTimeout(r, 20));
 
 describe('comparison payload', () => {
   it('reads version 1, and refuses what it cannot draw with a reason', () => {
-    expect(parseComparison({ version: 1, html: '<p>x</p>', verdict: VERDICT })).toEqual({ version: 1, html: '<p>x</p>', verdict: VERDICT });
+    expect(parseComparison({ version: 1, html: '<p>x</p>', verdict: VERDICT })).toEqual({ version: 1, html: '<p>x</p>', verdict: VERDICT, chart: null });
+    expect(parseComparison({ version: 1, html: '<p>x</p>', chart: { panels: 'no' } }).chart).toBeNull();
     expect(parseComparison({ version: 1, html: '', extra: 1 }).verdict).toBe('');
     expect(() => parseComparison({ version: 2, html: '<p>x</p>' })).toThrow(/newer than this extension understands/);
     expect(() => parseComparison({ version: 1 })).toThrow(/no html/);
@@ -84,6 +86,24 @@ describe('drawing a comparison', () => {
     expect(saved.querySelector('[onerror]')).toBeNull();
     expect(saved.querySelector('script')).toBeNull();
     expect((window as any).__nbpRan).toBeUndefined();
+  });
+
+  it("draws the chart from its spec in the HTML's chart slot, interactive, trusted or not", async () => {
+    // The real comparison of two V100 traces (num_workers 0, then 4), as Python sends it.
+    const spec = (charts as any).comparison.breakdown;
+    const html = `<div class="nbp"><h4>Breakdown</h4><div class="nbp-compare-chart"><svg><title>static</title></svg></div></div>`;
+    for (const trusted of [true, false]) {
+      const { r } = renderer();
+      await r.renderModel(mimeModel({ trusted, data: { version: 1, html, verdict: VERDICT, chart: spec } }));
+      const slot = r.node.querySelector('.nbp-compare-chart') as HTMLElement;
+      const box = slot.querySelector('.nbp-chartbox') as HTMLElement;
+      expect(box.dataset.chart).toBe(spec.name);
+      expect(slot.textContent).not.toContain('static');
+      // A legend entry for each part either run has.
+      for (const series of spec.panels[0].series) {
+        expect(box.querySelector('.nbp-legend')!.textContent).toContain(series.label);
+      }
+    }
   });
 
   it('hands a live comparison to the explorer', async () => {

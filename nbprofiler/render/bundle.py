@@ -88,13 +88,16 @@ def comparison_mimebundle(comparison: "Comparison", include: Collection[str] | N
                           view: "CompareView | None" = None) -> dict[str, Any]:
     """The bundle for ``display(comparison)``, as ``mimebundle`` is for a Report: the compare
     view where a widget front end runs the cell; the static comparison everywhere else, and in
-    ``COMPARISON_MIME`` for the labextension (``{version, html, verdict}``)."""
+    ``COMPARISON_MIME`` for the labextension (``{version, html, verdict, chart}``: ``chart`` is the
+    side-by-side chart's spec, which the extension draws interactive in the HTML's chart slot)."""
+    from .charts import comparison_chart_spec
     from .compare_html import render_compare_html
 
     html = cache(lambda: render_compare_html(comparison))  # text/html and the payload hold the same page
 
     def payload() -> dict[str, Any]:
-        return {"version": COMPARISON_VERSION, "html": html(), "verdict": comparison.verdict}
+        return {"version": COMPARISON_VERSION, "html": html(), "verdict": comparison.verdict,
+                "chart": comparison_chart_spec(comparison)}
 
     def widget() -> "CompareView":
         from .compare_widget import CompareView

@@ -176,6 +176,14 @@ def memory_html(comparison: "Comparison") -> str:
     return html_table(comparison.memory, MEMORY_COLS)
 
 
+def chart_slot(c: "Comparison") -> str:
+    """The side-by-side chart as SVG, in the slot where the JupyterLab extension draws the
+    interactive chart from the payload's spec instead (the sanitizer of an untrusted
+    notebook drops inline SVG)."""
+    svg = comparison_chart_svg(c)
+    return f'<div class="nbp-compare-chart">{svg}</div>' if svg else ""
+
+
 def render_compare_html(comparison: "Comparison", standalone: bool = False) -> str:
     """The whole comparison as an HTML fragment, or a complete page with ``standalone``."""
     c = comparison
@@ -183,7 +191,7 @@ def render_compare_html(comparison: "Comparison", standalone: bool = False) -> s
              f"<h3>nbprofiler comparison — {esc(title(c))}</h3>"]
     parts += [f'<div class="note">{esc(note)}</div>' for note in c.notes]
     parts += ["<h4>Summary</h4>", how(HOW["Summary"]), summary_html(c),
-              "<h4>Breakdown</h4>", how(HOW["Breakdown"]), comparison_chart_svg(c) or "", breakdown_html(c),
+              "<h4>Breakdown</h4>", how(HOW["Breakdown"]), chart_slot(c), breakdown_html(c),
               names_section("Operators", c.operators, operator_columns(c), "operators"),
               names_section("Kernels", c.kernels, kernel_columns(), "kernels"),
               "<h4>Memory</h4>", how(HOW["Memory"]), memory_html(c), "</div>"]
