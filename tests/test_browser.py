@@ -200,6 +200,17 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
     _run_in_lab(tmp_path, SCRIPT, NOTEBOOK, SHOTS, timeout=900)
 
 
+def write_notebook(path: Path, *sources: str) -> Path:
+    """Write a notebook of code cells, one per source, for a browser scenario to run."""
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+              "source": source.splitlines(keepends=True)} for source in sources]
+    notebook = {"cells": cells,
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(notebook, indent=1))
+    return path
+
+
 def _slow_loader_notebook(path: Path) -> Path:
     """A notebook whose training loop waits on a sleep-bound DataLoader (20 ms a sample, no workers):
     its profile suggests DataLoader workers, which "Try it" then measures."""
@@ -225,18 +236,7 @@ def _slow_loader_notebook(path: Path) -> Path:
         "    loss.backward()",
         "    opt.step()",
     ])
-
-    def code(source: str) -> dict:
-        return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                "source": source.splitlines(keepends=True)}
-
-    notebook = {
-        "cells": [code(setup), code(training)],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(notebook, indent=1))
-    return path
+    return write_notebook(path, setup, training)
 
 
 def test_try_it_reprofiles_a_suggestion_and_shows_the_comparison(tmp_path: Path) -> None:

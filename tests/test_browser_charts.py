@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_browser import ROOT, SHOTS, _run_in_lab
+from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
 
 SCRIPT = ROOT / "tests" / "browser" / "chart_hover_e2e.mjs"
 SETUP = """import torch, torch.nn as nn, torch.nn.functional as F
@@ -28,18 +28,8 @@ for x, y in loader:
 pytestmark = pytest.mark.slow
 
 
-def _notebook(path: Path) -> Path:
-    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-              "source": source.splitlines(keepends=True)} for source in (SETUP, TRAIN)]
-    notebook = {"cells": cells,
-                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
-    path.write_text(json.dumps(notebook, indent=1))
-    return path
-
-
 def test_chart_hover_and_zoom_live_and_saved(tmp_path: Path) -> None:
-    notebook = _notebook(tmp_path / "charts.ipynb")
+    notebook = write_notebook(tmp_path / "charts.ipynb", SETUP, TRAIN)
     result = _run_in_lab(tmp_path / "lab", SCRIPT, notebook, SHOTS / "charts", timeout=600)
     print(json.dumps({k: result.get(k) for k in ("live", "saved")}, indent=1))
     for view in ("live", "saved"):

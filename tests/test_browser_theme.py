@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_browser import ROOT, SHOTS, _run_in_lab
+from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
 
 SCRIPT = ROOT / "tests" / "browser" / "theme_e2e.mjs"
 
@@ -41,18 +41,7 @@ def _small_cnn_notebook(path: Path) -> Path:
         "    loss.backward()",
         "    opt.step()",
     ])
-
-    def code(source: str) -> dict:
-        return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                "source": source.splitlines(keepends=True)}
-
-    notebook = {
-        "cells": [code(setup), code(training)],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(notebook, indent=1))
-    return path
+    return write_notebook(path, setup, training)
 
 
 def test_explorer_text_reaches_contrast_in_light_and_dark_themes(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_browser import ROOT, SHOTS, _run_in_lab
+from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
 
 import nbprofiler
 from nbprofiler.render.timeline_data import timeline_payload
@@ -38,22 +38,12 @@ def _first_match(trace: Path) -> dict:
             "dur_us": float(_array(payload, "dur", "<f4")[first]), "events": payload["events"]["n"]}
 
 
-def _notebook(path: Path, trace: Path) -> Path:
-    source = f"import nbprofiler\nreport = nbprofiler.load({str(trace)!r})\nreport\n"
-    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-            "source": source.splitlines(keepends=True)}
-    notebook = {"cells": [cell],
-                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
-    path.write_text(json.dumps(notebook, indent=1))
-    return path
-
-
 def test_timeline_zooms_to_a_kernel_and_shows_its_details(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trace = tmp_path / TRACE.name
     shutil.copy(TRACE, trace)
     kernel = _first_match(trace)
     monkeypatch.setenv("NBP_TIMELINE_KERNEL", json.dumps(kernel))
-    notebook = _notebook(tmp_path / "timeline.ipynb", trace)
+    notebook = write_notebook(tmp_path / "timeline.ipynb",
+                              f"import nbprofiler\nreport = nbprofiler.load({str(trace)!r})\nreport\n")
     result = _run_in_lab(tmp_path / "lab", SCRIPT, notebook, SHOTS / "timeline", timeout=600)
     print(json.dumps({k: result.get(k) for k in ("live", "saved", "download")}, indent=1))

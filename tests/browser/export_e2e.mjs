@@ -19,33 +19,20 @@ import {
   check,
   clickExplorerTab,
   explorerPanel,
-  LONG,
   NOTEBOOK,
   openNotebook,
   page,
   ROOT_DIR,
+  runAllCells,
   runScenario,
   shot,
-  step,
-  waitKernelIdle
+  step
 } from './lab.mjs';
 
 const result = {};
 await runScenario(result, async () => {
   await openNotebook();
-  await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
-  await page.waitForFunction(
-    () => window.jupyterapp.shell.currentWidget.content.widgets.every(
-      c => c.model.type !== 'code' || (c.model.executionCount !== null && c.model.executionState !== 'running')
-    ),
-    null,
-    { timeout: LONG, polling: 500 }
-  );
-  await waitKernelIdle();
-  const t = await page.evaluate(() =>
-    window.jupyterapp.shell.currentWidget.content.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('%%torchprofile'))
-  );
-  check(t >= 0, 'the notebook has a %%torchprofile cell');
+  const t = await runAllCells();
   const cellId = await page.evaluate(i => window.jupyterapp.shell.currentWidget.content.widgets[i].model.id, t);
   const cell = await cellLocator(t);
   await cell.scrollIntoViewIfNeeded();

@@ -99,6 +99,25 @@ export async function waitKernelIdle(timeout = 120000) {
 
 
 /** A locator for the notebook's cell at `index` (tagged so it survives re-renders). */
+/** Run every cell of the open notebook, wait until each has run and the kernel is idle, and
+ *  return the index of the `%%torchprofile` cell. */
+export async function runAllCells() {
+  await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
+  await page.waitForFunction(
+    () => window.jupyterapp.shell.currentWidget.content.widgets.every(
+      c => c.model.type !== 'code' || (c.model.executionCount !== null && c.model.executionState !== 'running')
+    ),
+    null,
+    { timeout: LONG, polling: 500 }
+  );
+  await waitKernelIdle();
+  const index = await page.evaluate(() =>
+    window.jupyterapp.shell.currentWidget.content.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('%%torchprofile'))
+  );
+  check(index >= 0, 'the notebook has a %%torchprofile cell');
+  return index;
+}
+
 export async function cellLocator(index) {
   await page.evaluate(i => {
     for (const el of document.querySelectorAll('[data-nbp-e2e]')) {

@@ -21,13 +21,12 @@ import {
   check,
   clickExplorerTab,
   explorerPanel,
-  LONG,
   openNotebook,
   page,
+  runAllCells,
   runScenario,
   shot,
-  step,
-  waitKernelIdle
+  step
 } from './lab.mjs';
 
 const THEMES = ['JupyterLab Light', 'JupyterLab Dark'];
@@ -146,19 +145,7 @@ await runScenario(result, async () => {
   // 1. Run the notebook: the training cell shows the live explorer.
   await openNotebook();
   step('open notebook, kernel idle');
-  await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
-  await page.waitForFunction(
-    () => window.jupyterapp.shell.currentWidget.content.widgets.every(
-      c => c.model.type !== 'code' || (c.model.executionCount !== null && c.model.executionState !== 'running')
-    ),
-    null,
-    { timeout: LONG, polling: 500 }
-  );
-  await waitKernelIdle();
-  const t = await page.evaluate(() =>
-    window.jupyterapp.shell.currentWidget.content.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('%%torchprofile'))
-  );
-  check(t >= 0, 'the notebook has a %%torchprofile cell');
+  const t = await runAllCells();
   const cell = await cellLocator(t);
   await cell.scrollIntoViewIfNeeded();
   await page.waitForFunction(el => el.querySelectorAll('.lm-TabBar-tab').length > 0, await cell.elementHandle(), { timeout: 60000 });

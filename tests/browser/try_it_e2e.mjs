@@ -26,8 +26,9 @@ import {
   openNotebook,
   page,
   reloadAt,
-  runScenario,
   REPORT_MIME,
+  runAllCells,
+  runScenario,
   saveNotebook,
   shot,
   shutDownKernel,
@@ -62,19 +63,7 @@ await runScenario(result, async () => {
   // 1. Run the notebook: the training cell is profiled and shows the explorer.
   await openNotebook();
   step('open notebook, kernel idle');
-  await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
-  await page.waitForFunction(
-    () => window.jupyterapp.shell.currentWidget.content.widgets.every(
-      c => c.model.type !== 'code' || (c.model.executionCount !== null && c.model.executionState !== 'running')
-    ),
-    null,
-    { timeout: LONG, polling: 500 }
-  );
-  await waitKernelIdle();
-  const t = await page.evaluate(() =>
-    window.jupyterapp.shell.currentWidget.content.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('%%torchprofile'))
-  );
-  check(t >= 0, 'the notebook has a %%torchprofile cell');
+  const t = await runAllCells();
   const first = await cellState(t);
   check(!first.outputs.some(o => o.output_type === 'error'), `the training cell profiles without error: ${JSON.stringify(first.outputs.filter(o => o.output_type === 'error'))}`);
   let cell = await cellLocator(t);
