@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..trace.module_names import RANGE_PREFIX as MODULE_RANGE_PREFIX
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
+from .event_kinds import of_kind
 from .intervals import accumulate_to_ancestors, children_sum, climb, innermost_around, parent_index
 from .links import launching_runtime, lookup
 
@@ -140,14 +141,13 @@ class OperatorTree:
 
     @cached_property
     def device_events(self) -> np.ndarray:
-        return np.flatnonzero(np.isin(self.table.kind, DEVICE_WORK_KINDS))
+        return np.flatnonzero(of_kind(self.table.kind, DEVICE_WORK_KINDS))
 
     @cached_property
     def device_self_us(self) -> np.ndarray:
-        out = np.zeros(len(self.index))
         launched = self.launcher >= 0
-        np.add.at(out, self.launcher[launched], self.table["dur"][self.device_events][launched])
-        return out
+        return np.bincount(self.launcher[launched], weights=self.table["dur"][self.device_events][launched],
+                           minlength=len(self.index)).astype(np.float64, copy=False)
 
     @cached_property
     def device_total_us(self) -> np.ndarray:

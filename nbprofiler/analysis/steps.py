@@ -48,7 +48,7 @@ def profiler_steps(table: EventTable) -> pd.DataFrame:
         # One range per step number: a duplicate (several threads) keeps the longest.
         df = df.sort_values(["step", "end_us"]).drop_duplicates("step", keep="last")
         return df.sort_values("start_us").reset_index(drop=True)
-    hosts = np.isin(table.kind, [Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.RUNTIME])
+    hosts = of_kind(table.kind, (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.RUNTIME))
     if not hosts.any():
         hosts = table.kind != Kind.TRACE_SPAN
     ts, end = table["ts"][hosts], table["ts"][hosts] + table["dur"][hosts]

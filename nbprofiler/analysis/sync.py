@@ -156,12 +156,15 @@ def sync_points(table: EventTable, tree: OperatorTree, steps: pd.DataFrame, devi
     pageable_htod_name = np.array(["HtoD" in n and "Pageable" in n for n in names], dtype=bool)
     dtoh = memcpy & dtoh_name[table.name_code[dev]]
     pageable_htod = memcpy & pageable_htod_name[table.name_code[dev]]
-    cause = np.full(len(tree.index), "", dtype=object)
-    cause[launcher[dtoh & (launcher >= 0)]] = "cpu"
-    cause[launcher[pageable_htod & (launcher >= 0)]] = "h2d"
-    sync_cause = np.array([SYNC_OPS.get(n, "") for n in names], dtype=object)[table.name_code[tree.index]]
-    cause = np.where(sync_cause != "", sync_cause, cause)
-    is_candidate = cause != ""
+    # Causes as codes into ``cause_names`` (0: none): small integers, not strings, per operator.
+    cause_names = list(dict.fromkeys(["", "cpu", "h2d", *SYNC_OPS.values(), "explicit"]))
+    code_of = {c: i for i, c in enumerate(cause_names)}
+    cause = np.zeros(len(tree.index), dtype=np.int8)
+    cause[launcher[dtoh & (launcher >= 0)]] = code_of["cpu"]
+    cause[launcher[pageable_htod & (launcher >= 0)]] = code_of["h2d"]
+    sync_cause = np.array([code_of[SYNC_OPS.get(n, "")] for n in names], dtype=np.int8)[table.name_code[tree.index]]
+    cause = np.where(sync_cause != 0, sync_cause, cause)
+    is_candidate = cause != 0
     inside_candidate = has_ancestor(tree.parent, is_candidate)
     outermost = np.flatnonzero(is_candidate & ~inside_candidate)
     # A bare sync call counts unless an operator it is in was counted already, as its cause.
@@ -171,7 +174,7 @@ def sync_points(table: EventTable, tree: OperatorTree, steps: pd.DataFrame, devi
     bare = ~((around >= 0) & counted[np.maximum(around, 0)])
     events = np.concatenate([tree.index[outermost], runtime[bare]])
     positions = np.concatenate([outermost, around[bare]])
-    causes = np.concatenate([cause[outermost], np.full(int(bare.sum()), "explicit", dtype=object)])
+    causes = np.concatenate([cause[outermost], np.full(int(bare.sum()), code_of["explicit"], dtype=np.int8)])
     start = table["ts"][events]
     end = start + table["dur"][events]
     step = step_of(start, steps)
@@ -188,7 +191,7 @@ def sync_points(table: EventTable, tree: OperatorTree, steps: pd.DataFrame, devi
             "step": step,
             "ts": start,
             "operator": table.names[table.name_code[events]].astype(str).astype(object),
-            "cause": causes,
+            "cause": np.array(cause_names, dtype=object)[causes],
             "where": locator.where(events, positions),
             "host_us": end - start,
             "idle_after_us": _idle_after(end, busy_start, busy_end, step_end),
