@@ -438,7 +438,7 @@ def _build(report: "Report") -> dict[str, Any] | None:
     order = _by_lane_and_start(cols["lane"], cols["start"], cols["dur"])
     # Reordered now: what the nesting and the cap read. The other columns are read once, for the
     # events kept (``pos``: each one's row in ``cols``): gathering a million rows costs more than sorting.
-    ev = {k: cols[k][order] for k in ("start", "dur", "lane", "cat")}
+    ev = {column: cols[column][order] for column in ("start", "dur", "lane", "cat")}
     ev["pos"] = order
     ev["depth"] = np.minimum(_nesting_depth(ev["lane"], ev["start"], ev["start"] + ev["dur"]), _MAX_DEPTH)
     ev["busy"] = ev["dur"]
@@ -446,8 +446,8 @@ def _build(report: "Report") -> dict[str, Any] | None:
     total = len(ev["start"])
     ev, below, merged = _aggregate(ev, MAX_TIMELINE_EVENTS)
     one = ev["pos"] >= 0
-    for k in ("source", "name", "shapes", "stack"):
-        ev[k] = np.where(one, cols[k][np.maximum(ev["pos"], 0)], -1)
+    for column in ("source", "name", "shapes", "stack"):
+        ev[column] = np.where(one, cols[column][np.maximum(ev["pos"], 0)], -1)
     if below is not None:
         many = ev["count"] > 1
         counts = ev["count"][many]
