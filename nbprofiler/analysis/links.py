@@ -7,9 +7,16 @@ lookup of ids in a sorted key array, done here once for every analysis.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
-from ..trace.table import MISSING, EventTable, Kind
+from ..trace.table import DEVICE_WORK_KINDS, MISSING, EventTable, Kind
+from .event_kinds import of_kind
+
+# Per trace, the launching runtime call of every event (see ``launching_runtime``): the
+# breakdown, the idle time, the operators and the timeline all ask, found once.
+_launchers: "weakref.WeakKeyDictionary[EventTable, np.ndarray]" = weakref.WeakKeyDictionary()
 
 
 def lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -34,6 +41,13 @@ def lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarra
 
 def launching_runtime(table: EventTable, events: np.ndarray) -> np.ndarray:
     """For each event index in ``events``, the index of the runtime call with the same
-    correlation id (the call that launched it), or -1."""
-    runtime = np.flatnonzero(table.kind == Kind.RUNTIME)
-    return lookup(table["correlation"][runtime], runtime, table["correlation"][events])
+    correlation id (the call that launched it), or -1. Only device activities (kernels,
+    copies, memsets) are launched: any other event gets -1."""
+    if table not in _launchers:
+        runtime = np.flatnonzero(table.kind == Kind.RUNTIME)
+        device = np.flatnonzero(of_kind(table.kind, DEVICE_WORK_KINDS))
+        launcher = np.full(len(table), -1, dtype=np.int64)
+        launcher[device] = lookup(table["correlation"][runtime], runtime, table["correlation"][device])
+        launcher.flags.writeable = False
+        _launchers[table] = launcher
+    return _launchers[table][events]

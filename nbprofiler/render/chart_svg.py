@@ -17,7 +17,9 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from ..format import byte_axis_unit, fmt_bytes, fmt_us, shorten
 
@@ -67,6 +69,10 @@ def esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
+# A coordinate: one number, or a numpy array of them (a long series is placed in one go).
+Num = TypeVar("Num", float, np.ndarray)
+
+
 def _n(v: float) -> str:
     return f"{v:.1f}"
 
@@ -114,7 +120,7 @@ class Axis:
             self.ticks = nice_ticks(top)
         self.low, self.high = self.ticks[0] * self.scale, self.ticks[-1] * self.scale
 
-    def frac(self, v: float) -> float:
+    def frac(self, v: Num) -> Num:
         return (v - self.low) / ((self.high - self.low) or 1.0)
 
 
@@ -169,11 +175,13 @@ class Frame:
         self.continuous = spec["x"]["unit"] == "us"
         self.x_axis = Axis("us", 0.0, max(_finite(xs), default=0.0), True) if self.continuous else None
 
-    def y(self, v: float) -> float:
+    def y(self, v: Num) -> Num:
+        """Where value ``v`` lies; element-wise for an array of values."""
         return self.top + self.height - self.axis.frac(v) * self.height
 
-    def x(self, i: int, value: float = 0.0) -> float:
-        """The centre of point ``i``'s band, or on a continuous axis, where ``value`` lies."""
+    def x(self, i: Num, value: Any = 0.0) -> Num:
+        """The centre of point ``i``'s band, or on a continuous axis, where ``value`` lies;
+        element-wise for arrays of positions and values (``value`` of the same kind as ``i``)."""
         if self.x_axis is not None:
             return self.left + self.x_axis.frac(value) * self.width
         return self.left + (i + 0.5) * self.width / max(self.n, 1)
@@ -266,23 +274,14 @@ def _lines(spec: dict[str, Any], panel: dict[str, Any], f: Frame) -> list[str]:
     phase_of = {x: run["phase"] for run in panel["phases"] for x in xs if run["start"] <= x <= run["end"]}
     stepwise = spec["kind"] == "timeline"
     out = []
+    x_values = np.array(xs, dtype=np.float64) if f.x_axis is not None else np.zeros(len(xs))
     for s in panel["series"]:
-        d, prev_y = [], None
-        for i, v in enumerate(s["values"]):
-            if v is None:
-                prev_y = None
-                continue
-            x, y = f.x(i, xs[i]), f.y(v)
-            if prev_y is None:
-                d.append(f"M{_n(x)} {_n(y)}")
-            else:
-                d.append((f"H{_n(x)}V{_n(y)}" if stepwise else f"L{_n(x)} {_n(y)}"))
-            prev_y = y
+        d = _path(s["values"], x_values, f, stepwise)
         finite = _finite(s["values"])
         if not finite:
             continue
         summary = f"{s['label']}: {fmt(min(finite))} to {fmt(max(finite))}"
-        out.append(f'<path {_stroke(s["color"], s["dash"])} d="{"".join(d)}">{_title(summary)}</path>')
+        out.append(f'<path {_stroke(s["color"], s["dash"])} d="{d}">{_title(summary)}</path>')
         if stepwise or f.n > MAX_POINTS:
             continue
         for i, v in enumerate(s["values"]):
@@ -292,6 +291,20 @@ def _lines(spec: dict[str, Any], panel: dict[str, Any], f: Frame) -> list[str]:
             out.append(f'<circle {_fill(s["color"])} cx="{_n(f.x(i))}" cy="{_n(f.y(v))}" r="3">'
                        f'{_title(f"step {xs[i]}{phase} · " + s["label"] + f": {fmt(v)}")}</circle>')
     return out
+
+
+def _path(values: list[Any], x_values: np.ndarray, f: Frame, stepwise: bool) -> str:
+    """A series' path data: a move to the first point of each run of values (a None ends a
+    run), then a line (or, ``stepwise``, a horizontal then a vertical step) to each next one.
+    Placed as arrays: a memory series holds thousands of points."""
+    at = np.flatnonzero([v is not None for v in values])
+    if len(at) == 0:
+        return ""
+    xs = [_n(x) for x in f.x(at, x_values[at]).tolist()]
+    ys = [_n(y) for y in f.y(np.array([values[i] for i in at.tolist()], dtype=np.float64)).tolist()]
+    moves = np.concatenate(([True], np.diff(at) > 1)).tolist()
+    step = "H{}V{}" if stepwise else "L{} {}"
+    return "".join(("M{} {}" if move else step).format(x, y) for move, x, y in zip(moves, xs, ys))
 
 
 def _markers(panel: dict[str, Any], f: Frame) -> list[str]:
