@@ -44,7 +44,7 @@ import pandas as pd
 
 from ..trace.table import DEVICE_WORK_KINDS, HOST_RANGE_KINDS, EventTable, Kind
 from .event_kinds import of_kind
-from .intervals import covered_in_windows, union
+from .intervals import merged_covered_in_windows, union
 from .links import launching_runtime
 from .steps import dataloader_names
 
@@ -214,10 +214,12 @@ def step_breakdown(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
     masks = part_masks(table)
     for part, category in PRIORITY:
         mask = masks[part]
+        if not mask.any():  # adds nothing to the union: its category gains exactly 0
+            continue
         s = ts[mask]
         part_start, part_end = union(s, s + dur[mask])
         acc_start, acc_end = union(np.concatenate((acc_start, part_start)), np.concatenate((acc_end, part_end)))
-        covered = covered_in_windows(acc_start, acc_end, lo, hi)
+        covered = merged_covered_in_windows(acc_start, acc_end, lo, hi)
         out[category] += covered - covered_so_far
         covered_so_far = covered
     total = hi - lo

@@ -193,11 +193,19 @@ def covered_in_windows(start: np.ndarray, end: np.ndarray, win_start: np.ndarray
     with one ``searchsorted``: O((n + w) log n) for n intervals and w windows.
     Windows may overlap each other or be empty; intervals may overlap or nest.
     """
-    win_start = np.asarray(win_start, dtype=np.float64)
-    win_end = np.asarray(win_end, dtype=np.float64)
     if len(start) == 0:
         return np.zeros(len(win_start))
-    s, e = union(np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64))
+    return merged_covered_in_windows(*union(np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)),
+                                     win_start, win_end)
+
+
+def merged_covered_in_windows(s: np.ndarray, e: np.ndarray, win_start: np.ndarray, win_end: np.ndarray) -> np.ndarray:
+    """``covered_in_windows`` of intervals ``union`` has already merged (disjoint, sorted,
+    float64): the breakdown keeps its running union merged and measures it after every part."""
+    win_start = np.asarray(win_start, dtype=np.float64)
+    win_end = np.asarray(win_end, dtype=np.float64)
+    if len(s) == 0:
+        return np.zeros(len(win_start))
     length = e - s
     before = np.concatenate([[0.0], np.cumsum(length)])  # before[k]: length of the first k intervals
 
