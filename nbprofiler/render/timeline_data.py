@@ -128,7 +128,7 @@ class _Strings:
 
     def codes(self, name_code: np.ndarray) -> np.ndarray:
         """String indices for trace name codes, interning each distinct name once."""
-        for c in np.unique(name_code).tolist():
+        for c in np.flatnonzero(np.bincount(name_code, minlength=len(self.names))).tolist():  # each code used
             if self.by_code[c] < 0:
                 self.by_code[c] = self.add(str(self.names[c]))
         return self.by_code[name_code]
@@ -169,7 +169,10 @@ def _nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.n
     open at each one's start: its nesting level. An instant counts as open for the
     smallest time step after it, so it never closes before it opened."""
     depth = np.zeros(len(start), dtype=np.int64)
-    end = np.where(end > start, end, np.nextafter(start, np.inf))
+    instant = np.flatnonzero(~(end > start))
+    if len(instant):
+        end = end.copy()
+        end[instant] = np.nextafter(start[instant], np.inf)
     bounds = np.flatnonzero(np.diff(lane)) + 1
     for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(lane)]))):
         closed = np.searchsorted(np.sort(end[lo:hi]), start[lo:hi], side="right")
@@ -252,7 +255,7 @@ def _stacks(table: EventTable, idx: np.ndarray, strings: _Strings) -> tuple[np.n
         return seen[frames]
 
     py = np.flatnonzero(table.kind == Kind.PYTHON_FUNCTION)
-    host = np.flatnonzero(of_kind(table.kind[idx], _HOST_KINDS))
+    host = np.flatnonzero(of_kind(table.kind[idx], _HOST_KINDS)) if len(py) else idx[:0]
     if len(py) and len(host):
         start, end, thread = table["ts"][py], table["ts"][py] + table["dur"][py], table.thread[py]
         parent = parent_index(start, end, thread)
@@ -422,22 +425,20 @@ def _build(report: "Report") -> dict[str, Any] | None:
     nccl = np.array([_COLLECTIVE.search(n) is not None for n in names], dtype=bool)
     cat[kernel & nccl[table.name_code[idx]]] = _CAT["nccl"]
     stack, stacks = _stacks(table, idx, strings)
+    # The steps' own rows come first. What the order, the nesting and the cap read is joined
+    # here; the rest is read once, for the events kept: copying a million rows costs more.
+    traced = {"source": idx, "name": strings.codes(table.name_code[idx]), "shapes": _shapes(table, idx, strings),
+              "stack": stack}
+    n_steps = len(steps)
+    step_name = np.array([strings.add(f"step {int(s)}") for s in steps["step"]], dtype=np.int64)
     cols = {
-        "source": idx, "start": ts[idx] - lo, "dur": dur[idx], "lane": lane, "cat": cat,
-        "name": strings.codes(table.name_code[idx]), "shapes": _shapes(table, idx, strings), "stack": stack,
+        "start": np.concatenate((steps["start_us"].to_numpy(dtype=np.float64) - lo, ts[idx] - lo)),
+        "dur": np.concatenate(((steps["end_us"] - steps["start_us"]).to_numpy(dtype=np.float64), dur[idx])),
+        "lane": np.concatenate((np.full(n_steps, step_lane), lane)),
+        "cat": np.concatenate((np.full(n_steps, _CAT["step"]), cat)),
     }
-    if len(steps):
-        n_steps = len(steps)
-        step_name = [strings.add(f"step {int(s)}") for s in steps["step"]]
-        step_start = steps["start_us"].to_numpy(dtype=np.float64) - lo
-        step_dur = (steps["end_us"] - steps["start_us"]).to_numpy(dtype=np.float64)
-        extra = {"source": np.full(n_steps, -1), "start": step_start, "dur": step_dur,
-                 "lane": np.full(n_steps, step_lane), "cat": np.full(n_steps, _CAT["step"]),
-                 "name": np.array(step_name), "shapes": np.full(n_steps, -1), "stack": np.full(n_steps, -1)}
-        cols = {k: np.concatenate((extra[k], v)) for k, v in cols.items()}
     order = _by_lane_and_start(cols["lane"], cols["start"], cols["dur"])
-    # Reordered now: what the nesting and the cap read. The other columns are read once, for the
-    # events kept (``pos``: each one's row in ``cols``): gathering a million rows costs more than sorting.
+    # Reordered now: what the nesting and the cap read (``pos``: each event's row in ``cols``).
     ev = {column: cols[column][order] for column in ("start", "dur", "lane", "cat")}
     ev["pos"] = order
     ev["depth"] = np.minimum(_nesting_depth(ev["lane"], ev["start"], ev["start"] + ev["dur"]), _MAX_DEPTH)
@@ -445,9 +446,11 @@ def _build(report: "Report") -> dict[str, Any] | None:
     ev["count"] = np.ones(len(ev["start"]), dtype=np.int64)
     total = len(ev["start"])
     ev, below, merged = _aggregate(ev, MAX_TIMELINE_EVENTS)
-    one = ev["pos"] >= 0
+    row = ev["pos"] - n_steps  # the row in ``traced``; < 0 for a step or an aggregate
     for column in ("source", "name", "shapes", "stack"):
-        ev[column] = np.where(one, cols[column][np.maximum(ev["pos"], 0)], -1)
+        ev[column] = np.where(row >= 0, traced[column][np.maximum(row, 0)], -1)
+    is_step = (ev["pos"] >= 0) & (row < 0)
+    ev["name"][is_step] = step_name[ev["pos"][is_step]]
     if below is not None:
         many = ev["count"] > 1
         counts = ev["count"][many]
