@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.table import thread_key
-from .intervals import accumulate_to_ancestors, covered_in_windows
+from .intervals import accumulate_to_ancestors, covered_in_windows, merged_covered_in_windows, union
 from .operators import BACKWARD_PREFIX, OperatorTree
 from .steps import dataloader_names
 
@@ -72,10 +72,17 @@ def step_phases(tree: OperatorTree, steps: pd.DataFrame) -> pd.DataFrame:
     end = start + tree.dur
     covered_before = np.zeros(len(steps))
     claimed = np.zeros(len(tree.index), dtype=bool)
+    claimed_start, claimed_end = np.empty(0), np.empty(0)  # the union of the operators claimed so far
     out: dict[str, np.ndarray] = {p: np.zeros(len(steps)) for p in PHASES}
     for phase, mask in masks:
-        claimed |= mask
-        covered = covered_in_windows(start[claimed], end[claimed], win_start, win_end)
+        new = mask & ~claimed
+        if not new.any():  # claims nothing more: the phase gains exactly 0
+            continue
+        claimed |= new
+        new_start, new_end = union(start[new], end[new])
+        claimed_start, claimed_end = union(np.concatenate((claimed_start, new_start)),
+                                           np.concatenate((claimed_end, new_end)))
+        covered = merged_covered_in_windows(claimed_start, claimed_end, win_start, win_end)
         out[phase] += covered - covered_before
         covered_before = covered
     total = win_end - win_start
