@@ -23,6 +23,7 @@ from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter
 import nbprofiler
 from conftest import TRAIN_CELL, assert_nothing_left, temp_traces
 from nbprofiler.capture.hooks import StepHooks
+from nbprofiler.magic import ReportInterrupted
 
 MIME = "application/vnd.nbprofiler.report+json"
 ACTIVE = (2, 3, 4)  # the default schedule: wait 1, warmup 1, active 3
@@ -336,7 +337,12 @@ def test_exception_landing_in_the_finish_still_gives_the_report(shell, monkeypat
         else:
             patch.setattr(ProfileRun, "_build_report", _raise_once(exc, ProfileRun._build_report))
         result, captured = run_cell(shell, "-o run", TRAIN_CELL)
-    assert result.error_in_exec is exc
+    if isinstance(exc, KeyboardInterrupt):
+        # Ctrl-C as the run stopped: the cell counts as interrupted, in one line that says the report is kept.
+        assert isinstance(result.error_in_exec, ReportInterrupted)
+        assert "the report is complete and kept in `run` or `nbprofiler.last()`" in str(result.error_in_exec)
+    else:
+        assert result.error_in_exec is exc
     run = shell.user_ns["run"]
     assert len(run.steps) == 12 and list(run.trace_steps["step"]) == list(ACTIVE)
     assert run.run.error == type(exc).__name__ + (f": {exc}" if str(exc) else "")

@@ -332,7 +332,9 @@ def test_cpu_peak_is_the_rise_within_a_step_and_identical_reruns_agree(ip):
         assert list(rise) == [8 << 20] * 3
     assert ("largest rise within a step after the first profiled one, over its starting level (traced) 8.0 MiB"
             in texts[0])
-    assert texts[0] == texts[1] == texts[2]
+    # The figures the cell fixes agree; the process's RSS, which the test process's history moves, is left out.
+    traced_only = [re.sub(r"process RSS [\d.]+ \w+", "process RSS", text) for text in texts]
+    assert traced_only[0] == traced_only[1] == traced_only[2]
 
 
 TRANSFORMER_CELL = """

@@ -73,8 +73,9 @@ def test_02_tuner_measures_plots_and_recommends(dataloader_tutorial):
     assert "× your current setting's loop speed" in text and "persistent_workers=True,  # changed: was False" in text
 
 
+# A changed verdict ends with a warning when other programs' load moved between the runs.
 VERDICT = re.compile(r"^(?:(?P<factor>[\d.]+)× (?P<way>faster|slower)|no measurable change) "
-                     r"\((?P<low>[\d.]+)–(?P<high>[\d.]+)\)$")
+                     r"\((?P<low>[\d.]+)–(?P<high>[\d.]+)\)(?:, but the machine's load changed between the runs)?$")
 
 
 def _verdict(line: str) -> tuple[str, float, float]:

@@ -86,7 +86,7 @@ await runScenario(result, async () => {
   check(await card.locator('.nbp-try-line').isHidden(), 'in JupyterLab the by-hand line is hidden');
   result.suggestion = { kind, title };
   await button.scrollIntoViewIfNeeded();
-  await shot('01_try_it_button.png', cell.locator('.jp-OutputArea'));
+  await shot('01_try_it_button.png', cell.locator('.jp-Cell-outputArea'));
   const cellsBefore = await cellCount();
   const countBefore = first.count;
   // Clicked, then clicked again at once, in one turn of the page: the first click disables the
@@ -151,7 +151,7 @@ await runScenario(result, async () => {
   result.liveComparisonMode = await shown.getAttribute('data-nbprofiler-mode');
   check(result.liveComparisonMode === 'widget', `with the live kernel the Compare view leads (mode ${result.liveComparisonMode})`);
   await shown.scrollIntoViewIfNeeded();
-  await shot('02_comparison_live.png', cell.locator('.jp-OutputArea'));
+  await shot('02_comparison_live.png', cell.locator('.jp-Cell-outputArea'));
   await shot('03_notebook_after_try.png');
   step('comparison: faster, interval, stated beside measured');
 
@@ -165,7 +165,7 @@ await runScenario(result, async () => {
   const savedText = await saved.innerText();
   check(savedText.includes(payload.verdict), `the saved comparison shows the verdict: ${savedText.slice(0, 300)}`);
   check(!(await page.locator('.jp-NotebookPanel').innerText()).includes('Error displaying widget'), 'no "Error displaying widget" in the reopened notebook');
-  await shot('04_comparison_saved.png', cell.locator('.jp-OutputArea'));
+  await shot('04_comparison_saved.png', cell.locator('.jp-Cell-outputArea'));
   step('reload without the kernel: the saved comparison is drawn');
 
 });
