@@ -448,7 +448,9 @@ def _build(report: "Report") -> dict[str, Any] | None:
     ev, below, merged = _aggregate(ev, MAX_TIMELINE_EVENTS)
     row = ev["pos"] - n_steps  # the row in ``traced``; < 0 for a step or an aggregate
     for column in ("source", "name", "shapes", "stack"):
-        ev[column] = np.where(row >= 0, traced[column][np.maximum(row, 0)], -1)
+        # -1 appended for the steps and aggregates, so that a window with no drawn event (steps only) reads too.
+        with_none = np.append(traced[column], -1)
+        ev[column] = with_none[np.where(row >= 0, row, len(with_none) - 1)]
     is_step = (ev["pos"] >= 0) & (row < 0)
     ev["name"][is_step] = step_name[ev["pos"][is_step]]
     if below is not None:
