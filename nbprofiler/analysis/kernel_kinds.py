@@ -9,6 +9,8 @@ generic ones (matmul, elementwise); an unknown name is ``other``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -32,8 +34,11 @@ KERNEL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 OTHER = "other"
 
 
+@lru_cache(maxsize=4096)
 def kernel_kind(name: str) -> str:
-    """The category of one kernel name."""
+    """The category of one kernel name. Cached: a report's chart, Kernels tab and saved data
+    each ask for the same names, and long template names make the rules costly (tens of ms
+    for a few hundred kernels)."""
     for kind, pattern in KERNEL_KINDS:
         if pattern.search(name):
             return kind
@@ -44,5 +49,9 @@ def time_by_kind(kernels: pd.DataFrame) -> pd.Series:
     """Kernel µs per category from a kernel table (``name``, ``total_us``), largest first."""
     if kernels.empty:
         return pd.Series(dtype=np.float64)
-    kinds = [kernel_kind(str(n)) for n in kernels["name"]]
-    return kernels["total_us"].groupby(kinds).sum().sort_values(ascending=False)
+    return kernels["total_us"].groupby(kernel_kinds(kernels["name"])).sum().sort_values(ascending=False)
+
+
+def kernel_kinds(names: Iterable[object]) -> list[str]:
+    """The category of each kernel name, in order (a kernel table's ``category`` column)."""
+    return [kernel_kind(str(n)) for n in names]

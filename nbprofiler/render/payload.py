@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.kernel_kinds import kernel_kind
+from ..analysis.kernel_kinds import kernel_kinds
 from .charts import chart_spec
 from .html import MAX_MODULE_ROWS, line_rows
 from .text import operator_view, render_summary_line
@@ -55,7 +55,7 @@ MAX_STEP_ROWS = 5000
 MAX_KERNEL_ROWS = 1000
 # The charts the front end draws from ``chart_spec`` (nbprofiler/render/charts.py).
 CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels")
-# The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kind's.
+# The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kinds'.
 KERNEL_PAYLOAD_COLUMNS = ("name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
                           "mean_blocks_per_sm", "tensor_cores", "operator")
 # When each live run's report was first written out, which is when its loop ended.
@@ -123,7 +123,7 @@ def memory_payload(report: "Report") -> dict[str, Any]:
 def kernels_payload(report: "Report") -> dict[str, Any]:
     """Every kernel by total time, up to ``MAX_KERNEL_ROWS``, with its category and full name."""
     kernels = report.kernels.head(MAX_KERNEL_ROWS)
-    kernels = kernels.assign(category=[kernel_kind(str(n)) for n in kernels["name"]])
+    kernels = kernels.assign(category=kernel_kinds(kernels["name"]))
     return {**table_payload(kernels[list(KERNEL_PAYLOAD_COLUMNS)]), "total": len(report.kernels)}
 
 

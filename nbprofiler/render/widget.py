@@ -433,9 +433,9 @@ class OperatorsTab:
 
 
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
-    from ..analysis.kernel_kinds import kernel_kind
+    from ..analysis.kernel_kinds import kernel_kinds
 
-    k = report.kernels.assign(category=[kernel_kind(str(n)) for n in report.kernels["name"]])
+    k = report.kernels.assign(category=kernel_kinds(report.kernels["name"]))
     cols = [Col("name", "kernel", width="4fr", name=True), Col("category", "category", width="110px"),
             Col("calls", "calls", count, width="80px"), us_col("total_us", "total"), us_col("mean_us", "mean"),
             us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
