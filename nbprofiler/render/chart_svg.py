@@ -14,7 +14,6 @@ Text from traces (kernel categories, device names) is escaped.
 """
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..format import byte_axis_unit, fmt_bytes, fmt_us, shorten
+from .escape import esc
 
 # Each colour the specs name: the theme variable chain, and the literal for viewers without CSS.
 COLOR_VARS: dict[str, tuple[str, str]] = {
@@ -63,10 +63,6 @@ TITLE_HEIGHT, LEGEND_ROW = 24, 18
 MAX_BARS = 120  # past this many steps, each part is one stacked band: separate bars would be slivers
 MAX_POINTS = 80  # past this many steps, a line has no point marks
 MAX_X_LABELS = 16
-
-
-def esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
 
 
 # A coordinate: one number, or a numpy array of them (a long series is placed in one go).

@@ -11,7 +11,6 @@ the cell's source) is untrusted text and goes through ``esc``.
 """
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .charts import chart_svg
+from .escape import esc
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import operator_view, render_summary_line
@@ -44,11 +44,6 @@ _COPY_ONCLICK = (
     "function(){var r=document.createRange();r.selectNodeContents(p);var s=getSelection();"
     "s.removeAllRanges();s.addRange(r);b.textContent='Press Ctrl+C'})"
 )
-
-
-def esc(value: object) -> str:
-    """Escape untrusted text for HTML text and attribute contexts."""
-    return html.escape(str(value), quote=True)
 
 
 @dataclass(frozen=True)
