@@ -248,3 +248,58 @@ def test_long_memory_counters_keep_their_first_point_and_every_peak_and_trough(m
         for i in np.unique(slice_of(t)):
             inside, kept_inside = slice_of(t) == i, slice_of(kept_t) == i
             assert kept_v[kept_inside].max() == v[inside].max() and kept_v[kept_inside].min() == v[inside].min()
+
+
+def test_a_caller_and_its_only_callee_that_share_start_and_duration_draw_caller_above():
+    """aten::to calls aten::_to_copy; on the A100 trace the two often start in the same µs and
+    last as long. The caller is drawn one level above its callee, as the trace records them."""
+    ev = Decoded(timeline_payload(shared_report("a100_train")))
+    pairs = 0
+    for i in np.flatnonzero(ev.name == "aten::to"):
+        twin = np.flatnonzero((ev["lane"] == ev["lane"][i]) & (ev["start"] == ev["start"][i])
+                              & (ev["dur"] == ev["dur"][i]) & (ev.name == "aten::_to_copy"))
+        if len(twin):
+            pairs += 1
+            assert ev["depth"][twin[0]] == ev["depth"][i] + 1
+    assert pairs > 50  # the trace has dozens of them
+
+
+def _fresh_report(name: str) -> Report:
+    return nbprofiler.load(shared_trace(name))
+
+
+def test_a_large_traces_bundle_builds_its_timeline_on_a_second_thread_and_saves_the_same_one(monkeypatch):
+    """Above PARALLEL_MIN_EVENTS the bundle builds the timeline alongside the tables and the HTML:
+    the saved data carries exactly the timeline built in order, and the text and HTML are as ever."""
+    from nbprofiler.render.bundle import MIME_TYPE, mimebundle
+
+    serial = _fresh_report("v100_resnet50_train_num_workers_0")
+    expected = timeline_data._build(serial)
+    threads = []
+    build = timeline_data._build
+
+    def recorded(report):
+        import threading
+
+        threads.append(threading.current_thread().name)
+        return build(report)
+
+    monkeypatch.setattr(timeline_data, "PARALLEL_MIN_EVENTS", 1)
+    monkeypatch.setattr(timeline_data, "_build", recorded)
+    report = _fresh_report("v100_resnet50_train_num_workers_0")
+    bundle = mimebundle(report)
+    assert bundle[MIME_TYPE]["timeline"] == expected
+    assert threads and all(name.startswith("nbprofiler-timeline") for name in threads)
+    assert bundle["text/plain"] == serial.to_text() and bundle["text/html"] == serial.to_html()
+
+
+def test_an_error_in_the_timeline_built_alongside_surfaces_from_the_bundle(monkeypatch):
+    from nbprofiler.render.bundle import mimebundle
+
+    def broken(report):
+        raise ValueError("the timeline could not be built")
+
+    monkeypatch.setattr(timeline_data, "PARALLEL_MIN_EVENTS", 1)
+    monkeypatch.setattr(timeline_data, "_build", broken)
+    with pytest.raises(ValueError, match="could not be built"):
+        mimebundle(_fresh_report("cpu_only"))

@@ -69,8 +69,10 @@ def step_communication(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
 
     comm_us = covered(comm)
     measured = covered(overlapping)
-    # |A ∩ B| = |A| + |B| - |A ∪ B|, per step, with no interval intersection built.
-    overlap = np.maximum(measured + covered(compute) - covered(overlapping | compute), 0.0)
+    # |A ∩ B| = |A| + |B| - |A ∪ B|, per step, with no interval intersection built (0 without
+    # communication: the two unions of the compute time alone, the costly part on a large trace, cancel).
+    overlap = (np.maximum(measured + covered(compute) - covered(overlapping | compute), 0.0) if overlapping.any()
+               else np.zeros(len(lo)))
     step_us = hi - lo
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(step_us > 0, comm_us / step_us, np.nan)

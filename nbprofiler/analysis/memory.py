@@ -130,13 +130,17 @@ def memory_steps(timeline: pd.DataFrame, steps: pd.DataFrame, sampler: pd.DataFr
     if len(timeline) and len(steps):
         a = steps["start_us"].to_numpy(dtype=np.float64)
         b = steps["end_us"].to_numpy(dtype=np.float64)
-        for label, g in timeline.groupby("device", sort=True):
-            ts = g["ts"].to_numpy()
-            alloc = g["allocated_bytes"].to_numpy(dtype=np.float64)
-            reserved = g["reserved_bytes"].to_numpy(dtype=np.float64)
+        code, labels = pd.factorize(timeline["device"].to_numpy(), sort=True)  # objects hash twice as fast as str
+        columns = {c: timeline[c].to_numpy() for c in ("ts", "allocated_bytes", "reserved_bytes", "delta_bytes",
+                                                       "reconstructed")}
+        for i, label in enumerate(labels.tolist()):
+            g = {c: v[code == i] for c, v in columns.items()}  # the device's rows, in time order
+            ts = g["ts"]
+            alloc = g["allocated_bytes"].astype(np.float64, copy=False)
+            reserved = g["reserved_bytes"].astype(np.float64, copy=False)
             relative = bool(g["reconstructed"].any())
             # The level before each step: after the last event before it (or before the first event).
-            level_before_first = alloc[0] - float(np.nan_to_num(g["delta_bytes"].to_numpy()[0]))
+            level_before_first = alloc[0] - float(np.nan_to_num(g["delta_bytes"][0]))
             first = np.searchsorted(ts, a, side="left")
             last = np.searchsorted(ts, b, side="right")
             for k, step in enumerate(steps["step"].tolist()):

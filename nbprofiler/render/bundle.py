@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .html import render_html
 from .payload import report_payload
 from .text import render_text
+from .timeline_data import start_timeline
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -80,7 +81,7 @@ def mimebundle(report: "Report", include: Collection[str] | None = None,
         return explorer if explorer is not None else Explorer(report)
 
     return _bundle(lambda: render_text(report), lambda: render_html(report), MIME_TYPE,
-                   lambda: report_payload(report), view, include, exclude)
+                   lambda: report_payload(report), view, include, exclude, lambda: start_timeline(report))
 
 
 def comparison_mimebundle(comparison: "Comparison", include: Collection[str] | None = None,
@@ -109,14 +110,18 @@ def comparison_mimebundle(comparison: "Comparison", include: Collection[str] | N
 
 def _bundle(text: Callable[[], str], html: Callable[[], str], data_mime: str, data: Callable[[], Any],
             view: "Callable[[], ipywidgets.DOMWidget]", include: Collection[str] | None,
-            exclude: Collection[str] | None) -> dict[str, Any]:
+            exclude: Collection[str] | None, start_data: Callable[[], None] | None = None) -> dict[str, Any]:
     """Text always; where the front end shows more, each wanted type, the widget only in a
-    widget front end. Each is made only when wanted: the HTML draws charts, the view builds widgets."""
+    widget front end. Each is made only when wanted: the HTML draws charts, the view builds widgets.
+    ``start_data``, when the data is wanted, begins the part of it that can be built alongside."""
     def wanted(mime: str) -> bool:
         return (include is None or mime in include) and not (exclude and mime in exclude)
 
+    rich = rich_output()
+    if rich and start_data is not None and wanted(data_mime):
+        start_data()
     bundle: dict[str, Any] = {"text/plain": text()}
-    if not rich_output():
+    if not rich:
         return bundle
     if wanted("text/html"):
         bundle["text/html"] = html()
