@@ -7,6 +7,7 @@ import shutil
 from collections import Counter
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn as nn
@@ -269,14 +270,16 @@ def _fresh_report(name: str) -> Report:
 
 
 def test_a_large_traces_bundle_builds_its_timeline_on_a_second_thread_and_saves_the_same_one(monkeypatch):
-    """Above PARALLEL_MIN_EVENTS the bundle builds the timeline alongside the tables and the HTML:
-    the saved data carries exactly the timeline built in order, and the text and HTML are as ever."""
+    """Above PARALLEL_MIN_EVENTS the bundle builds the operator tree and the timeline alongside
+    the other tables and the HTML: the saved data carries exactly the timeline built in order,
+    and the text, HTML and tables are the ones a report built on one thread has."""
+    from nbprofiler.render import background
     from nbprofiler.render.bundle import MIME_TYPE, mimebundle
 
     serial = _fresh_report("v100_resnet50_train_num_workers_0")
-    expected = timeline_data._build(serial)
+    expected = timeline_data.build(serial)
     threads = []
-    build = timeline_data._build
+    build = timeline_data.build
 
     def recorded(report):
         import threading
@@ -284,22 +287,25 @@ def test_a_large_traces_bundle_builds_its_timeline_on_a_second_thread_and_saves_
         threads.append(threading.current_thread().name)
         return build(report)
 
-    monkeypatch.setattr(timeline_data, "PARALLEL_MIN_EVENTS", 1)
-    monkeypatch.setattr(timeline_data, "_build", recorded)
+    monkeypatch.setattr(background, "PARALLEL_MIN_EVENTS", 1)
+    monkeypatch.setattr(timeline_data, "build", recorded)
     report = _fresh_report("v100_resnet50_train_num_workers_0")
     bundle = mimebundle(report)
     assert bundle[MIME_TYPE]["timeline"] == expected
-    assert threads and all(name.startswith("nbprofiler-timeline") for name in threads)
+    assert threads and all(name.startswith("nbprofiler-background") for name in threads)
     assert bundle["text/plain"] == serial.to_text() and bundle["text/html"] == serial.to_html()
+    for table in ("operators", "kernels", "syncs", "breakdown", "memory_by_operator"):
+        pd.testing.assert_frame_equal(getattr(report, table), getattr(serial, table), check_exact=True)
 
 
 def test_an_error_in_the_timeline_built_alongside_surfaces_from_the_bundle(monkeypatch):
+    from nbprofiler.render import background
     from nbprofiler.render.bundle import mimebundle
 
     def broken(report):
         raise ValueError("the timeline could not be built")
 
-    monkeypatch.setattr(timeline_data, "PARALLEL_MIN_EVENTS", 1)
-    monkeypatch.setattr(timeline_data, "_build", broken)
+    monkeypatch.setattr(background, "PARALLEL_MIN_EVENTS", 1)
+    monkeypatch.setattr(timeline_data, "build", broken)
     with pytest.raises(ValueError, match="could not be built"):
         mimebundle(_fresh_report("cpu_only"))

@@ -20,10 +20,10 @@ from collections.abc import Callable, Collection
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from . import background
 from .html import render_html
 from .payload import report_payload
 from .text import render_text
-from .timeline_data import start_timeline
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -81,7 +81,7 @@ def mimebundle(report: "Report", include: Collection[str] | None = None,
         return explorer if explorer is not None else Explorer(report)
 
     return _bundle(lambda: render_text(report), lambda: render_html(report), MIME_TYPE,
-                   lambda: report_payload(report), view, include, exclude, lambda: start_timeline(report))
+                   lambda: report_payload(report), view, include, exclude, lambda: background.start(report))
 
 
 def comparison_mimebundle(comparison: "Comparison", include: Collection[str] | None = None,

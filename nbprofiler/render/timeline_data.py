@@ -55,7 +55,6 @@ from __future__ import annotations
 import base64
 import re
 import weakref
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +68,8 @@ from ..analysis.steps import dataloader_names
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind, thread_key
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from ..report.report import Report
 
 TIMELINE_MIME = "application/vnd.nbprofiler.timeline+json"
@@ -84,45 +85,31 @@ _KIND_CATEGORY = {Kind.CPU_OP: "operator", Kind.USER_ANNOTATION: "annotation", K
 _MAX_DEPTH = 255  # the depth array is Uint8
 _COLLECTIVE = re.compile("nccl|rccl", re.IGNORECASE)  # kernels drawn as "nccl" (NCCL, and ROCm's RCCL)
 
-# A trace at least this large has its timeline built on a second thread while the report's
-# tables and HTML are made (``start_timeline``); below it the thread would cost more than it saves.
-PARALLEL_MIN_EVENTS = 100_000
-
 _cache: "weakref.WeakKeyDictionary[Report, dict[str, Any] | None]" = weakref.WeakKeyDictionary()
-_building: "weakref.WeakKeyDictionary[Report, Future[dict[str, Any] | None]]" = weakref.WeakKeyDictionary()
-_worker: ThreadPoolExecutor | None = None
+_pending: "weakref.WeakKeyDictionary[Report, Future[dict[str, Any] | None]]" = weakref.WeakKeyDictionary()
 
 
 def timeline_payload(report: "Report") -> dict[str, Any] | None:
     """The Timeline payload of ``report`` (see the module docstring), None when it has no
     trace events. Built once per report: the explorer, the saved output and the bundle share it.
-    Where ``start_timeline`` began it, this waits for that build, and raises what it raised."""
+    Where it is being built on another thread (``expect``), this waits for that build, and
+    raises what it raised."""
     if report not in _cache:
-        pending = _building.get(report)
-        payload = pending.result() if pending is not None else _build(report)
+        pending = _pending.get(report)
+        payload = pending.result() if pending is not None else build(report)
         _cache[report] = payload
-        _building.pop(report, None)  # after the result: a Ctrl-C in the wait leaves the build to finish for later
+        _pending.pop(report, None)  # after the result: a Ctrl-C in the wait leaves the build to finish for later
     return _cache[report]
 
 
-def start_timeline(report: "Report") -> None:
-    """Begin building ``report``'s timeline on a second thread, for the bundle of a large trace.
+def started(report: "Report") -> bool:
+    """Whether ``report``'s payload is built, or being built."""
+    return report in _cache or report in _pending
 
-    Why: the timeline of a million events is mostly sorts and searches in numpy, which
-    release the GIL, and it reads nothing the report's other tables compute, except the few
-    read here first. Built alongside the tables and the HTML, it costs the user on a
-    two-core machine about 0.1 s less of the wait for the report (``bench/report_latency.py``)."""
-    global _worker
-    if report in _cache or report in _building or len(report.table) < PARALLEL_MIN_EVENTS:
-        return
-    # What the build shares with the rest of the report, computed once, here, before both ask.
-    for shared in ("stretched_steps", "trace_steps", "memory", "step_window"):
-        getattr(report, shared)
-    thread_keys = report.table.thread
-    launching_runtime(report.table, thread_keys[:0])
-    if _worker is None:
-        _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nbprofiler-timeline")
-    _building[report] = _worker.submit(_build, report)
+
+def expect(report: "Report", pending: "Future[dict[str, Any] | None]") -> None:
+    """``report``'s payload is the result of ``pending`` (``build`` run on another thread)."""
+    _pending[report] = pending
 
 
 def timeline_bundle(report: "Report") -> dict[str, Any] | None:
@@ -427,7 +414,8 @@ def _trace_name(report: "Report") -> str:
     return "nbprofiler.pt.trace.json"
 
 
-def _build(report: "Report") -> dict[str, Any] | None:
+def build(report: "Report") -> dict[str, Any] | None:
+    """The payload of ``report``, built now (``timeline_payload`` builds it once and keeps it)."""
     table = report.table
     if len(table) == 0:
         return None
