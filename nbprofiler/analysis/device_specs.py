@@ -11,8 +11,8 @@ FLOP/s are dense (not the 2:4 sparse figures NVIDIA sheets mark with ``*``: thos
 are halved here), and per dtype the highest dense rate the sheet gives: the
 tensor (matrix) core rate where there is one (fp64 on A100/H100/H200/MI*),
 else the vector rate; GeForce fp16/bf16/fp8 with FP32 accumulate, which is what
-PyTorch's matmuls use. ``None``: the sheet gives no figure (no bf16 on V100, no
-tf32 or fp8 before Hopper/Ada, no fp64 on the Ada and GeForce sheets).
+PyTorch's matmuls use. ``None``: the sheet gives no figure (no bf16 or tf32 on V100,
+no fp8 before Hopper/Ada, no tf32 on MI250, no fp64 on the Ada and GeForce sheets).
 Host link: the host interface per direction (PCIe 3.0 x16: 16 GB/s, 4.0: 32,
 5.0: 64, half the sheets' bidirectional figure); SXM and OAM parts reach the
 host over PCIe too.
