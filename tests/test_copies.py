@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import GPU_TRACE_FILES, shared_raw_events as raw_events, shared_report as report
-from nbprofiler.analysis.copies import COPY_COLUMNS, copy_table, pageable_htod
+from nbprofiler.advice.measures import h2d_copies
+from nbprofiler.analysis.copies import COPY_COLUMNS, copy_table
 from nbprofiler.analysis.device_specs import device_spec
 from test_streams import live_cpu_report
 
@@ -69,14 +70,16 @@ def test_copy_figures_a_user_would_check():
     # The 2021 V100 samples copy each of their 6 steps' batch from pageable memory: 32 images of
     # 3 x 224 x 224 float32 and 32 int64 labels, over the DGX Station's PCIe 3.0 x16 (16 GB/s a way).
     v100 = _copies("v100_resnet50_train_num_workers_0")
-    count, nbytes, time_us = pageable_htod(v100)
-    assert (count, nbytes) == (12, 6 * (32 * 3 * 224 * 224 * 4 + 32 * 8))
+    evidence = h2d_copies(report("v100_resnet50_train_num_workers_0"))  # what pin_memory advice cites
+    assert (evidence.count, evidence.pageable, evidence.bytes) == (12, 12, 6 * (32 * 3 * 224 * 224 * 4 + 32 * 8))
     (htod,) = v100.to_dict("records")
-    assert time_us == htod["time_us"] and htod["link_gb_per_s"] == 16.0
+    assert evidence.pageable_us == htod["time_us"] and htod["link_gb_per_s"] == evidence.link_gb_per_s == 16.0
+    assert evidence.pageable_gb_per_s == htod["gb_per_s"]
     assert htod["share_of_link"] == pytest.approx(htod["gb_per_s"] / 16.0) and 0 < htod["share_of_link"] < 1
     # a100_train's loader pins its batches: no pageable host-to-device copy, but pinned ones.
     a100 = _copies("a100_train").set_index(["direction", "host_memory"])
-    assert pageable_htod(a100.reset_index()) == (0, 0.0, 0.0)
+    pinned = h2d_copies(report("a100_train"))
+    assert pinned.pageable == 0 and pinned.pageable_us == 0.0 and math.isnan(pinned.pageable_gb_per_s)
     assert a100.loc[("HtoD", "pinned"), "copies"] > 0 and a100.loc[("HtoD", "pinned"), "link_gb_per_s"] == 32.0
     # A copy within the device does not cross the host link: no link figure for it.
     assert np.isnan(a100.loc[("DtoD", ""), "link_gb_per_s"]) and np.isnan(a100.loc[("DtoD", ""), "share_of_link"])
@@ -95,4 +98,4 @@ def test_cpu_runs_have_no_copies():
     for r in (live_cpu_report(), report("cpu_only")):
         table = copy_table(r.table, None)
         assert table.empty and list(table.columns) == COPY_COLUMNS
-        assert pageable_htod(table) == (0, 0.0, 0.0)
+        assert h2d_copies(r) is None

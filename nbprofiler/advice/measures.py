@@ -198,23 +198,27 @@ def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:
 
 @dataclass(frozen=True)
 class H2DCopies:
-    """Host-to-device copies in the profiled steps."""
+    """Host-to-device copies in the trace (``report.copies``): what ``pin_memory`` advice rests on."""
 
     count: int
     bytes: float
     pageable: int  # copies from pageable (not pinned) host memory, which block the host
+    pageable_us: float  # their device time
+    pageable_gb_per_s: float  # their rate; NaN where the trace records no sizes
+    link_gb_per_s: float  # the host link's, one way; NaN for a device the spec table lacks
 
 
 def h2d_copies(report: "Report") -> H2DCopies | None:
-    t = report.table
     if not report.has_device_activity:
         return None
-    names = pd.Series(t.names, dtype=object).astype(str)
-    is_h2d = names.str.contains("HtoD", regex=False).to_numpy()[t.name_code] & (t.kind == Kind.MEMCPY)
-    if not is_h2d.any():
+    copies = report.copies
+    htod = copies[copies["direction"] == "HtoD"]
+    if htod.empty:
         return None
-    pageable = names.str.contains("Pageable", regex=False).to_numpy()[t.name_code] & is_h2d
-    return H2DCopies(int(is_h2d.sum()), float(np.nansum(t["bytes"][is_h2d])), int(pageable.sum()))
+    pageable = htod[htod["host_memory"] == "pageable"]  # one row at most: the table groups by both
+    return H2DCopies(int(htod["copies"].sum()), float(np.nansum(htod["bytes"])), int(pageable["copies"].sum()),
+                     float(pageable["time_us"].sum()), float(pageable["gb_per_s"].iloc[0]) if len(pageable) else np.nan,
+                     float(htod["link_gb_per_s"].iloc[0]))
 
 
 # -- host-device syncs ------------------------------------------------------------------------

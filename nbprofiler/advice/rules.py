@@ -19,6 +19,7 @@ idle after syncs), a true bound; an estimate with its range where it extrapolate
 """
 from __future__ import annotations
 
+import math
 import re
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -363,9 +364,17 @@ def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None,
         facts.append(f"worker start-up: {_ms(w.startup_ms)} per step on average, counted apart from steady loading")
     copies = f.h2d
     if p.pin and copies is not None:
-        evidence.update(h2d_copies=copies.count, h2d_bytes=copies.bytes, h2d_copies_pageable=copies.pageable)
-        facts.append(f"{copies.count} host-to-device copies ({fmt_bytes(copies.bytes)}) in the profiled steps, "
-                     f"{copies.pageable} of them from pageable memory")
+        evidence.update(h2d_copies=copies.count, h2d_bytes=copies.bytes, h2d_copies_pageable=copies.pageable,
+                        h2d_pageable_us=round(copies.pageable_us, 3))
+        fact = (f"{copies.count} host-to-device copies ({fmt_bytes(copies.bytes)}) in the trace, "
+                f"{copies.pageable} of them from pageable memory")
+        if copies.pageable and not math.isnan(copies.pageable_gb_per_s):
+            evidence["h2d_pageable_gb_per_s"] = round(copies.pageable_gb_per_s, 2)
+            fact += f", at {copies.pageable_gb_per_s:.1f} GB/s"
+            if not math.isnan(copies.link_gb_per_s):
+                evidence["host_link_gb_per_s"] = copies.link_gb_per_s
+                fact += f" of the {copies.link_gb_per_s:g} GB/s the host link carries one way"
+        facts.append(fact)
     return evidence, facts
 
 

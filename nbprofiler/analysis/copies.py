@@ -5,7 +5,7 @@ in both trace schemas: ``Memcpy HtoD (Pageable -> Device)``, ``Memcpy DtoH
 (Device -> Pinned)``, ``Memcpy DtoD (Device -> Device)``; ROCm writes ``Host``
 where CUDA says pageable or pinned. A copy from pageable memory is staged
 through a pinned buffer by the driver and blocks the host: those rows are the
-evidence for ``pin_memory=True`` advice (``pageable_htod``).
+evidence for ``pin_memory=True`` advice (``advice.measures.h2d_copies``).
 
 A copy's rate is its bytes over its time (the profiler's own "memory bandwidth
 (GB/s)" argument is the same ratio), and a group's is its bytes over its total
@@ -74,10 +74,3 @@ def copy_table(table: EventTable, spec: DeviceSpec | None) -> pd.DataFrame:
     out["share_of_link"] = out["gb_per_s"] / out["link_gb_per_s"]
     out = out.sort_values(["bytes", "time_us"], ascending=False, kind="stable", na_position="last")
     return out.reset_index(drop=True)[COPY_COLUMNS]
-
-
-def pageable_htod(copies: pd.DataFrame) -> tuple[int, float, float]:
-    """(count, bytes, µs) of the host-to-device copies from pageable memory in a ``copy_table``:
-    what pinning the source (``pin_memory=True``) would speed up and unblock."""
-    rows = copies[(copies["direction"] == "HtoD") & (copies["host_memory"] == "pageable")]
-    return int(rows["copies"].sum()), float(rows["bytes"].sum()), float(rows["time_us"].sum())

@@ -74,34 +74,35 @@ def stream_idle(table: EventTable, spans: pd.DataFrame, kernel_wait_us: float = 
     span = float((hi - lo).sum())
     rows = []
     for a, b in zip(bounds[:-1], bounds[1:]):  # one pass per stream: a trace has a few dozen
-        waits = _idle_by_cause(start[a:b], end[a:b], submitted[a:b], lo, hi, kernel_wait_us)
+        waits = [float(w.sum()) for w in idle_by_cause(start[a:b], end[a:b], submitted[a:b], lo, hi, kernel_wait_us)]
         idle = sum(waits)
         rows.append((int(device[a]), int(stream[a]), int(in_step[a:b].sum()), span,
                      max(span - idle, 0.0), idle, *waits))
     return pd.DataFrame(rows, columns=STREAM_IDLE_COLUMNS)
 
 
-def _idle_by_cause(start: np.ndarray, end: np.ndarray, submitted: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                   kernel_wait_us: float) -> tuple[float, float, float]:
-    """(kernel wait, host wait, other) µs inside the windows ``[lo, hi)``, of one stream whose
-    activities are sorted by start (then submission), ``submitted`` being when each one's
-    launch returned (NaN: launch not in the trace)."""
+def idle_by_cause(start: np.ndarray, end: np.ndarray, submitted: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                  kernel_wait_us: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kernel wait, host wait, other) µs inside each window ``[lo, hi)``, of device work sorted
+    by start (then submission), ``submitted`` being when each activity's launch returned (NaN:
+    launch not in the trace). The one gap classification: one stream's here, the whole
+    device's in ``sync.idle_time`` (with ``kernel_wait_us`` 0, which leaves no kernel wait)."""
     running_end = np.maximum.accumulate(end)
     first = np.concatenate(([True], start[1:] > running_end[:-1]))
     busy_start = start[first]
     last = np.concatenate((np.flatnonzero(first)[1:] - 1, [len(start) - 1]))
     busy_end = running_end[last]
-    # Gap k ends where busy run k starts; the last one runs past the stream's final activity.
+    # Gap k ends where busy run k starts; the last one runs past the final activity.
     previous_end = np.concatenate(([-np.inf], busy_end))
     gap_start = np.concatenate(([min(lo[0], busy_start[0])], busy_end))
     gap_end = np.concatenate((busy_start, [max(hi[-1], busy_end[-1])]))
     host = np.concatenate((submitted[first], [np.nan])) > previous_end
-    host[-1] = True
+    host[-1] = True  # nothing more was launched: the device waited on the host
     kernel = ~host & (gap_end - previous_end < kernel_wait_us)
     other = ~host & ~kernel
 
-    def inside(mask: np.ndarray) -> float:
-        return float(covered_in_windows(gap_start[mask], gap_end[mask], lo, hi).sum())
+    def inside(mask: np.ndarray) -> np.ndarray:
+        return covered_in_windows(gap_start[mask], gap_end[mask], lo, hi)
 
     return inside(kernel), inside(host), inside(other)
 

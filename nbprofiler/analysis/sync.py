@@ -36,11 +36,12 @@ from ..records import NOT_IN_CELL, LineMarks
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
 from .event_kinds import of_kind
 from .frames import user_frame
-from .intervals import climb, covered_in_windows, has_ancestor, innermost_around, parent_index, union
+from .intervals import climb, has_ancestor, innermost_around, parent_index, union
 from .lines import line_at
 from .links import launching_runtime
 from .operators import OperatorTree
 from .steps import step_of
+from .streams import idle_by_cause
 
 SYNC_RUNTIME_NAMES = (
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
@@ -100,22 +101,9 @@ def idle_time(table: EventTable, spans: pd.DataFrame, device: int | None = None)
     # Busy intervals: runs of overlapping activities. Within a run sorted by start
     # (then by submission), the first activity is the one that ended the gap before it.
     order = np.lexsort((submitted, start))
-    start, end, submitted = start[order], end[order], submitted[order]
-    running_end = np.maximum.accumulate(end)
-    first = np.concatenate(([True], start[1:] > running_end[:-1]))
-    busy_start = start[first]
-    last = np.concatenate((np.flatnonzero(first)[1:] - 1, [len(start) - 1]))
-    busy_end = running_end[last]
-    # Gap k ends where busy run k starts; the last gap runs past the final activity.
     lo = spans["start_us"].to_numpy(dtype=np.float64)
     hi = spans["end_us"].to_numpy(dtype=np.float64)
-    gap_start = np.concatenate(([min(lo[0], busy_start[0])], busy_end))
-    gap_end = np.concatenate((busy_start, [max(hi[-1], busy_end[-1])]))
-    next_submitted = np.concatenate((submitted[first], [np.nan]))
-    host_wait = next_submitted > np.concatenate(([-np.inf], busy_end))
-    host_wait[-1] = True  # nothing more was launched: the device waited on the host
-    host = covered_in_windows(gap_start[host_wait], gap_end[host_wait], lo, hi)
-    other = covered_in_windows(gap_start[~host_wait], gap_end[~host_wait], lo, hi)
+    _, host, other = idle_by_cause(start[order], end[order], submitted[order], lo, hi, kernel_wait_us=0.0)
     total = hi - lo
     idle = host + other
     return pd.DataFrame(

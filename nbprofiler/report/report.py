@@ -24,6 +24,8 @@ from ..trace.table import DeviceInfo, EventTable, Kind, TraceMeta
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
+    from ..analysis.device_specs import DeviceSpec
+    from ..analysis.launches import LaunchSummary
     from ..analysis.memory import Allocations
     from ..analysis.step_window import StepWindow
     from ..records import RunRecord
@@ -386,6 +388,62 @@ class Report:
         from ..analysis.sync import idle_time
 
         return idle_time(self.table, self.stretched_steps, self.device.index)
+
+    @read_only_table
+    def launches(self) -> pd.DataFrame:
+        """One row per kernel, copy and memset a runtime call launched, over the whole trace:
+        ``kind, name, stream, runtime_us, kernel_us, launch_delay_us, device, start_us, runtime``,
+        as Holistic Trace Analysis counts them (``analysis.launches``)."""
+        from ..analysis.launches import launch_table
+
+        return launch_table(self.table)
+
+    def launch_summary(self, delay_threshold_us: float = 100.0) -> "LaunchSummary":
+        """How many launches, how many waited over ``delay_threshold_us`` to start, how many
+        ran shorter than their launch call, and the delay's mean, median and p95."""
+        from ..analysis.launches import launch_summary
+
+        return launch_summary(self.launches, delay_threshold_us)
+
+    @read_only_table
+    def queue_length(self) -> pd.DataFrame:
+        """Per device and stream, the launches not yet started (HTA's queue length):
+        ``device, stream, mean, max, p25, p50, p75`` over the queue's changes."""
+        from ..analysis.launches import queue_length
+
+        return queue_length(self.table)
+
+    @cached_property
+    def device_spec(self) -> "DeviceSpec | None":
+        """The device's spec-sheet figures (memory and host-link bandwidth, dense peaks per dtype),
+        None for a CPU or a device the table does not know (``analysis.device_specs``)."""
+        from ..analysis.device_specs import device_spec
+
+        return None if self.device.kind == "cpu" else device_spec(self.device.name)
+
+    @read_only_table
+    def copies(self) -> pd.DataFrame:
+        """Copies per direction and host memory kind over the whole trace: ``direction, host_memory,
+        copies, bytes, time_us, gb_per_s, link_gb_per_s, share_of_link`` (``analysis.copies``)."""
+        from ..analysis.copies import copy_table
+
+        return copy_table(self.table, self.device_spec)
+
+    @read_only_table
+    def stream_idle(self) -> pd.DataFrame:
+        """Per device and stream over the profiled steps: busy and idle µs, the idle split into
+        kernel wait, host wait and other as HTA splits it (``analysis.streams``)."""
+        from ..analysis.streams import stream_idle
+
+        return stream_idle(self.table, self.stretched_steps)
+
+    @read_only_table
+    def kernel_overlap(self) -> pd.DataFrame:
+        """Per device, the µs each pair of compute, communication and memory work ran at once
+        in the profiled steps; the diagonal is each one's busy time (``analysis.streams``)."""
+        from ..analysis.streams import kernel_overlap
+
+        return kernel_overlap(self.table, self.stretched_steps)
 
     @cached_property
     def suggestions(self) -> tuple["Suggestion", ...]:
