@@ -4,10 +4,11 @@ from __future__ import annotations
 import gzip
 import json
 
+import numpy as np
 import pytest
 
 import nbprofiler
-from conftest import GPU_TRACE_FILES, shared_trace
+from conftest import GPU_TRACE_FILES, shared_raw_events, shared_report, shared_trace
 
 GPU_TRACES = GPU_TRACE_FILES
 
@@ -231,3 +232,28 @@ def test_a_report_and_a_live_run_write_tensorboard_directories_alike(tmp_path):
     for path in (written, live):
         assert re.fullmatch(r".+_\d+\.\d{19}\.pt\.trace\.json", path.name), path.name
     assert nbprofiler.load(written.parent).operators.equals(report.operators)
+
+
+def test_a_collectives_op_keeps_what_it_moved_and_among_how_many_ranks():
+    """record_param_comms carries each collective's name, element counts, group size and dtype:
+    the table keeps them as the trace has them, for the collectives table."""
+    name = "a100_nccl_distributed"
+    table = shared_report(name).table
+    raw = [e for e in shared_raw_events(name) if (e.get("args") or {}).get("Collective name") is not None]
+    assert raw, "the trace records its collectives"
+    rows = np.flatnonzero(table.collective != None)  # noqa: E711 - an object column
+    assert len(rows) == len(raw)
+    kept = sorted(zip(table["ts"][rows].tolist(), table.collective[rows].tolist(), table.comm_dtype[rows].tolist(),
+                      table["msg_in_nelems"][rows].tolist(), table["msg_out_nelems"][rows].tolist(),
+                      table["group_size"][rows].tolist()))
+    expected = sorted((float(e["ts"]), e["args"]["Collective name"], e["args"]["dtype"],
+                       float(e["args"]["In msg nelems"]), float(e["args"]["Out msg nelems"]),
+                       float(e["args"]["Group size"])) for e in raw)
+    assert kept == expected
+
+
+def test_input_types_are_kept_beside_input_dims():
+    table = shared_report("v100_resnet50_train_num_workers_0").table
+    both = [(d, t) for d, t in zip(table.input_dims, table.input_types) if d is not None]
+    assert both and all(t is not None for _, t in both)
+    assert any(b'"float"' in t.lower() for _, t in both)  # "float" in the 2021 schema, "Float" later

@@ -285,7 +285,10 @@ class _ColumnBuilder:
         }
         # Input shapes and stacks are rare: kept as (row offset, values) only for batches that have any.
         self.dims_parts: list[tuple[int, np.ndarray]] = []
+        self.types_parts: list[tuple[int, np.ndarray]] = []
         self.stack_parts: list[tuple[int, np.ndarray]] = []
+        self.collective_parts: list[tuple[int, np.ndarray]] = []
+        self.comm_dtype_parts: list[tuple[int, np.ndarray]] = []
         self.name_index: dict[str, int] = {}
         # Interned shapes and stacks; empty ones map to None.
         self.text_index: dict[object, object] = {b"": None, "": None, None: None}
@@ -337,27 +340,45 @@ class _ColumnBuilder:
             "mem_device_type": _ints([a.mem_device_type for a in args]),
             "mem_device_id": _ints([a.mem_device_id for a in args]),
             "addr": _ints([a.addr for a in args]),
+            "flops": _floats([a.flops for a in args]),
+            "msg_in_nelems": _floats([a.msg_in_nelems for a in args]),
+            "msg_out_nelems": _floats([a.msg_out_nelems for a in args]),
+            "group_size": _floats([a.group_size for a in args]),
         }
         all_ok = bool(ok.all())
         kept = n if all_ok else int(ok.sum())
         self.skipped += n - kept
         for key, col in cols.items():
             self.columns[key][self.count:self.count + kept] = col if all_ok else col[ok]
+        self._add_sparse(args, None if all_ok else ok)
+        self.count += kept
+
+    def _add_sparse(self, args: list[Args], ok: np.ndarray | None) -> None:
+        """The object columns of a batch (shapes, input types, stacks, collectives), kept only
+        for the batches that have any, interned (``ok``: the events kept, None for all)."""
         text = self.text_index
-        input_dims = [a.input_dims for a in args]
+        n = len(args)
+
+        def keep(parts: list[tuple[int, np.ndarray]], values: np.ndarray) -> None:
+            parts.append((self.count, values if ok is None else values[ok]))
+
+        for raw, parts in (([a.input_dims for a in args], self.dims_parts),
+                           ([a.input_types for a in args], self.types_parts)):
+            if any(raw):  # an absent arg is an empty, falsy Raw
+                blobs = list(map(bytes, raw))
+                keep(parts, np.array(list(map(text.setdefault, blobs, blobs)), dtype=object))  # b"" -> None
+        for strings, parts in (([a.collective for a in args], self.collective_parts),
+                               ([a.comm_dtype for a in args], self.comm_dtype_parts)):
+            if strings.count(None) < n:  # record_param_comms ops only: most batches have none
+                keep(parts, np.array([text.setdefault(v, v) if isinstance(v, str) else None for v in strings],
+                                     dtype=object))
         call_stack = [a.call_stack for a in args]
-        if any(input_dims):  # an absent "Input Dims" is an empty, falsy Raw
-            blobs = list(map(bytes, input_dims))
-            dims = np.array(list(map(text.setdefault, blobs, blobs)), dtype=object)  # b"" -> None
-            self.dims_parts.append((self.count, dims if all_ok else dims[ok]))
         if set(map(type, call_stack)) <= {str, type(None)}:
             if call_stack.count(None) + call_stack.count("") < n:
-                stacks = np.array(list(map(text.setdefault, call_stack, call_stack)), dtype=object)
-                self.stack_parts.append((self.count, stacks if all_ok else stacks[ok]))
+                keep(self.stack_parts, np.array(list(map(text.setdefault, call_stack, call_stack)), dtype=object))
         elif any(isinstance(c, str) and c for c in call_stack):
-            stacks = np.array([text.setdefault(c, c) if isinstance(c, str) else None for c in call_stack], dtype=object)
-            self.stack_parts.append((self.count, stacks if all_ok else stacks[ok]))
-        self.count += kept
+            keep(self.stack_parts,
+                 np.array([text.setdefault(c, c) if isinstance(c, str) else None for c in call_stack], dtype=object))
 
     def _name_codes(self, names: list[object]) -> np.ndarray:
         """Global name codes, numbered in first-seen order.
@@ -444,6 +465,9 @@ class _ColumnBuilder:
             columns=cols,
             input_dims=_sparse(self.dims_parts, self.count),
             call_stack=_sparse(self.stack_parts, self.count),
+            input_types=_sparse(self.types_parts, self.count),
+            collective=_sparse(self.collective_parts, self.count),
+            comm_dtype=_sparse(self.comm_dtype_parts, self.count),
         )
 
 

@@ -42,8 +42,16 @@ class Args(msgspec.Struct, omit_defaults=True):
     total_allocated: Scalar = msgspec.field(default=ABSENT, name="Total Allocated")
     total_reserved: Scalar = msgspec.field(default=ABSENT, name="Total Reserved")
     addr: Scalar = msgspec.field(default=ABSENT, name="Addr")
+    flops: Scalar = ABSENT  # with_flops (--flops): the operator's FLOPs as torch counts them
+    # A collective's own op (record_param_comms): what it moved, among how many ranks.
+    msg_in_nelems: Scalar = msgspec.field(default=ABSENT, name="In msg nelems")
+    msg_out_nelems: Scalar = msgspec.field(default=ABSENT, name="Out msg nelems")
+    group_size: Scalar = msgspec.field(default=ABSENT, name="Group size")
+    collective: Scalar = msgspec.field(default=None, name="Collective name")
+    comm_dtype: Scalar = msgspec.field(default=None, name="dtype")
     # Kept raw: decoded only on demand (shapes, stacks), never for every event.
     input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
     call_stack: Scalar = msgspec.field(default=None, name="Call stack")
     name: Scalar = None  # metadata events: process_name / thread_name
 

@@ -55,6 +55,9 @@ INT_COLUMNS = (
 )
 FLOAT_COLUMNS = (
     "ts", "dur", "bytes", "blocks_per_sm", "occupancy", "total_allocated", "total_reserved",
+    "flops",  # with_flops: an operator's FLOPs as torch counts them
+    # A collective's record_param_comms op: elements in and out, and the ranks in its group.
+    "msg_in_nelems", "msg_out_nelems", "group_size",
 )
 
 
@@ -112,7 +115,10 @@ class EventTable:
     ``kind`` is a ``Kind`` code, ``name_code`` indexes ``names``. Timestamps
     and durations are float microseconds; instants have ``dur == 0``.
     ``input_dims`` and ``call_stack`` hold raw JSON / text only where the
-    trace had them (``--shapes`` / 2021-schema stacks), else ``None``.
+    trace had them (``--shapes`` / 2021-schema stacks), else ``None``; so do
+    ``input_types`` (raw JSON: each input's dtype, "Float", "Half"..., with
+    ``--shapes``), ``collective`` and ``comm_dtype`` (a collective's
+    record_param_comms op: "allreduce", "Float"...).
     """
 
     meta: TraceMeta
@@ -122,6 +128,9 @@ class EventTable:
     columns: dict[str, np.ndarray] = field(default_factory=dict)
     input_dims: np.ndarray | None = None
     call_stack: np.ndarray | None = None
+    input_types: np.ndarray | None = None
+    collective: np.ndarray | None = None
+    comm_dtype: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for arr in (self.names, self.kind, self.name_code, *self.columns.values()):
