@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .charts import chart_svg
 from .escape import esc
+from .hardware import HardwareView, cell_text, hardware_view, with_launch_delay
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import operator_view, render_summary_line
@@ -220,10 +222,35 @@ def kernels_section(report: "Report") -> str:
     cols = [Col("name", "kernel", name=True), Col("calls", "calls", count), us_col("total_us", "total"),
             us_col("mean_us", "mean"), us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct),
             Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"),
-            Col("operator", "launched by", name=True)]
-    return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them; the bars group "
+            us_col("mean_launch_delay_us", "launch delay"), Col("operator", "launched by", name=True)]
+    return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them and how long "
+                                      "they waited on their stream after the launch call (mean); the bars group "
                                       "them by what they compute.")
-            + (chart_svg(report, "kernels") or "") + html_table(k.head(TOP_KERNELS), cols, 60))
+            + (chart_svg(report, "kernels") or "")
+            + html_table(with_launch_delay(k.head(TOP_KERNELS), report), cols, 60))
+
+
+def hardware_html(view: HardwareView) -> str:
+    """The Hardware view's body (``hardware.hardware_view``), shared by the static report and the explorer."""
+    if view.absent is not None:
+        return how(view.absent)
+
+    def facts(pairs: list[tuple[str, str]], cls: str) -> str:
+        rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
+        return f'<table class="{cls}"><tbody>{rows}</tbody></table>'
+
+    out = [f"<div>Device: <b>{esc(view.device)}</b></div>", facts(view.device_facts, "nbp-hw-device")]
+    if view.launch_facts:
+        out += ["<h4>Launches</h4>", facts(view.launch_facts, "nbp-hw-launches")]
+    for section in view.sections:
+        cols = [Col(c, label, partial(cell_text, unit)) for c, label, unit
+                in zip(section.table.columns, section.labels(), section.units())]
+        out += [f"<h4>{esc(section.title)}</h4>", how(section.how), html_table(section.table, cols)]
+    return "".join(out)
+
+
+def hardware_section(report: "Report") -> str:
+    return "<h4>Hardware</h4>" + hardware_html(hardware_view(report))
 
 
 def memory_section(report: "Report") -> str:
@@ -394,7 +421,8 @@ def render_html(report: "Report", standalone: bool = False) -> str:
     for section in (overview_section(report), suggestions_section(report, copy_button=standalone),
                     steps_section(report), operators_section(report), kernels_section(report),
                     lines_section(report), modules_section(report), memory_section(report),
-                    gpu_wait_section(report), communication_section(report), hints_html(report)):
+                    gpu_wait_section(report), communication_section(report), hardware_section(report),
+                    hints_html(report)):
         parts.append(section)
     parts.append("</div>")
     body = "".join(parts)

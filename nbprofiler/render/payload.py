@@ -6,8 +6,8 @@ partial, notes, device, summary, breakdown{kind,columns,rows},
 operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
 growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
-saved_from{kind,when,path}``. Keys may be added; none is renamed or removed
-within schema version 1, and the extension treats every key as optional (a
+saved_from{kind,when,path}, hardware{absent,device,device_facts,launch_facts,sections}``.
+Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
 
 ``charts`` holds the front end's chart specs (``charts.chart_spec``) of the
@@ -26,6 +26,13 @@ cap keeps it near 160 KB, the rows beyond it (the cheapest in the ``--sort``
 order) are left out, and ``total`` says how many there were. ``kernels`` is
 capped the same way (``MAX_KERNEL_ROWS``, by total time), and ``modules`` as
 the HTML report's tree (``MAX_MODULE_ROWS``).
+
+``hardware`` is the Hardware tab (``hardware.hardware_view``): ``absent`` the one
+line of a run without device work (null otherwise), the device's and the
+launches' figures as ``[label, text]`` pairs worded by Python, and ``sections``,
+each ``{key, title, how, columns, labels, units, rows}`` with raw values and the
+unit each column reads in (``hardware.UNITS``). Kernels carry
+``mean_launch_delay_us``, joined from the launches by kernel name.
 """
 from __future__ import annotations
 
@@ -40,6 +47,7 @@ import pandas as pd
 
 from ..analysis.kernel_kinds import kernel_kinds
 from .charts import chart_spec
+from .hardware import hardware_view, with_launch_delay
 from .html import MAX_MODULE_ROWS, line_rows
 from .text import operator_view, render_summary_line
 from .timeline_data import timeline_payload
@@ -57,7 +65,7 @@ MAX_KERNEL_ROWS = 1000
 CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels")
 # The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kinds'.
 KERNEL_PAYLOAD_COLUMNS = ("name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
-                          "mean_blocks_per_sm", "tensor_cores", "operator")
+                          "mean_blocks_per_sm", "tensor_cores", "mean_launch_delay_us", "operator")
 # When each live run's report was first written out, which is when its loop ended.
 _RUN_ENDED: "weakref.WeakKeyDictionary[Report, str]" = weakref.WeakKeyDictionary()
 MODULE_COLUMNS = ("module", "parent", "type", "depth", "calls", "forward_host_us", "backward_host_us",
@@ -123,7 +131,7 @@ def memory_payload(report: "Report") -> dict[str, Any]:
 def kernels_payload(report: "Report") -> dict[str, Any]:
     """Every kernel by total time, up to ``MAX_KERNEL_ROWS``, with its category and full name."""
     kernels = report.kernels.head(MAX_KERNEL_ROWS)
-    kernels = kernels.assign(category=kernel_kinds(kernels["name"]))
+    kernels = with_launch_delay(kernels.assign(category=kernel_kinds(kernels["name"])), report)
     return {**table_payload(kernels[list(KERNEL_PAYLOAD_COLUMNS)]), "total": len(report.kernels)}
 
 
@@ -141,6 +149,16 @@ def modules_payload(report: "Report") -> dict[str, Any]:
         return {"columns": [], "rows": [], "total": 0, "why": modules_absent(report)}
     return {**table_payload(modules.head(MAX_MODULE_ROWS)[list(MODULE_COLUMNS)]), "total": len(modules),
             "why": None}
+
+
+def hardware_payload(report: "Report") -> dict[str, Any]:
+    """The Hardware tab's figures and tables (see the module docstring)."""
+    view = hardware_view(report)
+    return {"absent": view.absent, "device": view.device,
+            "device_facts": [list(f) for f in view.device_facts],
+            "launch_facts": [list(f) for f in view.launch_facts],
+            "sections": [{"key": s.key, "title": s.title, "how": s.how, "labels": s.labels(), "units": s.units(),
+                          **table_payload(s.table)} for s in view.sections]}
 
 
 def saved_from(report: "Report") -> dict[str, Any]:
@@ -191,4 +209,5 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "lines": lines_payload(report),
         "modules": modules_payload(report),
         "saved_from": saved_from(report),
+        "hardware": hardware_payload(report),
     }

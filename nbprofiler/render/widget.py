@@ -1,7 +1,7 @@
 """The interactive explorer: an ipywidgets view of a Report, one tab per question.
 
-Tabs: Overview, Operators, Kernels (only with device kernels), Memory, Cell
-lines, Modules, Suggestions, Export. Each opens with one line on how to read
+Tabs: Overview, Operators, Kernels (only with device kernels), Hardware, Memory,
+Cell lines, Modules, Suggestions, Export. Each opens with one line on how to read
 it. A tab is built the first time it is opened, so the explorer appears at
 once even for large traces.
 
@@ -39,7 +39,8 @@ from .export_tab import ExportTab
 from .output_widget import bundle_output
 from .tab_help import how_html
 from .timeline_data import timeline_bundle
-from .html import (Col, breakdown_table, count, device_html, esc, html_table,
+from .hardware import HOW as HARDWARE_HOW, hardware_view, with_launch_delay
+from .html import (Col, breakdown_table, count, device_html, esc, hardware_html, how, html_table,
                    lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
 from .style import WIDGET_STYLE
@@ -435,13 +436,13 @@ class OperatorsTab:
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
     from ..analysis.kernel_kinds import kernel_kinds
 
-    k = report.kernels.assign(category=kernel_kinds(report.kernels["name"]))
+    k = with_launch_delay(report.kernels.assign(category=kernel_kinds(report.kernels["name"])), report)
     cols = [Col("name", "kernel", width="4fr", name=True), Col("category", "category", width="110px"),
             Col("calls", "calls", count, width="80px"), us_col("total_us", "total"), us_col("mean_us", "mean"),
             us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
             Col("mean_blocks_per_sm", "blocks per SM", _blocks, width="100px"),
             Col("tensor_cores", "tensor cores", _yes_no, width="100px"),
-            Col("operator", "launched by", width="2fr", name=True)]
+            us_col("mean_launch_delay_us", "launch delay"), Col("operator", "launched by", width="2fr", name=True)]
     details = widgets.HTML()
     table = PagedTable(k, cols, sort="total_us", noun="kernels",
                        on_pick=lambda label: setattr(details, "value", kernel_details_html(k.loc[label])))
@@ -469,10 +470,16 @@ def kernel_details_html(row: pd.Series) -> str:
              ("achieved occupancy (est.)", figure("mean_occupancy", fmt_pct)),
              ("blocks per SM", figure("mean_blocks_per_sm", _blocks)),
              ("uses tensor cores", figure("tensor_cores", _yes_no)),
+             ("mean launch delay", figure("mean_launch_delay_us", fmt_us)),
              ("launched mostly by", str(row.get("operator") or "–"))]
     rows = "".join(f'<tr><th>{esc(k)}</th><td class="n">{esc(v)}</td></tr>' for k, v in facts)
     return (f'<div class="nbp"><h4>Kernel</h4><div><code style="overflow-wrap:anywhere">{esc(row["name"])}</code>'
             f"</div><table>{rows}</table></div>")
+
+
+def hardware_tab(report: "Report") -> widgets.Widget:
+    """The device, its launches, streams and copies (``hardware.hardware_view``), as the static report shows them."""
+    return widgets.HTML(f'<div class="nbp">{how(HARDWARE_HOW)}{hardware_html(hardware_view(report))}</div>')
 
 
 def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
@@ -632,8 +639,9 @@ class Explorer(TabbedView):
             ("Overview", self._overview), ("Operators", self._operators)]
         if not report.kernels.empty:
             builders.append(("Kernels", self._kernels))
-        builders += [("Memory", self._memory), ("Cell lines", self._lines), ("Modules", self._modules),
-                     ("Timeline", self._timeline), ("Suggestions", self._suggestions), ("Export", self._export)]
+        builders += [("Hardware", lambda: hardware_tab(report)), ("Memory", self._memory), ("Cell lines", self._lines),
+                     ("Modules", self._modules), ("Timeline", self._timeline), ("Suggestions", self._suggestions),
+                     ("Export", self._export)]
         super().__init__(view_header("report", render_summary_line(report), report.notes), builders)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:

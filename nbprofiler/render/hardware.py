@@ -1,0 +1,221 @@
+"""The Hardware view's data: what the device is, and how the run used it.
+
+One source for the three views that show it (the explorer's Hardware tab in
+``widget.py``, the static HTML's Hardware section in ``html.py``, the saved
+report's ``hardware`` key in ``payload.py``), so they show the same figures:
+
+* the device with its spec-sheet figures (``report.device_spec``), or that the
+  spec table does not know it;
+* launches (``report.launch_summary()``) and each stream's queue
+  (``report.queue_length``);
+* each stream's busy and idle time (``report.stream_idle``) and how long the
+  kinds of device work ran at once (``report.kernel_overlap``);
+* copies per direction and host memory against the host link (``report.copies``);
+* roofline and collectives, only once the report has them (read with
+  ``getattr``: they are added by other analyses) and they have rows.
+
+A section appears only when its table has rows: a view never shows an empty
+placeholder. A run without device work gets one line (``NO_DEVICE_WORK``)
+instead of the sections.
+
+Tables keep their raw values (the saved view sorts and formats them itself);
+``UNITS`` says per column how a value reads, and ``cell_text`` writes it for the
+Python views. Names in the tables come from traces and are text only: the
+views escape them.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..format import fmt_bytes, fmt_pct, fmt_us
+
+if TYPE_CHECKING:
+    from ..report import Report
+
+NO_DEVICE_WORK = "This run has no device work to show: no kernel, copy or memset ran on a GPU."
+NOT_IN_SPEC_TABLE = "not in the spec table, so there are no spec-sheet figures to compare with"
+HOW = ("The device and its spec-sheet figures; how the host launched work (a launch delay is how long work waited "
+       "on its stream after the launch call returned) and how many launches each stream held; each stream's busy "
+       "and idle time; how long kinds of device work ran at once; and copies against the host link.")
+DELAY_THRESHOLD_US = 100.0
+# Per column: how its values read ("text", "count", "us", "bytes", "share", "gb_per_s", "number").
+UNITS = {
+    "device": "count", "stream": "count", "activities": "count", "copies": "count", "mean": "number",
+    "max": "count", "direction": "text", "host_memory": "text", "type": "text", "gb_per_s": "gb_per_s",
+    "link_gb_per_s": "gb_per_s", "share_of_link": "share", "bytes": "bytes",
+}
+LABELS = {
+    "device": "device", "stream": "stream", "mean": "mean queued", "max": "most queued", "activities": "activities",
+    "busy_us": "busy", "idle_us": "idle", "kernel_wait_us": "kernel wait", "host_wait_us": "host wait",
+    "other_us": "other idle", "type": "kind of work", "compute": "with compute",
+    "communication": "with communication", "memory": "with memory work", "direction": "direction",
+    "host_memory": "host memory", "copies": "copies", "bytes": "bytes", "time_us": "time", "gb_per_s": "rate",
+    "share_of_link": "share of host link", "mean_launch_delay_us": "launch delay",
+}
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of the view: ``key`` names it in the payload, ``how`` says how to read it."""
+
+    key: str
+    title: str
+    how: str
+    table: pd.DataFrame
+
+    def units(self) -> list[str]:
+        return [unit_of(c, self.table[c]) for c in self.table.columns]
+
+    def labels(self) -> list[str]:
+        return [LABELS.get(c, c.replace("_", " ")) for c in self.table.columns]
+
+
+@dataclass(frozen=True)
+class HardwareView:
+    """``absent`` is the one line of a run without device work (then nothing else is set);
+    ``device`` the device's name, ``device_facts`` its spec-sheet figures as (label, text),
+    ``launch_facts`` the launch summary as (label, text), ``sections`` the tables with rows."""
+
+    absent: str | None
+    device: str
+    device_facts: list[tuple[str, str]]
+    launch_facts: list[tuple[str, str]]
+    sections: list[Section]
+
+
+def unit_of(column: str, values: pd.Series) -> str:
+    """How a column's values read: its entry in ``UNITS``, else by its name's suffix, else by its dtype."""
+    if column in UNITS:
+        return UNITS[column]
+    if column.endswith("_us") or column in ("compute", "communication", "memory"):
+        return "us"
+    if column.endswith("_bytes"):
+        return "bytes"
+    if column.endswith("share") or column.startswith("share"):
+        return "share"
+    if column.endswith("gb_per_s"):
+        return "gb_per_s"
+    if pd.api.types.is_integer_dtype(values):
+        return "count"
+    return "number" if pd.api.types.is_numeric_dtype(values) else "text"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
+
+
+def rate(gb_per_s: float) -> str:
+    """A bandwidth (the tables' GB/s, 1e9 B/s) in the binary units every byte figure of the report uses."""
+    return f"{fmt_bytes(gb_per_s * 1e9)}/s"
+
+
+FORMATS: dict[str, Callable[[Any], str]] = {
+    "text": lambda v: str(v) or "–",
+    "count": lambda v: f"{int(v):,}",
+    "us": fmt_us,
+    "bytes": fmt_bytes,
+    "share": fmt_pct,
+    "gb_per_s": lambda v: rate(float(v)),
+    "number": lambda v: f"{float(v):,.1f}",
+}
+
+
+def cell_text(unit: str, value: Any) -> str:
+    """A table value as the Python views write it ("–" where it is missing)."""
+    return "–" if _missing(value) else FORMATS[unit](value)
+
+
+def has_device_work(report: "Report") -> bool:
+    """Whether any kernel, copy or memset ran (what the view has to show)."""
+    return not (report.launches.empty and report.stream_idle.empty)
+
+
+def device_facts(report: "Report") -> list[tuple[str, str]]:
+    """The device's spec-sheet figures, or one fact saying the spec table does not know it."""
+    spec = report.device_spec
+    if spec is None:
+        return [("spec sheet", NOT_IN_SPEC_TABLE)]
+    peaks = [f"{dtype} {tflops:,g}" for dtype in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
+             if (tflops := getattr(spec, f"{dtype}_tflops")) is not None]
+    return [("memory bandwidth", rate(spec.memory_gb_per_s)),
+            ("host link", f"{spec.host_link}, {rate(spec.host_link_gb_per_s)} per direction"),
+            ("dense peak (TFLOP/s)", ", ".join(peaks)),
+            ("figures from", spec.source)]
+
+
+def launch_facts(report: "Report") -> list[tuple[str, str]]:
+    """``report.launch_summary()`` in words: the counts and the delay statistics."""
+    s = report.launch_summary(DELAY_THRESHOLD_US)
+    if s.launches == 0:
+        return []
+    return [("launches", f"{s.launches:,}"),
+            (f"delayed over {fmt_us(DELAY_THRESHOLD_US)}", f"{s.delayed:,} ({fmt_pct(s.delayed / s.launches)})"),
+            ("shorter than their launch call",
+             f"{s.gpu_shorter_than_cpu:,} ({fmt_pct(s.gpu_shorter_than_cpu / s.launches)})"),
+            ("mean launch delay", fmt_us(s.mean_delay_us)),
+            ("median launch delay", fmt_us(s.median_delay_us)),
+            ("p95 launch delay", fmt_us(s.p95_delay_us))]
+
+
+def kernel_launch_delay(report: "Report") -> pd.Series:
+    """Mean launch delay (µs) per kernel name, over the kernels a launch call put on a stream;
+    the Kernels tables join it by name (kernels without a launch call in the trace get none)."""
+    launches = report.launches
+    kernels = launches[launches["kind"] == "kernel"]
+    return kernels.groupby("name", sort=False)["launch_delay_us"].mean().rename("mean_launch_delay_us")
+
+
+def with_launch_delay(kernels: pd.DataFrame, report: "Report") -> pd.DataFrame:
+    """``kernels`` (a kernel table by name) with its ``mean_launch_delay_us`` column."""
+    delay = kernel_launch_delay(report)
+    return kernels.assign(mean_launch_delay_us=kernels["name"].map(delay).astype(np.float64))
+
+
+def _optional(report: "Report", name: str) -> pd.DataFrame | None:
+    """A table another analysis adds to the Report (roofline, collectives), when it exists and has rows."""
+    table = getattr(report, name, None)
+    return table if isinstance(table, pd.DataFrame) and not table.empty else None
+
+
+def sections(report: "Report") -> list[Section]:
+    """The view's tables, each only when it has rows."""
+    out = [
+        Section("queues", "Queued launches per stream",
+                "Launches waiting on each stream (+1 at a launch call, −1 when its work starts), over the changes "
+                "of the count, as HTA counts them. A long queue means the host runs ahead of the device.",
+                report.queue_length[["device", "stream", "mean", "max"]]),
+        Section("stream_idle", "Idle time per stream",
+                "Each stream's busy and idle time in the profiled steps; idle split into kernel wait (gaps under "
+                "30 µs between back-to-back work), host wait (the stream waited for a launch) and other idle.",
+                report.stream_idle[["device", "stream", "activities", "busy_us", "idle_us", "kernel_wait_us",
+                                    "host_wait_us", "other_us"]]),
+        Section("overlap", "Device work running at once",
+                "Per device, how long each pair of kinds of work ran at the same time; the diagonal is each "
+                "kind's busy time. Communication under compute is hidden; the rest is exposed.",
+                report.kernel_overlap),
+        Section("copies", "Copies",
+                "Copies per direction and host memory kind, their rate, and that rate's share of the host link "
+                "(the spec sheet's per-direction figure). Pageable host memory copies slower than pinned.",
+                report.copies[["direction", "host_memory", "copies", "bytes", "time_us", "gb_per_s",
+                               "share_of_link"]]),
+    ]
+    for key, title, how in (("roofline", "Roofline", "Each kernel's arithmetic intensity and achieved FLOP/s "
+                             "against the device's peaks."),
+                            ("collectives", "Collectives", "Each collective with its size and achieved bandwidth.")):
+        table = _optional(report, key)
+        if table is not None:
+            out.append(Section(key, title, how, table))
+    return [s for s in out if not s.table.empty]
+
+
+def hardware_view(report: "Report") -> HardwareView:
+    """Everything the Hardware view shows (module doc), or its one line for a run without device work."""
+    if not has_device_work(report):
+        return HardwareView(NO_DEVICE_WORK, report.device.name, [], [], [])
+    return HardwareView(None, report.device.name, device_facts(report), launch_facts(report), sections(report))
