@@ -117,7 +117,7 @@ def test_static_html_shows_the_launches_and_copies():
     hardware = page[page.index("<h4>Hardware</h4>"):]
     assert f"<th>launches</th><td>{report.launch_summary().launches:,}</td>" in hardware
     first = report.copies.iloc[0]
-    assert f"<td>{first['direction']}</td><td>{first['host_memory']}</td><td>{first['copies']:,}</td>" \
+    assert f"<td>{first['direction']}</td><td>{first['host_memory'] or '–'}</td><td>{first['copies']:,}</td>" \
            f"<td>{fmt_bytes(first['bytes'])}</td>" in hardware
     kernels = page[page.index("<h4>Kernels</h4>"):page.index("<h4>Hardware</h4>")]
     assert "launch delay" in kernels
