@@ -445,6 +445,24 @@ class Report:
 
         return kernel_overlap(self.table, self.stretched_steps)
 
+    @read_only_table
+    def collectives(self) -> pd.DataFrame:
+        """Per collective, dtype and group size: calls, bytes, kernel time, latency, nccl-tests'
+        algorithm and bus bandwidth, and the time no compute hid (``analysis.collectives``)."""
+        from ..analysis.collectives import collective_calls, collective_table
+
+        return collective_table(collective_calls(self.operator_tree))
+
+    @read_only_table
+    def allocations(self) -> pd.DataFrame:
+        """Every allocation: size, when made and freed (NaN: still held), live at the device's
+        peak, step, operator, and cell line under ``--stack`` (``analysis.allocations``)."""
+        from ..analysis.allocations import allocation_table
+
+        marks = None if self.run is None else self.run.line_marks
+        return allocation_table(self.operator_tree, self._allocation_owners, self.memory, self.trace_steps,
+                                marks, self.table.meta.base_time_ns)
+
     @cached_property
     def suggestions(self) -> tuple["Suggestion", ...]:
         """What to change, largest expected gain first, each with its evidence and code
