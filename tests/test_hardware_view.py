@@ -146,16 +146,19 @@ def test_a_cpu_run_says_in_one_line_it_has_no_device_work(recording):
 
 
 def test_roofline_and_collectives_show_only_when_they_have_rows(monkeypatch):
+    """Other analyses add these tables to the Report; the view shows a table once it has rows, none before."""
     report = shared_report("a100_train")
-    keys = [s["key"] for s in report_payload(report)["hardware"]["sections"]]
-    assert "roofline" not in keys and "collectives" not in keys
+    monkeypatch.setattr(Report, "roofline", property(lambda self: None), raising=False)
     monkeypatch.setattr(Report, "collectives", property(lambda self: pd.DataFrame(columns=["name", "time_us"])),
                         raising=False)
+    keys = [s["key"] for s in report_payload(report)["hardware"]["sections"]]
+    assert "roofline" not in keys and "collectives" not in keys
     monkeypatch.setattr(Report, "roofline", property(lambda self: pd.DataFrame(
-        {"name": [HOSTILE], "time_us": [12.0], "achieved_tflops": [3.5]})), raising=False)
+        {"operator": [HOSTILE], "time_us": [12.0], "achieved_flops_per_s": [3.5e12]})))
     hw = report_payload(report)["hardware"]
     keys = [s["key"] for s in hw["sections"]]
     assert "roofline" in keys and "collectives" not in keys  # no rows, no section
-    assert section({"hardware": hw}, "roofline")["rows"] == [[HOSTILE, 12.0, 3.5]]
+    roofline = section({"hardware": hw}, "roofline")
+    assert roofline["rows"] == [[HOSTILE, 12.0, 3.5e12]] and roofline["units"] == ["text", "us", "flops_per_s"]
     page = render_html(report)
-    assert HOSTILE not in page and html.escape(HOSTILE) in page
+    assert HOSTILE not in page and html.escape(HOSTILE) in page and "3.5 TFLOP/s" in page

@@ -44,7 +44,8 @@ HOW = ("The device and its spec-sheet figures; how the host launched work (a lau
        "on its stream after the launch call returned) and how many launches each stream held; each stream's busy "
        "and idle time; how long kinds of device work ran at once; and copies against the host link.")
 DELAY_THRESHOLD_US = 100.0
-# Per column: how its values read ("text", "count", "us", "bytes", "share", "gb_per_s", "number").
+# Per column: how its values read ("text", "count", "us", "bytes", "share", "gb_per_s", "flops", "flops_per_s",
+# "number"); columns not named here read by their name's suffix (``unit_of``).
 UNITS = {
     "device": "count", "stream": "count", "activities": "count", "copies": "count", "mean": "number",
     "max": "count", "direction": "text", "host_memory": "text", "type": "text", "gb_per_s": "gb_per_s",
@@ -56,7 +57,8 @@ LABELS = {
     "other_us": "other idle", "type": "kind of work", "compute": "with compute",
     "communication": "with communication", "memory": "with memory work", "direction": "direction",
     "host_memory": "host memory", "copies": "copies", "bytes": "bytes", "time_us": "time", "gb_per_s": "rate",
-    "share_of_link": "share of host link", "mean_launch_delay_us": "launch delay",
+    "share_of_link": "share of host link", "mean_launch_delay_us": "launch delay", "operator": "operator",
+    "flops": "FLOPs", "intensity": "FLOPs per byte", "ridge": "ridge point", "achieved_flops_per_s": "achieved",
 }
 
 
@@ -101,6 +103,10 @@ def unit_of(column: str, values: pd.Series) -> str:
         return "share"
     if column.endswith("gb_per_s"):
         return "gb_per_s"
+    if column.endswith("flops_per_s"):
+        return "flops_per_s"
+    if column == "flops" or column.endswith("_flops"):
+        return "flops"
     if pd.api.types.is_integer_dtype(values):
         return "count"
     return "number" if pd.api.types.is_numeric_dtype(values) else "text"
@@ -115,6 +121,14 @@ def rate(gb_per_s: float) -> str:
     return f"{fmt_bytes(gb_per_s * 1e9)}/s"
 
 
+def si(value: float, unit: str) -> str:
+    """A large count in SI prefixes (FLOPs: 1.28 TFLOP, 30.7 TFLOP/s); ``formatSi`` in hardware.ts is the same."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
 FORMATS: dict[str, Callable[[Any], str]] = {
     "text": lambda v: str(v) or "–",
     "count": lambda v: f"{int(v):,}",
@@ -122,6 +136,8 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "bytes": fmt_bytes,
     "share": fmt_pct,
     "gb_per_s": lambda v: rate(float(v)),
+    "flops": lambda v: si(float(v), "FLOP"),
+    "flops_per_s": lambda v: si(float(v), "FLOP/s"),
     "number": lambda v: f"{float(v):,.1f}",
 }
 
@@ -205,8 +221,8 @@ def sections(report: "Report") -> list[Section]:
                 report.copies[["direction", "host_memory", "copies", "bytes", "time_us", "gb_per_s",
                                "share_of_link"]]),
     ]
-    for key, title, how in (("roofline", "Roofline", "Each kernel's arithmetic intensity and achieved FLOP/s "
-                             "against the device's peaks."),
+    for key, title, how in (("roofline", "Roofline", "The operators doing the most FLOPs: FLOPs per byte "
+                             "against the device's ridge point, achieved FLOP/s, and what bounds them."),
                             ("collectives", "Collectives", "Each collective with its size and achieved bandwidth.")):
         table = _optional(report, key)
         if table is not None:
