@@ -1129,6 +1129,9 @@ def _kept_tensors(f: Facts, growth: pd.DataFrame) -> Suggestion:
             severity = "high"
     leak = _leak_line(f)
     evidence.update(_leak_evidence(leak))
+    held, held_fact = _largest_held(f, str(row["device"]))
+    evidence.update(held)
+    facts += [held_fact] if held_fact else []
     code, detail = _leak_fix(f, leak)
     where = "tensors from earlier steps are kept alive" if leak is None else \
         f"cell line {leak.line} keeps tensors from every step alive"
@@ -1155,6 +1158,28 @@ def _leak_line(f: Facts) -> LeakLine | None:
     if run.line_marks is not None and f.report.raw_trace is not None:
         by_line = kept_bytes_by_line(f.report.table, f.report.trace_steps, run.line_marks)
     return leak_line(run.cell_source, by_line)
+
+
+def _largest_held(f: Facts, device: str) -> tuple[dict[str, object], str | None]:
+    """The line and operator that made the most bytes still held when recording stopped, of the
+    allocations made in the profiled steps on ``device`` (``report.allocations``), as evidence
+    and in words; ({}, None) without them."""
+    if f.report.raw_trace is None:
+        return {}, None
+    table = f.report.allocations
+    held = table[table["freed_us"].isna() & (table["step"] >= 0) & (table["device"].astype(str) == device)]
+    if held.empty:
+        return {}, None
+    groups = held.assign(line=held["line"].fillna(0)).groupby(["line", "operator"], observed=True).agg(
+        held_bytes=("bytes", "sum"), held_allocations=("bytes", "size"), held_steps=("step", "nunique"))
+    top = groups.sort_values("held_bytes", ascending=False, kind="stable").reset_index().iloc[0]
+    line, operator, size = int(top["line"]) or None, str(top["operator"]), float(top["held_bytes"])
+    count, steps = int(top["held_allocations"]), int(top["held_steps"])
+    where = "" if line is None else f" on cell line {line}"
+    fact = (f"the largest allocations still held when recording stopped were made by `{operator}`{where}: "
+            f"{count} of them in {steps} profiled step(s), {fmt_bytes(size)}, never freed")
+    return {"held_line": line, "held_operator": operator, "held_bytes": size, "held_allocations": count,
+            "held_steps": steps}, fact
 
 
 def _leak_evidence(leak: LeakLine | None) -> dict[str, object]:
