@@ -81,6 +81,11 @@ def test_nccl_allreduce_and_broadcast_match_the_raw_events():
         assert row.exposed_share == pytest.approx(exposed / time, abs=1e-6)
     allreduce = table.set_index(["collective", "dtype"]).loc[("allreduce", "Float")]
     assert allreduce["calls"] == 15 and 0 < allreduce["exposed_share"] < 1  # partly hidden behind backward
+    # Every NCCL kernel of this trace is a collective's and lies in a step: the hidden part is the
+    # compute/communication cell of the overlap matrix, measured there by unions of the whole device.
+    overlap = shared_report("a100_nccl_distributed").kernel_overlap.set_index("type")
+    assert table["time_us"].sum() == pytest.approx(overlap.loc["communication", "communication"])
+    assert (table["time_us"] - table["exposed_us"]).sum() == pytest.approx(overlap.loc["communication", "compute"])
 
 
 def test_bytes_of_a_known_allreduce():
