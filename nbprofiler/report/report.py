@@ -355,7 +355,9 @@ class Report:
         """``avg_step_us, steps, gpu_utilization, sm_efficiency, achieved_occupancy,
         tensor_core_share, batches_per_step, samples_per_step, samples_per_s``; device
         metrics are None without device activity, throughput None where no DataLoader
-        batch was seen (trace files). ``avg_step_us`` is ``step_window``'s."""
+        batch was seen (trace files). ``avg_step_us`` is ``step_window``'s. FLOPs and MFU:
+        ``flops_per_step, achieved_flops_per_s, mfu, mfu_dtype, mfu_peak_is_estimate,
+        flops_unknown_calls`` (``_flop_summary``)."""
         from ..analysis.gpu import gpu_summary
         from ..analysis.step_window import throughput
 
@@ -366,7 +368,27 @@ class Report:
         rate = throughput(window, None if self.run is None else self.run.steps)
         summary.update(batches_per_step=rate.batches_per_step, samples_per_step=rate.samples_per_step,
                        samples_per_s=rate.samples_per_s)
+        summary.update(self._flop_summary(window))
         return summary
+
+    def _flop_summary(self, window: "StepWindow") -> dict[str, Any]:
+        """``flops_per_step, achieved_flops_per_s, mfu, mfu_dtype, mfu_peak_is_estimate,
+        flops_unknown_calls`` (``analysis.flops.flop_summary``). The peak is the spec sheet's
+        for the device's dtype; on a live CPU run (the CPU that ran it is this one) an
+        estimate from ``/proc/cpuinfo``; None for a trace file's CPU or an unknown device."""
+        from ..analysis.device_specs import DTYPES
+        from ..analysis.flops import cpu_peak_flops, flop_summary
+        from ..machine import process_cpus
+
+        spec, device = self.device_spec, self.device
+        peaks: dict[str, float | None] = {} if spec is None else {d: spec.peak_flops(d) for d in DTYPES}
+        if device.kind == "cpu" and self.run is not None:
+            try:
+                peaks = cpu_peak_flops(Path("/proc/cpuinfo").read_text(), process_cpus()) or {}
+            except OSError:
+                pass
+        cc = device.compute_capability if device.kind == "cuda" else None
+        return flop_summary(self.flops, window.of(self.stretched_steps), peaks, spec is None and bool(peaks), cc)
 
     @read_only_table
     def kernels(self) -> pd.DataFrame:
@@ -420,6 +442,26 @@ class Report:
         from ..analysis.device_specs import device_spec
 
         return None if self.device.kind == "cpu" else device_spec(self.device.name)
+
+    @read_only_table
+    def flops(self) -> pd.DataFrame:
+        """One row per counted matmul, convolution and attention call (forward and backward):
+        ``name, input_shapes, dtype, flops, bytes, source, tensor_cores, start_us, device_us,
+        host_us``; FLOPs from ``with_flops`` or the shapes (``--shapes``), NaN where unknown
+        (``analysis.flops``)."""
+        from ..analysis.flops import flop_calls
+
+        return flop_calls(self.operator_tree)
+
+    @read_only_table
+    def roofline(self) -> pd.DataFrame:
+        """The hot FLOP operators against the device's ridge point: ``operator, dtype, calls, flops,
+        bytes, intensity, ridge, time_us, achieved_flops_per_s, bound`` ("compute-bound",
+        "memory-bound", "unknown"; ``analysis.roofline.WHAT_FOLLOWS`` says what each means)."""
+        from ..analysis.roofline import roofline
+
+        device = self.device
+        return roofline(self.flops, self.device_spec, device.compute_capability if device.kind == "cuda" else None)
 
     @read_only_table
     def copies(self) -> pd.DataFrame:
