@@ -9,14 +9,17 @@ launch table.
 from __future__ import annotations
 
 import html
+import importlib.util
+import json
 from collections import defaultdict
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest import shared_raw_events, shared_report
 
 from nbprofiler.format import fmt_bytes, fmt_us
-from nbprofiler.render.hardware import NO_DEVICE_WORK, NOT_IN_SPEC_TABLE
+from nbprofiler.render.hardware import HOW, NO_DEVICE_WORK, NOT_IN_SPEC_TABLE
 from nbprofiler.render.html import render_html
 from nbprofiler.render.payload import report_payload
 from nbprofiler.render.widget import Explorer
@@ -137,8 +140,8 @@ def test_the_explorer_has_a_hardware_tab_with_the_same_figures(recording):
 def test_a_cpu_run_says_in_one_line_it_has_no_device_work(recording):
     report = shared_report("cpu_only")
     hw = report_payload(report)["hardware"]
-    assert hw == {"absent": NO_DEVICE_WORK, "device": report.device.name, "device_facts": [], "launch_facts": [],
-                  "sections": []}
+    assert hw == {"how": HOW, "absent": NO_DEVICE_WORK, "device": report.device.name, "device_facts": [],
+                  "launch_facts": [], "sections": []}
     page = html.unescape(render_html(report))
     assert page[page.index("<h4>Hardware</h4>"):].startswith(f'<h4>Hardware</h4><div class="how">{NO_DEVICE_WORK}')
     tab = html.unescape(Explorer(report).show_tab("Hardware").children[0].value)
@@ -162,3 +165,15 @@ def test_roofline_and_collectives_show_only_when_they_have_rows(monkeypatch):
     assert roofline["rows"] == [[HOSTILE, 12.0, 3.5e12]] and roofline["units"] == ["text", "us", "flops_per_s"]
     page = render_html(report)
     assert HOSTILE not in page and html.escape(HOSTILE) in page and "3.5 TFLOP/s" in page
+
+
+def test_the_extensions_hardware_fixture_is_what_python_sends():
+    """labextension/test/hardware.test.ts draws this file; it must be the payload of today's code.
+    Else: ``.venv/bin/python labextension/test/fixtures/make_hardware_fixture.py``."""
+    fixtures = Path(__file__).resolve().parents[1] / "labextension" / "test" / "fixtures"
+    spec = importlib.util.spec_from_file_location("make_hardware_fixture", fixtures / "make_hardware_fixture.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    saved = json.loads((fixtures / "hardware.json").read_text(encoding="utf-8"))
+    assert saved == json.loads(json.dumps(module.build(), allow_nan=False))

@@ -6,7 +6,7 @@ partial, notes, device, summary, breakdown{kind,columns,rows},
 operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
 growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
-saved_from{kind,when,path}, hardware{absent,device,device_facts,launch_facts,sections}``.
+saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections}``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
 
@@ -27,7 +27,7 @@ order) are left out, and ``total`` says how many there were. ``kernels`` is
 capped the same way (``MAX_KERNEL_ROWS``, by total time), and ``modules`` as
 the HTML report's tree (``MAX_MODULE_ROWS``).
 
-``hardware`` is the Hardware tab (``hardware.hardware_view``): ``absent`` the one
+``hardware`` is the Hardware tab (``hardware.hardware_view``): ``how`` how to read it, ``absent`` the one
 line of a run without device work (null otherwise), the device's and the
 launches' figures as ``[label, text]`` pairs worded by Python, and ``sections``,
 each ``{key, title, how, columns, labels, units, rows}`` with raw values and the
@@ -47,7 +47,7 @@ import pandas as pd
 
 from ..analysis.kernel_kinds import kernel_kinds
 from .charts import chart_spec
-from .hardware import hardware_view, with_launch_delay
+from .hardware import HOW, hardware_view, with_launch_delay
 from .html import MAX_MODULE_ROWS, line_rows
 from .text import operator_view, render_summary_line
 from .timeline_data import timeline_payload
@@ -154,7 +154,7 @@ def modules_payload(report: "Report") -> dict[str, Any]:
 def hardware_payload(report: "Report") -> dict[str, Any]:
     """The Hardware tab's figures and tables (see the module docstring)."""
     view = hardware_view(report)
-    return {"absent": view.absent, "device": view.device,
+    return {"how": HOW, "absent": view.absent, "device": view.device,
             "device_facts": [list(f) for f in view.device_facts],
             "launch_facts": [list(f) for f in view.launch_facts],
             "sections": [{"key": s.key, "title": s.title, "how": s.how, "labels": s.labels(), "units": s.units(),

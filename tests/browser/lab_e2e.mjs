@@ -46,10 +46,10 @@ import {
 } from './lab.mjs';
 
 const MARKER = process.env.NBP_TRAINING_MARKER ?? 'for x, y in train_loader';
-const REQUIRED_EXPLORER_TABS = ['Overview', 'Operators', 'Memory', 'Timeline', 'Suggestions', 'Export'];
+const REQUIRED_EXPLORER_TABS = ['Overview', 'Operators', 'Hardware', 'Memory', 'Timeline', 'Suggestions', 'Export'];
 const OPTIONAL_EXPLORER_TABS = ['Kernels', 'Cell lines', 'Modules'];
 // A CPU run: every view of the explorer but Kernels (it has no kernels).
-const RENDERER_TABS = ['Overview', 'Operators', 'Memory', 'Cell lines', 'Modules', 'Timeline', 'Suggestions', 'Export'];
+const RENDERER_TABS = ['Overview', 'Operators', 'Hardware', 'Memory', 'Cell lines', 'Modules', 'Timeline', 'Suggestions', 'Export'];
 /** Index of the training cell among the notebook's cells. */
 async function trainingIndex() {
   const index = await page.evaluate(marker => {

@@ -7,6 +7,8 @@
  * into the page as text.
  */
 
+import { IHardware, parseHardware } from './hardware';
+
 export const REPORT_MIME = 'application/vnd.nbprofiler.report+json';
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 export const SCHEMA = 'nbprofiler.report/1';
@@ -132,6 +134,8 @@ export interface IReport {
   modules: IOptionalTable;
   /** Null in payloads written before it existed. */
   savedFrom: ISavedFrom | null;
+  /** The Hardware tab (hardware.ts); null in payloads written before it existed. */
+  hardware: IHardware | null;
 }
 
 /** Raised when the payload is not a report this renderer understands. */
@@ -308,6 +312,7 @@ export function parseReport(data: unknown): IReport {
     kernels: cappedTable(data.kernels, 'kernels'),
     lines: optionalTable(data.lines, 'lines'),
     modules: optionalTable(data.modules, 'modules'),
-    savedFrom: savedFrom(data.saved_from)
+    savedFrom: savedFrom(data.saved_from),
+    hardware: parseHardware(data.hardware)
   };
 }

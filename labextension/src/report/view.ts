@@ -16,16 +16,18 @@ import {
 } from './format';
 import { exportPanel } from './export';
 import { linesPanel, modulesPanel } from './attribution';
+import { hardwarePanel } from './hardware';
 import { columnLabel, DataTable, formatCell, isDeviceColumn, isNumericColumn, rowFigures, SortDir } from './table';
 import { Cell, IGrowth, IReport, ISuggestion, ITable } from './types';
 import { disposeTimeline, renderTimeline } from '../timeline';
 import { colorOf, IChartSpec, renderChart, specFromTable } from './charts';
 
-/** Every tab, in order; Kernels shows only for a run with kernels. */
+/** Every tab, in order; Kernels shows only for a run with kernels, Hardware only in payloads that have it. */
 export const TAB_NAMES = [
   'Overview',
   'Operators',
   'Kernels',
+  'Hardware',
   'Memory',
   'Cell lines',
   'Modules',
@@ -236,6 +238,7 @@ export class ReportView {
       Overview: () => this.buildOverview(),
       Operators: () => this.buildOperators(),
       Kernels: () => this.buildKernels(),
+      Hardware: () => hardwarePanel(r.hardware!),
       Memory: () => this.buildMemory(),
       'Cell lines': () => linesPanel(r.lines, this.deviceTime),
       Modules: () => modulesPanel(r.modules, this.deviceTime),
@@ -244,7 +247,7 @@ export class ReportView {
       Export: () => exportPanel(r, { html: this.options.html, data: this.options.data })
     };
     for (const name of TAB_NAMES) {
-      if (name === 'Kernels' && !r.kernels.rows.length) {
+      if ((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware)) {
         continue;
       }
       const tabId = uid('nbp-tab');

@@ -1,0 +1,172 @@
+/**
+ * The saved report's Hardware tab: the device and its spec-sheet figures, the
+ * launches, each stream's queue and idle time, work running at once, and copies
+ * against the host link (payload `hardware`, Python's nbprofiler/render/hardware.py).
+ *
+ * Python words the device's and the launches' figures; the tables come as raw
+ * values with the unit each column reads in (`units`), formatted here as the
+ * Python views format them. Names come from traces: text only (dom.ts).
+ */
+import { h } from './dom';
+import { formatBytes, formatCount, formatShare, formatUs } from './format';
+import { Cell } from './types';
+
+/** One table of the view (`key`: "queues", "stream_idle", "overlap", "copies", "roofline", "collectives"). */
+export interface IHardwareSection {
+  key: string;
+  title: string;
+  how: string;
+  columns: string[];
+  labels: string[];
+  units: string[];
+  rows: Cell[][];
+}
+
+export interface IHardware {
+  /** How to read the view, as Python words it. */
+  how: string;
+  /** The one line of a run without device work; null otherwise. */
+  absent: string | null;
+  device: string;
+  deviceFacts: [string, string][];
+  launchFacts: [string, string][];
+  sections: IHardwareSection[];
+}
+
+function strs(value: unknown): string[] {
+  return Array.isArray(value) ? value.map(v => (typeof v === 'string' ? v : String(v ?? ''))) : [];
+}
+
+function pairs(value: unknown): [string, string][] {
+  return Array.isArray(value) ? value.filter(Array.isArray).map(p => [String(p[0] ?? ''), String(p[1] ?? '')]) : [];
+}
+
+function cell(value: unknown): Cell {
+  if (typeof value === 'number') {
+    return Number.isFinite(value) ? value : null;
+  }
+  return typeof value === 'string' || typeof value === 'boolean' ? value : null;
+}
+
+function isObject(value: unknown): value is { [key: string]: unknown } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The payload's `hardware`, checked; null when the report was saved before the view existed. */
+export function parseHardware(value: unknown): IHardware | null {
+  if (!isObject(value)) {
+    return null;
+  }
+  const sections = Array.isArray(value.sections) ? value.sections.filter(isObject) : [];
+  return {
+    how: typeof value.how === 'string' ? value.how : '',
+    absent: typeof value.absent === 'string' ? value.absent : null,
+    device: typeof value.device === 'string' ? value.device : '',
+    deviceFacts: pairs(value.device_facts),
+    launchFacts: pairs(value.launch_facts),
+    sections: sections.map(s => {
+      const columns = strs(s.columns);
+      return {
+        key: String(s.key ?? ''),
+        title: String(s.title ?? ''),
+        how: String(s.how ?? ''),
+        columns,
+        labels: columns.map((c, i) => strs(s.labels)[i] ?? c),
+        units: columns.map((_, i) => strs(s.units)[i] ?? 'text'),
+        rows: (Array.isArray(s.rows) ? s.rows.filter(Array.isArray) : []).map(r => columns.map((_, i) => cell(r[i])))
+      };
+    })
+  };
+}
+
+/** A large count in SI prefixes (1.28 TFLOP, 30.7 TFLOP/s), as Python's `hardware.si`. */
+export function formatSi(value: number, unit: string): string {
+  for (const [scale, prefix] of [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']] as [number, string][]) {
+    if (Math.abs(value) >= scale) {
+      return `${Number((value / scale).toPrecision(3))} ${prefix}${unit}`;
+    }
+  }
+  return `${Number(value.toPrecision(3))} ${unit}`;
+}
+
+/** One table value in its column's unit (Python's `hardware.cell_text`). */
+export function formatUnit(unit: string, value: Cell): string {
+  if (value === null || value === undefined) {
+    return '–';
+  }
+  if (typeof value !== 'number') {
+    return typeof value === 'boolean' ? (value ? 'yes' : 'no') : value || '–';
+  }
+  switch (unit) {
+    case 'count':
+      return formatCount(value);
+    case 'us':
+      return formatUs(value);
+    case 'bytes':
+      return formatBytes(value);
+    case 'share':
+      return formatShare(value);
+    case 'gb_per_s':
+      return `${formatBytes(value * 1e9)}/s`;
+    case 'flops':
+      return formatSi(value, 'FLOP');
+    case 'flops_per_s':
+      return formatSi(value, 'FLOP/s');
+    default:
+      return value.toLocaleString('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  }
+}
+
+function facts(list: [string, string][], cls: string): HTMLElement {
+  return h('dl', { class: `nbp-evidence ${cls}` }, ...list.flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+}
+
+function sectionTable(s: IHardwareSection): HTMLElement {
+  const numeric = s.units.map(u => u !== 'text');
+  return h(
+    'div',
+    { class: 'nbp-hw-section', 'data-section': s.key },
+    h('h4', { class: 'nbp-h' }, s.title),
+    h('p', { class: 'nbp-explain' }, s.how),
+    h(
+      'div',
+      { class: 'nbp-table-wrap' },
+      h(
+        'table',
+        { class: `nbp-table nbp-hw-table nbp-hw-${s.key.replace(/[^a-z_]/g, '')}` },
+        h('thead', null, h('tr', null, ...s.labels.map((l, i) => h('th', { scope: 'col', class: numeric[i] ? 'nbp-num' : null }, l)))),
+        h(
+          'tbody',
+          null,
+          ...s.rows.map(r =>
+            h('tr', null, ...r.map((v, i) => h('td', { class: numeric[i] ? 'nbp-num' : 'nbp-text' }, formatUnit(s.units[i], v))))
+          )
+        )
+      )
+    )
+  );
+}
+
+/** The Hardware tab's panel. */
+export function hardwarePanel(hw: IHardware): HTMLElement {
+  const out = h('div', { class: 'nbp-hardware' });
+  if (hw.how) {
+    out.appendChild(h('p', { class: 'nbp-explain' }, hw.how));
+  }
+  if (hw.absent !== null) {
+    out.appendChild(h('p', { class: 'nbp-muted nbp-hw-absent' }, hw.absent));
+    return out;
+  }
+  out.appendChild(h('p', { class: 'nbp-device' }, 'Device: ', h('strong', null, hw.device)));
+  out.appendChild(facts(hw.deviceFacts, 'nbp-hw-device'));
+  if (hw.launchFacts.length) {
+    out.appendChild(h('h4', { class: 'nbp-h' }, 'Launches'));
+    out.appendChild(facts(hw.launchFacts, 'nbp-hw-launches'));
+  }
+  for (const s of hw.sections) {
+    if (s.rows.length) {
+      out.appendChild(sectionTable(s));
+    }
+  }
+  return out;
+}
