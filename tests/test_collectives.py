@@ -122,10 +122,26 @@ def test_one_rank_collectives_are_counted_without_kernels():
     assert (table["group_size"] == 1).all()
 
 
-@pytest.mark.parametrize("name", ["a100_train", "cpu_only"])
-def test_traces_without_collective_sizes_give_an_empty_table(name):
-    """a100_train's ops predate the recorded arguments; gloo records none (cpu_only)."""
-    table = shared_report(name).collectives
+def test_ops_without_arguments_are_named_by_nccls_own_range():
+    """a100_train (torch before 2.0) records ``record_param_comms`` without its arguments: the
+    rows are NCCL's ranges (``nccl:all_to_all``, ``nccl:all_reduce``), with kernel time, no size.
+    Its all-to-all runs as NCCL SendRecv kernels, its all-reduce as AllReduce kernels."""
+    events = shared_raw_events("a100_train")
+    ranges = {n: sum(e["name"] == f"nccl:{n}" for e in events) for n in ("all_to_all", "all_reduce")}
+    kernels = {"all_to_all": "ncclKernel_SendRecv", "all_reduce": "ncclKernel_AllReduce"}
+    time = {n: sum(e["dur"] for e in events if e.get("cat") == "kernel" and e["name"].startswith(k))
+            for n, k in kernels.items()}
+    table = shared_report("a100_train").collectives.set_index("collective")
+    assert set(table.index) == set(ranges)
+    for n in ranges:
+        assert table.loc[n, "calls"] == ranges[n] and table.loc[n, "time_us"] == pytest.approx(time[n])
+    assert table["bytes"].isna().all() and table["busbw_gb_per_s"].isna().all()
+    assert ((table["exposed_us"] >= 0) & (table["exposed_us"] <= table["time_us"])).all()
+
+
+def test_gloo_trace_gives_an_empty_table():
+    """gloo records no sizes (cpu_only): no row."""
+    table = shared_report("cpu_only").collectives
     assert table.empty and list(table.columns) == COLLECTIVE_COLUMNS
 
 

@@ -38,7 +38,9 @@ their kernels. gloo (CPU) runs record no ``record_param_comms`` op, only
 ``gloo:<op>`` host ranges on gloo's threads with no sizes, so their table is
 empty: the communication table (``communication.step_communication``) has
 their time. Traces of torch before 2.0 record the op without its arguments
-(a100_train): no row either.
+(a100_train): there NCCL's own range around each collective (``nccl:all_reduce``,
+``nccl:all_to_all``) names the row, with its kernels' time and exposed time but
+no bytes, dtype, group size or bandwidth.
 """
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ COLLECTIVE_COLUMNS = ["collective", "dtype", "group_size", "calls", "bytes", "ti
                       "algbw_gb_per_s", "busbw_gb_per_s", "exposed_us", "exposed_share"]
 CALL_COLUMNS = ["collective", "dtype", "group_size", "ts", "bytes", "kernels", "time_us", "exposed_us"]
 NOT_DATA = frozenset({"wait", "barrier"})
+DEVICE_BACKEND_PREFIXES = ("nccl:", "rccl:")
 
 # Bytes per element, by the c10 ScalarType names the profiler writes in "dtype".
 DTYPE_BYTES = {
@@ -88,15 +91,15 @@ def bus_factor(collective: str, n: float) -> float:
 
 
 def collective_calls(tree: OperatorTree) -> pd.DataFrame:
-    """``CALL_COLUMNS``: one row per data collective's ``record_param_comms`` op, in time order:
+    """``CALL_COLUMNS``: one row per data collective's ``record_param_comms`` op (or NCCL range,
+    see the module docstring), in time order:
     its bytes (nccl-tests' size, see the module docstring; NaN for an unknown dtype), how many
     kernels it launched, their device time and the part of it no compute kernel overlapped
     (µs; NaN without kernels)."""
     table = tree.table
-    if table.collective is None or len(tree.index) == 0:
+    if len(tree.index) == 0:
         return pd.DataFrame(columns=CALL_COLUMNS)
-    name = table.collective[tree.index]
-    is_op = (table.kind[tree.index] == Kind.CPU_OP) & pd.notna(name)
+    name, is_op = _collective_ops(tree)
     data = is_op & ~pd.Series(name, dtype=object).isin(NOT_DATA).to_numpy()
     ops = np.flatnonzero(data)  # positions in tree.index
     if len(ops) == 0:
@@ -118,6 +121,26 @@ def collective_calls(tree: OperatorTree) -> pd.DataFrame:
         "exposed_us": np.where(ran, exposed_us[ops], np.nan),
     })
     return frame.sort_values("ts", kind="stable").reset_index(drop=True)[CALL_COLUMNS]
+
+
+def _collective_ops(tree: OperatorTree) -> tuple[np.ndarray, np.ndarray]:
+    """Each operator's collective name (None for other operators) and which are collectives:
+    the ``record_param_comms`` ops with their arguments, or where no op has them (torch before
+    2.0), NCCL's own range of each collective, named as written after ``nccl:``."""
+    table = tree.table
+    kinds = table.kind[tree.index]
+    if table.collective is not None:
+        name = table.collective[tree.index]
+        is_op = (kinds == Kind.CPU_OP) & pd.notna(name)
+        if is_op.any():
+            return name, is_op
+    names = pd.Series(table.names, dtype=object).astype(str)
+    code = table.name_code[tree.index]
+    device_backend = names.str.lower().str.startswith(DEVICE_BACKEND_PREFIXES).to_numpy()[code]
+    after_prefix = np.asarray(names.str.split(":", n=1).str[-1], dtype=object)[code]
+    name = np.full(len(code), None, dtype=object)
+    name[device_backend] = after_prefix[device_backend]
+    return name, device_backend
 
 
 def _kernel_time(tree: OperatorTree, is_collective: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -149,9 +172,9 @@ def collective_table(calls: pd.DataFrame) -> pd.DataFrame:
     """``COLLECTIVE_COLUMNS``: ``collective_calls`` grouped by (collective, dtype, group size).
 
     ``calls`` counts every call; ``bytes``, ``time_us`` and ``exposed_us`` add up over the
-    calls that ran kernels (NaN when none did); ``latency_us`` is their mean kernel time per
-    call; bandwidths in GB/s (1e9 bytes), as nccl-tests prints them; ``exposed_share`` is
-    ``exposed_us / time_us``. Most kernel time first.
+    calls that ran kernels (NaN when none did; ``bytes`` NaN when a call's size is unknown);
+    ``latency_us`` is their mean kernel time per call; bandwidths in GB/s (1e9 bytes), as
+    nccl-tests prints them; ``exposed_share`` is ``exposed_us / time_us``. Most kernel time first.
     """
     if calls.empty:
         return pd.DataFrame(columns=COLLECTIVE_COLUMNS)
@@ -163,11 +186,12 @@ def collective_table(calls: pd.DataFrame) -> pd.DataFrame:
         group=calls["group_size"].fillna(-1.0))
     out = frame.groupby(["collective", "dtype", "group"], sort=True).agg(
         calls=("ts", "size"), timed=("timed", "sum"), bytes=("timed_bytes", "sum"), time_us=("time", "sum"),
-        exposed_us=("exposed", "sum"), all_bytes=("bytes", "sum")).reset_index()
+        exposed_us=("exposed", "sum"), all_bytes=("bytes", "sum"), sized=("bytes", "count")).reset_index()
     some = out["timed"].to_numpy() > 0
+    unsized = out["sized"].to_numpy() < out["calls"].to_numpy()  # a call of unknown size: no total to divide
     group = out["group"].to_numpy(dtype=np.float64)
     time_us = np.where(some, out["time_us"], np.nan)
-    data = np.where(some, out["bytes"], out["all_bytes"])
+    data = np.where(unsized, np.nan, np.where(some, out["bytes"], out["all_bytes"]))
     with np.errstate(invalid="ignore", divide="ignore"):
         algbw = np.where(time_us > 0, data / time_us / 1e3, np.nan)  # bytes per µs / 1e3 = GB/s
         factor = np.array([bus_factor(c, g) for c, g in zip(out["collective"], group)])
