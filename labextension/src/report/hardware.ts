@@ -117,8 +117,13 @@ export function formatUnit(unit: string, value: Cell): string {
   }
 }
 
+/** Label/figure pairs as a two-column table (a label may be long: it wraps in its own cell). */
 function facts(list: [string, string][], cls: string): HTMLElement {
-  return h('dl', { class: `nbp-evidence ${cls}` }, ...list.flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+  return h(
+    'table',
+    { class: `nbp-table nbp-hw-facts ${cls}` },
+    h('tbody', null, ...list.map(([k, v]) => h('tr', null, h('th', { scope: 'row' }, k), h('td', { class: 'nbp-text', title: v }, v))))
+  );
 }
 
 function sectionTable(s: IHardwareSection): HTMLElement {

@@ -1,0 +1,46 @@
+"""The saved report's Hardware tab in a real JupyterLab (tests/browser/hardware_e2e.mjs): a notebook
+holding the saved output of the V100 ResNet-50 trace's report opens in Chromium; clicking the
+Hardware tab shows the launches and the copies as the report's own tables count them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import shared_report
+from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
+
+from nbprofiler.format import fmt_bytes
+from nbprofiler.render.bundle import MIME_TYPE, mimebundle
+from nbprofiler.render.hardware import rate
+
+SCRIPT = ROOT / "tests" / "browser" / "hardware_e2e.mjs"
+TRACE = "v100_resnet50_train_num_workers_0"
+
+pytestmark = pytest.mark.slow
+
+
+def saved_notebook(path: Path) -> Path:
+    """A notebook whose one cell holds the report's saved output (text, HTML and the extension's payload,
+    no explorer): what a notebook saved after a %%torchprofile run holds once its kernel is gone."""
+    report = shared_report(TRACE)
+    bundle = mimebundle(report, include={"text/plain", "text/html", MIME_TYPE})
+    notebook = json.loads(write_notebook(path, f'nbprofiler.load("{TRACE}.pt.trace.json.gz")').read_text())
+    notebook["cells"][0].update(execution_count=1, outputs=[{"output_type": "display_data", "data": bundle,
+                                                             "metadata": {}}])
+    path.write_text(json.dumps(notebook, allow_nan=False))
+    return path
+
+
+def test_the_saved_hardware_tab_shows_the_launches_and_copies(tmp_path: Path) -> None:
+    notebook = saved_notebook(tmp_path / "hardware.ipynb")
+    result = _run_in_lab(tmp_path / "lab", SCRIPT, notebook, SHOTS / "hardware", timeout=300)
+    report = shared_report(TRACE)
+    assert result["launchLabels"][0] == "launches"
+    assert result["launches"] == f"{report.launch_summary().launches:,}"
+    assert result["device"] == f"Device: {report.device.name}"
+    first = report.copies.iloc[0]
+    shown = dict(zip(result["copiesHeader"], result["copies"], strict=True))
+    assert (shown["direction"], shown["host memory"], shown["copies"], shown["bytes"], shown["rate"]) == (
+        first["direction"], first["host_memory"] or "–", f"{first['copies']:,}", fmt_bytes(first["bytes"]),
+        rate(first["gb_per_s"]))
