@@ -26,6 +26,7 @@ views escape them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..analysis.streams import KERNEL_WAIT_US
 from ..format import fmt_bytes, fmt_pct, fmt_us
 
 if TYPE_CHECKING:
@@ -59,7 +61,17 @@ LABELS = {
     "host_memory": "host memory", "copies": "copies", "bytes": "bytes", "time_us": "time", "gb_per_s": "rate",
     "share_of_link": "share of host link", "mean_launch_delay_us": "launch delay", "operator": "operator",
     "flops": "FLOPs", "intensity": "FLOPs per byte", "ridge": "ridge point", "achieved_flops_per_s": "achieved",
+    "latency_us": "latency", "algbw_gb_per_s": "algorithm bandwidth", "busbw_gb_per_s": "bus bandwidth",
+    "exposed_us": "exposed", "exposed_share": "exposed share",
 }
+
+# The tables other analyses add to the Report: (attribute, title, how to read it).
+OPTIONAL_SECTIONS = (
+    ("roofline", "Roofline", "The operators doing the most FLOPs: FLOPs per byte against the device's ridge point, "
+                             "achieved FLOP/s, and what bounds them."),
+    ("collectives", "Collectives", "Per collective, dtype and group size: calls, bytes, kernel time, latency, "
+                                   "nccl-tests' algorithm and bus bandwidth, and the time no compute hid."),
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +87,7 @@ class Section:
         return [unit_of(c, self.table[c]) for c in self.table.columns]
 
     def labels(self) -> list[str]:
-        return [LABELS.get(c, c.replace("_", " ")) for c in self.table.columns]
+        return [LABELS.get(c, re.sub(r"_(us|bytes)$", "", c).replace("_", " ")) for c in self.table.columns]
 
 
 @dataclass(frozen=True)
@@ -208,7 +220,8 @@ def sections(report: "Report") -> list[Section]:
                 report.queue_length[["device", "stream", "mean", "max"]]),
         Section("stream_idle", "Idle time per stream",
                 "Each stream's busy and idle time in the profiled steps; idle split into kernel wait (gaps under "
-                "30 µs between back-to-back work), host wait (the stream waited for a launch) and other idle.",
+                f"{KERNEL_WAIT_US:g} µs between back-to-back work), host wait (the stream waited for a launch) and "
+                "other idle.",
                 report.stream_idle[["device", "stream", "activities", "busy_us", "idle_us", "kernel_wait_us",
                                     "host_wait_us", "other_us"]]),
         Section("overlap", "Device work running at once",
@@ -221,9 +234,7 @@ def sections(report: "Report") -> list[Section]:
                 report.copies[["direction", "host_memory", "copies", "bytes", "time_us", "gb_per_s",
                                "share_of_link"]]),
     ]
-    for key, title, how in (("roofline", "Roofline", "The operators doing the most FLOPs: FLOPs per byte "
-                             "against the device's ridge point, achieved FLOP/s, and what bounds them."),
-                            ("collectives", "Collectives", "Each collective with its size and achieved bandwidth.")):
+    for key, title, how in OPTIONAL_SECTIONS:
         table = _optional(report, key)
         if table is not None:
             out.append(Section(key, title, how, table))

@@ -243,7 +243,7 @@ def hardware_html(view: HardwareView) -> str:
     if view.launch_facts:
         out += ["<h4>Launches</h4>", facts(view.launch_facts, "nbp-hw-launches")]
     for section in view.sections:
-        cols = [Col(c, label, partial(cell_text, unit)) for c, label, unit
+        cols = [Col(c, label, partial(cell_text, unit), name=unit == "text") for c, label, unit
                 in zip(section.table.columns, section.labels(), section.units())]
         out += [f"<h4>{esc(section.title)}</h4>", how(section.how), html_table(section.table, cols)]
     return "".join(out)
