@@ -1,13 +1,14 @@
-"""The saved report's Hardware tab in a real JupyterLab (tests/browser/hardware_e2e.mjs): a notebook
-holding the saved output of the V100 ResNet-50 trace's report opens in Chromium; clicking the
-Hardware tab shows the launches and the copies as the report's own tables count them."""
+"""The Hardware tab in a real JupyterLab (tests/browser/hardware_e2e.mjs): a notebook holding the saved
+output of the V100 ResNet-50 trace's report opens in Chromium; clicking the Hardware tab shows the
+launches and the copies as the report's own tables count them; the same trace loaded by the kernel
+shows the same launch count in the explorer's Hardware tab."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-from conftest import shared_report
+from conftest import shared_report, shared_trace
 from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
 
 from nbprofiler.format import fmt_bytes
@@ -25,7 +26,9 @@ def saved_notebook(path: Path) -> Path:
     no explorer): what a notebook saved after a %%torchprofile run holds once its kernel is gone."""
     report = shared_report(TRACE)
     bundle = mimebundle(report, include={"text/plain", "text/html", MIME_TYPE})
-    notebook = json.loads(write_notebook(path, f'nbprofiler.load("{TRACE}.pt.trace.json.gz")').read_text())
+    trace = shared_trace(TRACE)
+    notebook = json.loads(write_notebook(path, f"nbprofiler.load({str(trace)!r})",
+                                         f"import nbprofiler\nnbprofiler.load({str(trace)!r})").read_text())
     notebook["cells"][0].update(execution_count=1, outputs=[{"output_type": "display_data", "data": bundle,
                                                              "metadata": {}}])
     path.write_text(json.dumps(notebook, allow_nan=False))
@@ -37,7 +40,7 @@ def test_the_saved_hardware_tab_shows_the_launches_and_copies(tmp_path: Path) ->
     result = _run_in_lab(tmp_path / "lab", SCRIPT, notebook, SHOTS / "hardware", timeout=300)
     report = shared_report(TRACE)
     assert result["launchLabels"][0] == "launches"
-    assert result["launches"] == f"{report.launch_summary().launches:,}"
+    assert result["launches"] == result["liveLaunches"] == f"{report.launch_summary().launches:,}"
     assert result["device"] == f"Device: {report.device.name}"
     first = report.copies.iloc[0]
     shown = dict(zip(result["copiesHeader"], result["copies"], strict=True))

@@ -1,7 +1,26 @@
-// The saved report's Hardware tab in a real browser: a notebook holds the saved output of a GPU
-// trace's report (no explorer, as a notebook reopened without its kernel); its Hardware tab shows
-// the launches and the first copies row, which the Python test compares with the report's tables.
-import { cellLocator, check, openNotebook, runScenario, shot, step } from './lab.mjs';
+// The Hardware tab in a real browser, saved and live, on a GPU trace's report:
+//
+//   1. the notebook's first cell holds the report's saved output (no explorer, as a notebook
+//      reopened without its kernel): its Hardware tab shows the launches and the copies;
+//   2. the second cell loads the same trace with the kernel: the ipywidgets explorer's Hardware
+//      tab shows the same launch count.
+//
+// The Python test compares what both show with the report's own tables.
+import {
+  activate,
+  cellLocator,
+  check,
+  clickExplorerTab,
+  explorerPanel,
+  explorerTabs,
+  LONG,
+  openNotebook,
+  page,
+  runScenario,
+  shot,
+  step,
+  waitKernelIdle
+} from './lab.mjs';
 
 const result = { ok: false };
 
@@ -27,4 +46,19 @@ await runScenario(result, async () => {
   result.copiesHeader = (await copies.locator('thead th').allInnerTexts()).map(t => t.trim());
   result.copies = (await copies.locator('tbody tr').first().locator('td').allInnerTexts()).map(t => t.trim());
   await shot('hardware_saved.png', panel);
+
+  let live = await activate(1);
+  await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-cell'));
+  live = await cellLocator(1);
+  await live.locator('.lm-TabBar-tab').first().waitFor({ timeout: LONG });
+  await waitKernelIdle();
+  const tabs = (await explorerTabs(live)).map(t => t.trim());
+  check(tabs.indexOf('Hardware') === tabs.indexOf('Kernels') + 1, `the explorer's Hardware tab follows Kernels (${JSON.stringify(tabs)})`);
+  await clickExplorerTab(live, 'Hardware');
+  const livePanel = explorerPanel(live);
+  const launches = livePanel.locator('table.nbp-hw-launches td').first();
+  await launches.waitFor({ timeout: 60000 });
+  result.liveLaunches = (await launches.innerText()).trim();
+  step('live explorer Hardware tab open');
+  await shot('hardware_live.png', livePanel);
 });
