@@ -134,12 +134,15 @@ def _collective_ops(tree: OperatorTree) -> tuple[np.ndarray, np.ndarray]:
         is_op = (kinds == Kind.CPU_OP) & pd.notna(name)
         if is_op.any():
             return name, is_op
-    names = pd.Series(table.names, dtype=object).astype(str)
+    # Judged once per distinct name, then looked up by each operator's name code.
+    names = [str(n) for n in table.names]
+    backend_name = np.array([n.lower().startswith(DEVICE_BACKEND_PREFIXES) for n in names], dtype=bool)
     code = table.name_code[tree.index]
-    device_backend = names.str.lower().str.startswith(DEVICE_BACKEND_PREFIXES).to_numpy()[code]
-    after_prefix = np.asarray(names.str.split(":", n=1).str[-1], dtype=object)[code]
+    device_backend = backend_name[code]
     name = np.full(len(code), None, dtype=object)
-    name[device_backend] = after_prefix[device_backend]
+    if device_backend.any():
+        after_prefix = np.array([n.split(":", 1)[-1] for n in names], dtype=object)
+        name[device_backend] = after_prefix[code[device_backend]]
     return name, device_backend
 
 

@@ -147,10 +147,17 @@ def queue_length(table: EventTable) -> pd.DataFrame:
     if steps.empty:
         return pd.DataFrame({c: pd.Series(dtype=np.int64 if c in ("device", "stream", "max") else np.float64)
                              for c in QUEUE_COLUMNS})
-    by = steps.groupby(["device", "stream"], sort=True)["outstanding"]
-    summary = pd.DataFrame({"mean": by.mean(), "max": by.max(),
-                            "p25": by.quantile(0.25), "p50": by.quantile(0.5), "p75": by.quantile(0.75)})
-    return summary.reset_index()[list(QUEUE_COLUMNS)]
+    # The steps come sorted by (device, stream): each stream is one run of rows, summarised in
+    # numpy (a groupby's quantiles cost ten times more on a million-event trace).
+    device, stream = steps["device"].to_numpy(), steps["stream"].to_numpy()
+    count = steps["outstanding"].to_numpy()
+    starts = np.flatnonzero(np.concatenate(([True], (device[1:] != device[:-1]) | (stream[1:] != stream[:-1]))))
+    rows = []
+    for a, b in zip(starts, np.append(starts[1:], len(count))):
+        p25, p50, p75 = np.percentile(count[a:b], (25, 50, 75))  # linear interpolation, as pandas' quantile
+        rows.append((int(device[a]), int(stream[a]), float(count[a:b].mean()), int(count[a:b].max()),
+                     float(p25), float(p50), float(p75)))
+    return pd.DataFrame(rows, columns=list(QUEUE_COLUMNS))
 
 
 def queue_length_series(table: EventTable, device: int, stream: int) -> pd.DataFrame:

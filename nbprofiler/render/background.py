@@ -1,16 +1,18 @@
 """What a large report's bundle builds on a second thread while this one makes its tables,
-text and HTML: the operator tree's nesting and launches, then the timeline.
+text and HTML: the operator tree's nesting and launches, the Hardware view's tables, then
+the timeline.
 
 Why: on a million-event trace the bundle kept the user waiting about a second on one core.
-Those two parts are mostly numpy sorts and searches, which release the GIL, and they need
-nothing the other tables compute but the few read here first. Built alongside, they take
-about 0.2 s off the wait on a two-core machine (``bench/report_latency.py``).
+These parts are mostly numpy sorts and searches, which release the GIL, and the tables the
+first thread makes hardly need them. Built alongside, they take 0.3 s or more off the wait on
+a two-core machine (``bench/report_latency.py``).
 
 Sharing is safe by construction: what both threads read is computed here before the second
-one starts; the tree's parts are ``cached_property`` (each computed once: a thread that asks
-while the other computes it waits for it, or, from Python 3.12, computes the same value too);
-the timeline is handed over through ``timeline_data.expect``, and whoever needs it waits for
-it and gets any error it raised, with its traceback.
+one starts; each Report table is computed once (a thread that asks for a table the other is
+making waits for it: ``report.read_only_table``); the tree's parts are ``cached_property``
+(each computed once on Python 3.11; from 3.12 both threads may compute the same value); the
+timeline is handed over through ``timeline_data.expect``, and whoever needs it waits for it
+and gets any error it raised, with its traceback.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.links import launching_runtime
 from . import timeline_data
+from .hardware import kernel_launch_delay
 
 if TYPE_CHECKING:
     from ..report.report import Report
@@ -28,6 +31,9 @@ PARALLEL_MIN_EVENTS = 100_000
 # The tree's parts the report's first tables ask for (operators, syncs, kernels): the
 # second thread computes them while the first one makes the steps and the breakdown.
 _TREE_PARTS = ("parent", "launcher", "host_self_us", "device_total_us", "is_call")
+# The Hardware view's tables (render/hardware.py), made while the first thread makes the rest.
+_HARDWARE_TABLES = ("launches", "queue_length", "stream_idle", "kernel_overlap", "copies", "flops", "roofline",
+                    "collectives")
 # What both threads read: computed before the second one starts.
 _SHARED = ("table", "operator_tree", "stretched_steps", "trace_steps", "memory", "step_window")
 
@@ -52,4 +58,7 @@ def _tree_then_timeline(report: "Report") -> Any:
     tree = report.operator_tree
     for part in _TREE_PARTS:
         getattr(tree, part)
+    for table in _HARDWARE_TABLES:
+        getattr(report, table)
+    kernel_launch_delay(report)
     return timeline_data.build(report)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -38,6 +39,17 @@ def _copy_on_write() -> bool:
     return int(pd.__version__.split(".")[0]) >= 3 or pd.get_option("mode.copy_on_write") is True
 
 
+_LOCKS_GUARD = threading.Lock()
+
+
+def _table_lock(cache: dict[str, Any], slot: str) -> threading.RLock:
+    """The lock of one table of one report, kept in the report's own cache. Re-entrant: a table's
+    build may ask for another table, never for itself, so one thread never waits on itself."""
+    with _LOCKS_GUARD:
+        locks = cache.setdefault("_table_locks", {})
+        return locks.setdefault(slot, threading.RLock())
+
+
 class read_only_table:  # noqa: N801 - used as a decorator, like cached_property
     """A table computed once, on first access, and handed out as a copy of its own each time.
 
@@ -48,6 +60,10 @@ class read_only_table:  # noqa: N801 - used as a decorator, like cached_property
 
     A run reloaded from the history has no trace to compute from: the tables it kept are in
     ``report.stored`` and served from there instead.
+
+    Each table is computed once even when two threads ask at once (a large report's bundle
+    builds some tables on a second thread, ``render.background``): the second waits for the
+    first's result on a lock of that report and table.
     """
 
     def __init__(self, build: Callable[[Any], Any]) -> None:
@@ -65,8 +81,10 @@ class read_only_table:  # noqa: N801 - used as a decorator, like cached_property
             return self
         cache = report.__dict__  # a frozen dataclass: the cache bypasses __setattr__, as cached_property does
         if self.slot not in cache:
-            stored = getattr(report, "stored", None) or {}  # a Comparison keeps none
-            cache[self.slot] = stored[self.name] if self.name in stored else self.build(report)
+            with _table_lock(cache, self.slot):
+                if self.slot not in cache:  # not made by another thread meanwhile
+                    stored = getattr(report, "stored", None) or {}  # a Comparison keeps none
+                    cache[self.slot] = stored[self.name] if self.name in stored else self.build(report)
         value = cache[self.slot]
         if isinstance(value, pd.DataFrame):
             return value.copy(deep=not _copy_on_write())
