@@ -13,7 +13,7 @@ from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
 
 from nbprofiler.format import fmt_bytes
 from nbprofiler.render.bundle import MIME_TYPE, mimebundle
-from nbprofiler.render.hardware import rate
+from nbprofiler.format import fmt_rate
 
 SCRIPT = ROOT / "tests" / "browser" / "hardware_e2e.mjs"
 TRACE = "v100_resnet50_train_num_workers_0"
@@ -46,4 +46,4 @@ def test_the_saved_hardware_tab_shows_the_launches_and_copies(tmp_path: Path) ->
     shown = dict(zip(result["copiesHeader"], result["copies"], strict=True))
     assert (shown["direction"], shown["host memory"], shown["copies"], shown["bytes"], shown["rate"]) == (
         first["direction"], first["host_memory"] or "–", f"{first['copies']:,}", fmt_bytes(first["bytes"]),
-        rate(first["gb_per_s"]))
+        fmt_rate(first["gb_per_s"]))

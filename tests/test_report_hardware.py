@@ -9,6 +9,7 @@ from conftest import shared_report, shared_trace
 from test_streams import live_cpu_report
 
 import nbprofiler
+from nbprofiler.format import fmt_rate
 from nbprofiler.analysis.copies import copy_table
 from nbprofiler.analysis.device_specs import device_spec
 from nbprofiler.analysis.launches import launch_table, queue_length
@@ -60,4 +61,5 @@ def test_pin_memory_advice_cites_the_pageable_copies_rate_against_the_host_link(
     assert evidence["h2d_copies_pageable"] == row["copies"] == 12
     assert math.isclose(evidence["h2d_pageable_gb_per_s"], row["gb_per_s"], abs_tol=0.005)
     assert evidence["host_link_gb_per_s"] == row["link_gb_per_s"] == 16.0
-    assert any(f"{row['gb_per_s']:.1f} GB/s of the 16 GB/s" in fact for fact in cited[0].facts)
+    # Byte rates in the binary units of every byte figure: 16 GB/s is 14.9 GiB/s.
+    assert any(f"{fmt_rate(row['gb_per_s'])} of the 14.9 GiB/s" in fact for fact in cited[0].facts)

@@ -30,7 +30,7 @@ from ..analysis.memory import GROWTH_MIN_STEADY_STEPS, GROWTH_MIN_STEPS, relativ
 from ..analysis.retention import KEPT_LINE_COLUMNS, LeakLine, fixed_statement, kept_bytes_by_line, leak_line
 from ..analysis.sync_source import SyncLine, sync_lines
 from ..records import LoaderRecord
-from ..format import fmt_bytes, fmt_us
+from ..format import fmt_bytes, fmt_rate, fmt_us
 from . import measures as M
 from . import thresholds as T
 from .cell_names import COMPILE_COST, TrainingStep, compile_code, model_code, model_name, training_step
@@ -370,10 +370,10 @@ def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None,
                 f"{copies.pageable} of them from pageable memory")
         if copies.pageable and not math.isnan(copies.pageable_gb_per_s):
             evidence["h2d_pageable_gb_per_s"] = round(copies.pageable_gb_per_s, 2)
-            fact += f", at {copies.pageable_gb_per_s:.1f} GB/s"
+            fact += f", at {fmt_rate(copies.pageable_gb_per_s)}"
             if not math.isnan(copies.link_gb_per_s):
                 evidence["host_link_gb_per_s"] = copies.link_gb_per_s
-                fact += f" of the {copies.link_gb_per_s:g} GB/s the host link carries one way"
+                fact += f" of the {fmt_rate(copies.link_gb_per_s)} the host link carries one way"
         facts.append(fact)
     return evidence, facts
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.streams import KERNEL_WAIT_US
-from ..format import fmt_bytes, fmt_pct, fmt_us
+from ..format import fmt_bytes, fmt_pct, fmt_rate, fmt_us
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -129,11 +129,6 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
 
-def rate(gb_per_s: float) -> str:
-    """A bandwidth (the tables' GB/s, 1e9 B/s) in the binary units every byte figure of the report uses."""
-    return f"{fmt_bytes(gb_per_s * 1e9)}/s"
-
-
 def si(value: float, unit: str) -> str:
     """A large count in SI prefixes (FLOPs: 1.28 TFLOP, 30.7 TFLOP/s); ``formatSi`` in hardware.ts is the same."""
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
@@ -148,7 +143,7 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "us": fmt_us,
     "bytes": fmt_bytes,
     "share": fmt_pct,
-    "gb_per_s": lambda v: rate(float(v)),
+    "gb_per_s": lambda v: fmt_rate(float(v)),
     "flops": lambda v: si(float(v), "FLOP"),
     "flops_per_s": lambda v: si(float(v), "FLOP/s"),
     "number": lambda v: f"{float(v):,.1f}",
@@ -172,8 +167,8 @@ def device_facts(report: "Report") -> list[tuple[str, str]]:
         return [("spec sheet", NOT_IN_SPEC_TABLE)]
     peaks = [f"{dtype} {tflops:,g}" for dtype in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
              if (tflops := getattr(spec, f"{dtype}_tflops")) is not None]
-    return [("memory bandwidth", rate(spec.memory_gb_per_s)),
-            ("host link", f"{spec.host_link}, {rate(spec.host_link_gb_per_s)} per direction"),
+    return [("memory bandwidth", fmt_rate(spec.memory_gb_per_s)),
+            ("host link", f"{spec.host_link}, {fmt_rate(spec.host_link_gb_per_s)} per direction"),
             ("dense peak (TFLOP/s)", ", ".join(peaks)),
             ("figures from", spec.source)]
 
