@@ -63,6 +63,15 @@ def fmt_bytes(n: float | None) -> str:
 
 
 
+def fmt_si(value: float, unit: str) -> str:
+    """A large count in SI prefixes (FLOPs: 1.28 TFLOP, 30.7 TFLOP/s); ``formatSi`` in the
+    labextension's hardware.ts is the same rule."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
 def fmt_rate(gb_per_s: float) -> str:
     """A bandwidth given in GB/s (1e9 B/s, as data sheets and the profiler count) in the binary
     units every byte figure of the report uses: 16 GB/s reads 14.9 GiB/s."""

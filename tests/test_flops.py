@@ -144,6 +144,7 @@ def test_live_cpu_run_matches_torch_flop_counter(one_torch_thread):
     peak = process_cpus() * lanes * (2 if "fma" in flags else 1) * 2 * max(mhz) * 1e6
     assert summary["mfu_peak_is_estimate"] is True and summary["mfu_dtype"] == "fp32"
     assert summary["mfu"] == pytest.approx(summary["achieved_flops_per_s"] / peak)
+    assert "of the estimated fp32 peak)" in report.to_text()  # the overview says the peak is an estimate
 
 
 def test_v100_resnet50_mfu_near_the_models_known_flops():

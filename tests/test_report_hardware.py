@@ -9,7 +9,7 @@ from conftest import shared_report, shared_trace
 from test_streams import live_cpu_report
 
 import nbprofiler
-from nbprofiler.format import fmt_rate
+from nbprofiler.format import fmt_pct, fmt_rate, fmt_si
 from nbprofiler.analysis.copies import copy_table
 from nbprofiler.analysis.device_specs import device_spec
 from nbprofiler.analysis.launches import launch_table, queue_length
@@ -63,3 +63,19 @@ def test_pin_memory_advice_cites_the_pageable_copies_rate_against_the_host_link(
     assert evidence["host_link_gb_per_s"] == row["link_gb_per_s"] == 16.0
     # Byte rates in the binary units of every byte figure: 16 GB/s is 14.9 GiB/s.
     assert any(f"{fmt_rate(row['gb_per_s'])} of the 14.9 GiB/s" in fact for fact in cited[0].facts)
+
+
+def test_the_overview_shows_mfu_in_every_renderer_with_what_it_is_over():
+    from nbprofiler.render.html import render_html
+    from nbprofiler.render.payload import report_payload
+
+    r = shared_report("v100_resnet50_train_num_workers_0")
+    summary = r.summary
+    assert 0.2 < summary["mfu"] < 0.4 and summary["mfu_dtype"] == "fp32"  # the independent ~0.28
+    detail = f"{fmt_si(summary['achieved_flops_per_s'], 'FLOP/s')} of the fp32 peak"
+    assert f"MFU {fmt_pct(summary['mfu'])} ({detail})" in r.to_text()
+    assert f"<span>MFU</span><b>{fmt_pct(summary['mfu'])}</b><span>{detail}</span>" in render_html(r)
+    saved = report_payload(r)["summary"]
+    assert saved["mfu"] == summary["mfu"] and saved["mfu_detail"] == detail
+    # Without FLOPs (a trace without shapes) there is no MFU to show.
+    assert "MFU" not in shared_report("a100_nccl_distributed").to_text()

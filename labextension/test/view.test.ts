@@ -202,6 +202,16 @@ describe('report view', () => {
     );
   });
 
+  it('shows MFU with what it is over, only where the report has it', () => {
+    const raw = fixture('report_v100_trace.json') as any;
+    const metricTexts = (r: unknown) =>
+      Array.from(panel(new ReportView(parseReport(r), {}), 'Overview').querySelectorAll('.nbp-metric')).map(m => m.textContent);
+    expect(metricTexts(raw).some(t => t!.includes('MFU'))).toBe(false);
+    raw.summary.mfu = 0.279;
+    raw.summary.mfu_detail = '4.38 TFLOP/s of the fp32 peak';
+    expect(metricTexts(raw)).toContain('28%MFU4.38 TFLOP/s of the fp32 peak');
+  });
+
   it('marks a partial report and shows the footer', () => {
     const view = render('report_cpu_live.json');
     expect(view.node.querySelector('.nbp-banner')!.textContent).toMatch(/^Partial report/);

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.streams import KERNEL_WAIT_US
-from ..format import fmt_bytes, fmt_pct, fmt_rate, fmt_us
+from ..format import fmt_bytes, fmt_pct, fmt_rate, fmt_si, fmt_us
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -129,14 +129,6 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
 
-def si(value: float, unit: str) -> str:
-    """A large count in SI prefixes (FLOPs: 1.28 TFLOP, 30.7 TFLOP/s); ``formatSi`` in hardware.ts is the same."""
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
 FORMATS: dict[str, Callable[[Any], str]] = {
     "text": lambda v: str(v) or "–",
     "count": lambda v: f"{int(v):,}",
@@ -144,8 +136,8 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "bytes": fmt_bytes,
     "share": fmt_pct,
     "gb_per_s": lambda v: fmt_rate(float(v)),
-    "flops": lambda v: si(float(v), "FLOP"),
-    "flops_per_s": lambda v: si(float(v), "FLOP/s"),
+    "flops": lambda v: fmt_si(float(v), "FLOP"),
+    "flops_per_s": lambda v: fmt_si(float(v), "FLOP/s"),
     "number": lambda v: f"{float(v):,.1f}",
 }
 

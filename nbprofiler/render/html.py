@@ -24,8 +24,8 @@ from .hardware import HardwareView, cell_text, hardware_view, with_launch_delay
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import operator_view, render_summary_line
-from .views import (LABELS, breakdown_parts, growth_warnings, headline, memory_device, memory_figures, phase_summary,
-                    ranked_suggestions, throughput_detail)
+from .views import (LABELS, breakdown_parts, growth_warnings, headline, memory_device, memory_figures, mfu_detail,
+                    phase_summary, ranked_suggestions, throughput_detail)
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
@@ -105,6 +105,9 @@ def metrics_html(report: "Report") -> str:
         boxes.append(("SM efficiency", fmt_pct(h["sm_efficiency"]), "estimated"))
         boxes.append(("occupancy", fmt_pct(h["achieved_occupancy"]), "estimated, achieved"))
         boxes.append(("tensor cores", fmt_pct(h["tensor_core_share"]), "share of kernel time"))
+    mfu = mfu_detail(h)
+    if mfu is not None:
+        boxes.append(("MFU", fmt_pct(h["mfu"]), mfu))
     return '<div class="metrics">' + "".join(
         f'<div class="metric"><span>{esc(a)}</span><b>{esc(b)}</b><span>{esc(c)}</span></div>' for a, b, c in boxes
     ) + "</div>"

@@ -52,7 +52,7 @@ from .html import MAX_MODULE_ROWS, line_rows
 from .text import operator_view, render_summary_line
 from .timeline_data import timeline_payload
 from .views import (breakdown_parts, growth_warnings, headline, lines_absent, memory_device, memory_figures,
-                    modules_absent, ranked_suggestions, throughput_detail)
+                    mfu_detail, modules_absent, ranked_suggestions, throughput_detail)
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -196,7 +196,8 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "partial": report.partial,
         "notes": list(report.notes),
         "device": report.device.as_dict(),
-        "summary": {**{k: _clean(v) for k, v in h.items()}, "throughput_detail": throughput_detail(h)},
+        "summary": {**{k: _clean(v) for k, v in h.items()}, "throughput_detail": throughput_detail(h),
+                    "mfu_detail": mfu_detail(h)},
         "breakdown": {"kind": kind, **table_payload(parts)},
         # In the --sort order of a live run, cut at the cap rather than at --top.
         "operators": {**table_payload(operator_view(report, MAX_OPERATOR_ROWS)), "total": len(report.operators)},

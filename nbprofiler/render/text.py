@@ -67,7 +67,7 @@ def _ms(v: float) -> str:
 
 
 def _breakdown_lines(report: "Report") -> list[str]:
-    from .views import LABELS, breakdown_parts, headline, throughput_detail
+    from .views import LABELS, breakdown_parts, headline, mfu_detail, throughput_detail
 
     h = headline(report)
     kind, parts = breakdown_parts(report)
@@ -81,6 +81,9 @@ def _breakdown_lines(report: "Report") -> list[str]:
         figures.append(f"{h['samples_per_s']:,.0f} samples/s ({detail})")
     if h["gpu_utilization"] is not None:
         figures.append(f"GPU utilization {fmt_pct(h['gpu_utilization'])}")
+    mfu = mfu_detail(h)
+    if mfu is not None:
+        figures.append(f"MFU {fmt_pct(h['mfu'])} ({mfu})")
     title = "Step time by device activity" if kind == "device" else "Step time by phase (host)"
     out = ["", "Overview: " + ", ".join(figures), title]
     width = max(len(LABELS.get(c, c)) for c in means.index)

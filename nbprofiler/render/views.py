@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..analysis.breakdown import CATEGORIES
 from ..analysis.phases import PHASES
-from ..format import fmt_bytes
+from ..format import fmt_bytes, fmt_si
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
@@ -71,7 +71,20 @@ def headline(report: "Report") -> dict[str, Any]:
         "sm_efficiency": summary.get("sm_efficiency"),
         "achieved_occupancy": summary.get("achieved_occupancy"),
         "tensor_core_share": summary.get("tensor_core_share"),
+        "mfu": summary.get("mfu"),
+        "achieved_flops_per_s": summary.get("achieved_flops_per_s"),
+        "mfu_dtype": summary.get("mfu_dtype"),
+        "mfu_peak_is_estimate": bool(summary.get("mfu_peak_is_estimate")),
     }
+
+
+def mfu_detail(h: dict[str, Any]) -> str | None:
+    """What the MFU of ``headline`` is over: "4.38 TFLOP/s of the fp32 peak" (the peak estimated
+    from the CPU's cores, vectors and clock on a CPU run); None where MFU is unknown."""
+    if h["mfu"] is None or h["achieved_flops_per_s"] is None:
+        return None
+    estimated = "estimated " if h["mfu_peak_is_estimate"] else ""
+    return f"{fmt_si(float(h['achieved_flops_per_s']), 'FLOP/s')} of the {estimated}{h['mfu_dtype']} peak"
 
 
 def throughput_detail(h: dict[str, Any]) -> str | None:

@@ -43,6 +43,10 @@ export interface ISummary {
   batch_size: number | null;
   /** What samples/s counts, as Python words it ("64 samples per step: 4 batches of 16"). */
   throughput_detail: string | null;
+  /** Model FLOPs utilization: achieved FLOP/s over the device's peak for the dtype in use. */
+  mfu: number | null;
+  /** What the MFU is over ("4.38 TFLOP/s of the fp32 peak"). */
+  mfu_detail: string | null;
 }
 
 export interface IBreakdown extends ITable {
@@ -273,7 +277,9 @@ export function parseReport(data: unknown): IReport {
       samples_per_step: num(summary.samples_per_step),
       batches_per_step: num(summary.batches_per_step),
       batch_size: num(summary.batch_size),
-      throughput_detail: optStr(summary.throughput_detail)
+      throughput_detail: optStr(summary.throughput_detail),
+      mfu: num(summary.mfu),
+      mfu_detail: optStr(summary.mfu_detail)
     },
     breakdown: {
       kind: isObject(data.breakdown) ? str(data.breakdown.kind, 'phases') : 'phases',

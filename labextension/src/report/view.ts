@@ -329,6 +329,11 @@ export class ReportView {
     if (sm.tensor_core_share !== null) {
       metrics.push(metric('tensor-core share', formatShare(sm.tensor_core_share), 'Kernel time in kernels that use tensor cores'));
     }
+    if (sm.mfu !== null) {
+      metrics.push(
+        metric('MFU', formatShare(sm.mfu), "Model FLOPs utilization: achieved FLOP/s over the device's peak for the dtype in use", sm.mfu_detail ?? undefined)
+      );
+    }
     const out = h('div', { class: 'nbp-overview' });
     out.appendChild(
       explain('Headline numbers of the profiled (active) steps, the step time split by where it went, and what to change first.')
