@@ -293,7 +293,7 @@ def flop_summary(calls: pd.DataFrame, spans: pd.DataFrame, peaks: Mapping[str, f
     calls per step) are left out, so the figures are then a lower bound.
     """
     out: dict[str, Any] = dict.fromkeys(("flops_per_step", "achieved_flops_per_s", "mfu", "mfu_dtype"))
-    out["mfu_peak_is_estimate"] = peak_is_estimate
+    out["mfu_peak_is_estimate"] = False  # True only beside an MFU measured against an estimated peak
     out["flops_unknown_calls"] = None
     if spans.empty or calls.empty:
         return out
@@ -313,6 +313,7 @@ def flop_summary(calls: pd.DataFrame, spans: pd.DataFrame, peaks: Mapping[str, f
     if any(p is None for p in peak):
         return out
     out["mfu"] = float(sum(f / p for f, p in zip(by_dtype.to_numpy(), peak) if p is not None)) / step_s
+    out["mfu_peak_is_estimate"] = peak_is_estimate
     return out
 
 

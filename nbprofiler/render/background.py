@@ -35,7 +35,7 @@ _TREE_PARTS = ("parent", "launcher", "host_self_us", "device_total_us", "is_call
 _HARDWARE_TABLES = ("launches", "queue_length", "stream_idle", "kernel_overlap", "copies", "flops", "roofline",
                     "collectives")
 # What both threads read: computed before the second one starts.
-_SHARED = ("table", "operator_tree", "stretched_steps", "trace_steps", "memory", "step_window")
+_SHARED = ("table", "device", "device_spec", "operator_tree", "stretched_steps", "trace_steps", "memory", "step_window")
 
 _worker: ThreadPoolExecutor | None = None
 
