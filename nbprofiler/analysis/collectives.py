@@ -49,6 +49,7 @@ import pandas as pd
 
 from ..trace.table import Kind
 from .breakdown import part_masks
+from .dtypes import item_bytes
 from .intervals import climb, covered_in_windows
 from .operators import OperatorTree
 
@@ -57,17 +58,6 @@ COLLECTIVE_COLUMNS = ["collective", "dtype", "group_size", "calls", "bytes", "ti
 CALL_COLUMNS = ["collective", "dtype", "group_size", "ts", "bytes", "kernels", "time_us", "exposed_us"]
 NOT_DATA = frozenset({"wait", "barrier"})
 DEVICE_BACKEND_PREFIXES = ("nccl:", "rccl:")
-
-# Bytes per element, by the c10 ScalarType names the profiler writes in "dtype".
-DTYPE_BYTES = {
-    "Bool": 1, "Byte": 1, "Char": 1, "QInt8": 1, "QUInt8": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1,
-    "Float8_e4m3fnuz": 1, "Float8_e5m2fnuz": 1, "UInt8": 1, "Int8": 1,
-    "Short": 2, "Half": 2, "BFloat16": 2, "UInt16": 2, "ComplexHalf": 4,
-    "Int": 4, "Float": 4, "QInt32": 4, "UInt32": 4,
-    "Long": 8, "Double": 8, "ComplexFloat": 8, "UInt64": 8,
-    "ComplexDouble": 16,
-}
-
 
 def bus_factor(collective: str, n: float) -> float:
     """nccl-tests' busbw / algbw ratio for ``collective`` among ``n`` ranks (NaN: unknown name).
@@ -107,7 +97,7 @@ def collective_calls(tree: OperatorTree) -> pd.DataFrame:
     kernel_us, exposed_us, kernels = _kernel_time(tree, is_op)
     events = tree.index[ops]
     dtype = table.comm_dtype[events] if table.comm_dtype is not None else np.full(len(events), None, dtype=object)
-    size = pd.Series(dtype, dtype=object).map(DTYPE_BYTES).to_numpy(dtype=np.float64)
+    size = np.array([item_bytes(d) for d in dtype], dtype=np.float64)
     elements = np.fmax(table["msg_in_nelems"][events], table["msg_out_nelems"][events])
     ran = kernels[ops] > 0
     frame = pd.DataFrame({

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.table import MISSING, EventTable, Kind, thread_key
+from .dtypes import item_bytes, type_name
 from .gpu import _tensor_core_names
 from .intervals import climb, has_ancestor
 from .links import lookup
@@ -69,11 +70,8 @@ _SDPA_BACKWARD = re.compile(r"^aten::_scaled_dot_product_\w*attention\w*_backwar
 _CONV_NODE = re.compile(r"^\w*Conv\w*Backward\d*$")
 _GRAD_CHILD = re.compile(r"_backward_(input|weight)$")
 
-# Input type names as torch writes them ("float", "Float", "c10::Half"...), lower case without "c10::".
+# Input type names (``dtypes.type_name``: "float", "half"...) of the dtypes a device has a peak for.
 _DTYPES = {"float": "fp32", "half": "fp16", "bfloat16": "bf16", "double": "fp64"}
-_ITEM_BYTES = {"float": 4, "double": 8, "half": 2, "bfloat16": 2, "long": 8, "int": 4, "short": 2,
-               "char": 1, "signed char": 1, "unsigned char": 1, "byte": 1, "bool": 1,
-               "float8_e4m3fn": 1, "float8_e5m2": 1, "complexfloat": 8, "complexdouble": 16}
 
 
 @dataclass(frozen=True)
@@ -87,10 +85,6 @@ class _Shapes:
 
 def _prod(dims: list[int]) -> float:
     return float(math.prod(dims))
-
-
-def _type_name(raw: str) -> str:
-    return raw.lower().removeprefix("c10::")
 
 
 def _matmul(a: list[int], b: list[int]) -> tuple[float, float]:
@@ -135,7 +129,7 @@ def _parse(name: str, dims_raw: bytes | None, types_raw: bytes | None, grad_out_
     """Parse one distinct call; malformed or missing shapes give NaN, never an exception."""
     try:
         dims = json.loads(dims_raw) if dims_raw else []
-        types = [_type_name(str(t)) for t in json.loads(types_raw)] if types_raw else [""] * len(dims)
+        types = [type_name(str(t)) for t in json.loads(types_raw)] if types_raw else [""] * len(dims)
         grad_out = json.loads(grad_out_raw)[0] if grad_out_raw else None
     except (ValueError, IndexError, TypeError):
         return _Shapes(math.nan, math.nan, None)
@@ -145,7 +139,7 @@ def _parse(name: str, dims_raw: bytes | None, types_raw: bytes | None, grad_out_
         flops, out_elems = _estimate(name, dims, grad_out, grads)
     except (ValueError, IndexError, TypeError):
         flops, out_elems = math.nan, math.nan
-    item = [_ITEM_BYTES.get(types[i], math.nan) for i in tensors]
+    item = [item_bytes(types[i]) for i in tensors]
     moved = sum(_prod(dims[i]) * b for i, b in zip(tensors, item))
     moved += out_elems * (item[0] if item else math.nan)
     return _Shapes(flops, moved, dtype)
