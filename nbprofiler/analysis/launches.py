@@ -68,6 +68,8 @@ LAUNCH_CALLS = (
 LAUNCH_COLUMNS = ("kind", "name", "stream", "runtime_us", "kernel_us", "launch_delay_us", "device", "start_us",
                   "runtime")
 QUEUE_COLUMNS = ("device", "stream", "mean", "max", "p25", "p50", "p75")
+# HTA's ``launch_delay_cutoff``: a launch that waited longer than this (µs) to start counts as delayed.
+DELAY_THRESHOLD_US = 100.0
 
 _KIND_LABEL = np.full(max(Kind) + 1, "", dtype=object)
 _KIND_LABEL[[Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET]] = ["kernel", "memcpy", "memset"]
@@ -187,7 +189,7 @@ class LaunchSummary:
     p95_delay_us: float | None
 
 
-def launch_summary(launches: pd.DataFrame, delay_threshold_us: float = 100.0) -> LaunchSummary:
+def launch_summary(launches: pd.DataFrame, delay_threshold_us: float = DELAY_THRESHOLD_US) -> LaunchSummary:
     """Counts and delay statistics of a ``launch_table`` (see ``LaunchSummary``)."""
     delay = launches["launch_delay_us"].to_numpy(dtype=np.float64)
     shorter = launches["kernel_us"].to_numpy(dtype=np.float64) < launches["runtime_us"].to_numpy(dtype=np.float64)

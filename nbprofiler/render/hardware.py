@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..analysis.device_specs import DTYPES
+from ..analysis.launches import DELAY_THRESHOLD_US
 from ..analysis.streams import KERNEL_WAIT_US
 from ..format import fmt_bytes, fmt_pct, fmt_rate, fmt_si, fmt_us
 
@@ -46,7 +48,6 @@ NOT_IN_SPEC_TABLE = "not in the spec table, so there are no spec-sheet figures t
 HOW = ("The device and its spec-sheet figures; how the host launched work (a launch delay is how long work waited "
        "on its stream after the launch call returned) and how many launches each stream held; each stream's busy "
        "and idle time; how long kinds of device work ran at once; and copies against the host link.")
-DELAY_THRESHOLD_US = 100.0
 # Per column: how its values read ("text", "count", "us", "bytes", "share", "gb_per_s", "flops", "flops_per_s",
 # "number"); columns not named here read by their name's suffix (``unit_of``).
 UNITS = {
@@ -157,7 +158,7 @@ def device_facts(report: "Report") -> list[tuple[str, str]]:
     spec = report.device_spec
     if spec is None:
         return [("spec sheet", NOT_IN_SPEC_TABLE)]
-    peaks = [f"{dtype} {tflops:,g}" for dtype in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
+    peaks = [f"{dtype} {tflops:,g}" for dtype in DTYPES
              if (tflops := getattr(spec, f"{dtype}_tflops")) is not None]
     return [("memory bandwidth", fmt_rate(spec.memory_gb_per_s)),
             ("host link", f"{spec.host_link}, {fmt_rate(spec.host_link_gb_per_s)} per direction"),

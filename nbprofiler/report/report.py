@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.event_kinds import of_kind
+from ..analysis.launches import DELAY_THRESHOLD_US
 from ..analysis.operators import OperatorTree, operator_table
 from ..analysis.steps import dataloader_names, profiler_steps
 from ..errors import TraceError
@@ -438,9 +439,9 @@ class Report:
 
         return launch_table(self.table)
 
-    def launch_summary(self, delay_threshold_us: float = 100.0) -> "LaunchSummary":
-        """How many launches, how many waited over ``delay_threshold_us`` to start, how many
-        ran shorter than their launch call, and the delay's mean, median and p95."""
+    def launch_summary(self, delay_threshold_us: float = DELAY_THRESHOLD_US) -> "LaunchSummary":
+        """How many launches, how many waited over ``delay_threshold_us`` (HTA's default) to
+        start, how many ran shorter than their launch call, and the delay's mean, median and p95."""
         from ..analysis.launches import launch_summary
 
         return launch_summary(self.launches, delay_threshold_us)
