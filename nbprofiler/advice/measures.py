@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..analysis import sync as analysis_sync
 from ..analysis.cpu_overhead import CpuOverhead, cpu_overhead as analysis_cpu_overhead
+from ..analysis.gpu import half_precision_kernel
 from ..analysis.steps import DATALOADER_PREFIX
 from ..analysis.sync import SYNC_POINT_COLUMNS, SyncLocator, sync_idle_us  # noqa: F401 - the rules read it here
 from ..records import LoaderRecord
@@ -35,6 +36,9 @@ ELIGIBLE_OP = re.compile(
 )
 CONV_OP = re.compile(r"conv", re.IGNORECASE)
 LAYOUT_TRANSPOSE_KERNEL = re.compile(r"nchwToNhwc|nhwcToNchw", re.IGNORECASE)
+# Helper kernels a matmul or convolution launches around its arithmetic: split-K reductions,
+# epilogues, offset tables, FFT passes' set-up. Precision advice leaves them out.
+_NOT_ARITHMETIC_KERNEL = re.compile(r"splitKreduce|epilogue|computeOffsets|elementwise|copy", re.IGNORECASE)
 
 
 # -- steps and data waiting -------------------------------------------------------------------
@@ -159,7 +163,13 @@ def device_time(report: "Report") -> DeviceTime | None:
 
 @dataclass(frozen=True)
 class KernelMix:
-    """Which operators the kernel time belongs to, as shares of all kernel time."""
+    """Which operators the kernel time belongs to, as shares of all kernel time.
+
+    The matmul/conv kernels (``eligible_share``) split by their data type and units, read
+    from their names: fp32 on the FMA units (``fp32_simt_share``; of it, ``fp32_matmul_simt_share``
+    launched by matmuls rather than convolutions), fp32 on tensor cores (TF32:
+    ``fp32_tensor_core_share``), and 16- or 8-bit floats (``half_share``).
+    """
 
     eligible_share: float  # launched by matmul / conv / attention operators
     conv_share: float
@@ -167,6 +177,16 @@ class KernelMix:
     tensor_core_share: float
     tiny_share: float  # share of kernel launches shorter than TINY_KERNEL_US
     kernels: int
+    fp32_simt_share: float = 0.0
+    fp32_matmul_simt_share: float = 0.0
+    fp32_tensor_core_share: float = 0.0
+    half_share: float = 0.0
+    fp32_matmul_simt_kernels: tuple[str, ...] = ()  # the longest, most time first
+
+    @property
+    def fp32_share(self) -> float:
+        """Matmul/conv kernel time on fp32 data, on either units."""
+        return self.fp32_simt_share + self.fp32_tensor_core_share
 
 
 def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:
@@ -179,20 +199,33 @@ def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:
     op = kernels["operator"].astype(object).fillna("").astype(str)
     eligible = op.map(lambda name: ELIGIBLE_OP.search(name) is not None).astype(bool)
     conv = op.str.contains(CONV_OP)
-    transpose = kernels["name"].astype(str).str.contains(LAYOUT_TRANSPOSE_KERNEL)
+    names = kernels["name"].astype(str)
+    transpose = names.str.contains(LAYOUT_TRANSPOSE_KERNEL)
     tc = kernels["tensor_cores"].astype(bool)
+    half = names.map(half_precision_kernel).astype(bool)
+    # Layout conversions and split-K reductions launched by a matmul/conv are not its arithmetic.
+    arithmetic = eligible & ~transpose & ~names.str.contains(_NOT_ARITHMETIC_KERNEL)
+    simt = arithmetic & ~tc & ~half
+    matmul_simt = simt & ~conv
     t = report.table
     on = (t.kind == Kind.KERNEL) & (t["device"] == report.device.index)
     if not on.any():
         on = t.kind == Kind.KERNEL
     dur = t["dur"][on]
+    time = kernels["total_us"]
+    top = kernels[matmul_simt].sort_values("total_us", ascending=False, kind="stable")["name"].head(3)
     return KernelMix(
-        eligible_share=float(kernels["total_us"][eligible].sum()) / total,
-        conv_share=float(kernels["total_us"][conv].sum()) / total,
-        layout_transpose_share=float(kernels["total_us"][transpose].sum()) / total,
-        tensor_core_share=float(kernels["total_us"][tc].sum()) / total,
+        eligible_share=float(time[eligible].sum()) / total,
+        conv_share=float(time[conv].sum()) / total,
+        layout_transpose_share=float(time[transpose].sum()) / total,
+        tensor_core_share=float(time[tc].sum()) / total,
         tiny_share=float((dur < tiny_us).mean()) if len(dur) else 0.0,
         kernels=int(on.sum()),
+        fp32_simt_share=float(time[simt].sum()) / total,
+        fp32_matmul_simt_share=float(time[matmul_simt].sum()) / total,
+        fp32_tensor_core_share=float(time[arithmetic & tc & ~half].sum()) / total,
+        half_share=float(time[arithmetic & half].sum()) / total,
+        fp32_matmul_simt_kernels=tuple(str(n) for n in top),
     )
 
 

@@ -36,10 +36,12 @@ from . import thresholds as T
 from .cell_names import COMPILE_COST, TrainingStep, compile_code, model_code, model_name, training_step
 from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
-from .step_code import accumulation_code, autocast_code, replaced_lines
+from . import precision
+from ..analysis.large_matmuls import large_matmuls
+from .step_code import accumulation_code, replaced_lines
 from ..machine import local_world_size
 from .suggestion import (NOTHING_TO_IMPROVE, Severity, Suggestion, Verdict, amdahl, estimate_words, fired, not_run,
-                         passed)
+                         passed, severity_for as _severity)
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -160,6 +162,8 @@ SYNCS = "host-device syncs"
 GPU_IDLE = "GPU idle time and batch size"
 DEVICE_MEMORY = "device memory and batch size"
 KERNELS = "tensor cores and cuDNN settings"
+TF32 = "TF32 for fp32 matmuls"
+FP8 = "FP8 for large matmuls"
 CPU_BATCH = "the CPU batch size"
 SMALL_OPS = "many small operators on CPU"
 GROWTH = "memory growth"
@@ -171,12 +175,6 @@ NO_KERNELS = "no kernel was recorded in the profiled steps"
 def _gpu_not_run(f: Facts, check: str, reason: str) -> list[Verdict]:
     """A GPU check that could not run; on a CPU run it does not apply, so it has no verdict."""
     return [not_run(check, reason)] if f.on_gpu else []
-
-
-def _severity(gain: float) -> Severity:
-    if gain >= T.SEVERITY_HIGH_GAIN:
-        return "high"
-    return "medium" if gain >= T.SEVERITY_MEDIUM_GAIN else "low"
 
 
 def _ms(value: float) -> str:
@@ -707,69 +705,64 @@ def _batch_code(record: LoaderRecord | None, new_batch: int | None, factor: floa
                    "and check convergence")
 
 
-# -- AMP / tensor cores --------------------------------------------------------------------------
+# -- number formats: autocast, TF32, FP8 ---------------------------------------------------------
 def amp_rule(f: Facts) -> list[Verdict]:
-    """Matmul/conv kernels without tensor cores on a GPU of compute capability >= 7.0;
-    a GPU without tensor cores has nothing to check."""
+    """Matmul/conv kernels on fp32 data, on the FMA units or (from compute capability 8.0) on
+    TF32 tensor cores, for at least ``AMP_ELIGIBLE_MIN_SHARE`` of the step, on a GPU with tensor
+    cores (7.0 and later); a GPU without them has nothing to check."""
     cc, mix, dt = f.report.device.compute_capability, f.kernel_mix, f.device_time
     why = _why_no_kernels(f) or (None if cc else "the trace does not give the GPU's compute capability")
     if why is not None or cc is None or mix is None or dt is None:
         return _gpu_not_run(f, KERNELS, why or NO_KERNELS)
     if cc < T.TENSOR_CORE_MIN_CC:
         return []  # no tensor cores to use: nothing to check
-    return [_tensor_core_verdict(f, cc, mix, dt)]
+    fp32 = (mix.fp32_simt_share + (mix.fp32_tensor_core_share if cc >= T.BF16_MIN_CC else 0.0)) * dt.utilization
+    if fp32 < T.AMP_ELIGIBLE_MIN_SHARE:
+        half = f"; {mix.half_share:.0%} of kernel time runs on 16- or 8-bit floats" if mix.half_share else ""
+        return [passed(KERNELS, f"matmul/conv kernels on fp32 data take {fp32:.0%} of the step (under "
+                                f"{T.AMP_ELIGIBLE_MIN_SHARE:.0%}){half}", fp32_matmul_conv_step_share=round(fp32, 4))]
+    return [fired(KERNELS, [precision.half_precision(cc, mix, dt, f.report.device_spec, f.step, f.training_step)])]
 
 
-def _tensor_core_verdict(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime) -> Verdict:
-    """Passed when kernels use tensor cores already, or matmul/conv kernels are too small a
-    part of the step to be worth autocast."""
-    eligible = mix.eligible_share * dt.utilization
-    used = mix.tensor_core_share >= T.TENSOR_CORE_SHARE_MAX
-    if used or eligible < T.AMP_ELIGIBLE_MIN_SHARE:
-        few = "" if used else f", and matmul/conv kernels take {eligible:.0%} of the step"
-        return passed(KERNELS, f"{mix.tensor_core_share:.0%} of kernel time runs on tensor cores{few}")
-    return fired(KERNELS, [_autocast(f, cc, mix, dt, eligible)])
+def tf32_rule(f: Facts) -> list[Verdict]:
+    """fp32 matmul kernels on the FMA units for at least ``AMP_ELIGIBLE_MIN_SHARE`` of the step
+    on a GPU with TF32 tensor cores (compute capability 8.0 and later)."""
+    cc, mix, dt = f.report.device.compute_capability, f.kernel_mix, f.device_time
+    if cc is not None and cc < T.TF32_MIN_CC:
+        return []  # no TF32 to use
+    why = _why_no_kernels(f) or (None if cc else "the trace does not give the GPU's compute capability")
+    if why is not None or cc is None or mix is None or dt is None:
+        return _gpu_not_run(f, TF32, why or NO_KERNELS)
+    share = mix.fp32_matmul_simt_share * dt.utilization
+    if share < T.AMP_ELIGIBLE_MIN_SHARE:
+        return [passed(TF32, f"fp32 matmul kernels on the fp32 units take {share:.1%} of the step (under "
+                             f"{T.AMP_ELIGIBLE_MIN_SHARE:.0%})", fp32_matmul_unit_step_share=round(share, 4))]
+    return [fired(TF32, [precision.tf32(cc, mix, dt, f.report.device_spec, f.step)])]
 
 
-def _autocast(f: Facts, cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime, eligible: float) -> Suggestion:
-    """Autocast to bf16 where the GPU has it, else fp16 with loss scaling."""
-    bf16 = cc >= T.BF16_MIN_CC
-    gain = amdahl(eligible, T.TENSOR_CORE_SPEEDUP_TYPICAL)
-    rest = max(dt.utilization - eligible, 0.0)
-    peak = T.TENSOR_CORE_SPEEDUP_MAX if bf16 else T.TENSOR_CORE_SPEEDUP_MAX_BEFORE_BF16
-    high = 1.0 / max(1.0 - eligible * (1.0 - 1.0 / peak) - rest * (1.0 - 1.0 / T.HALF_PRECISION_MEMORY_SPEEDUP), 1e-9)
-    code, lines = autocast_code(f.training_step, "bfloat16" if bf16 else "float16")
-    if bf16:
-        code += ("\n# or, without autocast: TF32 tensor cores for fp32 matmuls\n"
-                 "# torch.set_float32_matmul_precision(\"high\")")
-    dtype = "bf16" if bf16 else "fp16"
-    return Suggestion(
-        kind="amp",
-        title=f"No kernel uses tensor cores: run matmuls and convolutions in {dtype} with torch.autocast",
-        severity=_severity(gain),
-        evidence={"compute_capability": f"{cc[0]}.{cc[1]}", "tensor_core_share": round(mix.tensor_core_share, 4),
-                  "eligible_kernel_share": round(mix.eligible_share, 4), "eligible_step_share": round(eligible, 4),
-                  "gpu_utilization": round(dt.utilization, 4), **lines},
-        facts=(f"compute capability {cc[0]}.{cc[1]}: tensor cores" + (" and bf16" if bf16 else ""),
-               f"tensor-core kernels: {mix.tensor_core_share:.1%} of kernel time",
-               f"matmul/conv kernels: {mix.eligible_share:.0%} of kernel time, {eligible:.0%} of the step ({f.step})",
-               f"GPU busy {dt.utilization:.0%} of the step"),
-        expected_gain=estimate_words(
-            1.0, gain, high, "step time",
-            f"the matmul/conv kernels ({eligible:.0%} of the step) get {T.TENSOR_CORE_SPEEDUP_TYPICAL:g}× faster, "
-            f"as they typically do (1/(1-{eligible:.2f}×(1-1/{T.TENSOR_CORE_SPEEDUP_TYPICAL:g}))); the high end takes "
-            f"them at the tensor-core peak ({peak:g}× fp32's at compute capability {cc[0]}.{cc[1]}) and the GPU's "
-            f"other work "
-            f"({rest:.0%} of the step) {T.HALF_PRECISION_MEMORY_SPEEDUP:g}× faster on half-size values"),
-        gain=gain,
-        claim="estimate",
-        gain_low=1.0,
-        gain_high=high,
-        code=code,
-        detail=(f"{mix.eligible_share:.0%} of kernel time comes from matmul/conv operators, all on the fp32 units; "
-                f"compute capability {cc[0]}.{cc[1]} has tensor cores" + (" and bf16" if bf16 else "")
-                + replaced_lines(lines)),
-    )
+def fp8_rule(f: Facts) -> list[Verdict]:
+    """Linear-layer matmuls on 16-bit data with M, K and N all at least ``FP8_MIN_SIZE``, for at
+    least ``AMP_ELIGIBLE_MIN_SHARE`` of the step, on a GPU with FP8 tensor cores (compute
+    capability 8.9 and later)."""
+    cc, dt = f.report.device.compute_capability, f.device_time
+    if cc is not None and cc < T.FP8_MIN_CC:
+        return []  # no FP8 to use
+    why = _why_no_kernels(f) or (None if cc else "the trace does not give the GPU's compute capability")
+    if why is not None or cc is None or dt is None:
+        return _gpu_not_run(f, FP8, why or NO_KERNELS)
+    calls = f.report.flops
+    if calls.empty or not calls["input_shapes"].notna().any():
+        return [not_run(FP8, "the trace has no input shapes to size the matmuls: profile with --shapes")]
+    window = f.report.step_window
+    large = large_matmuls(calls, window.of(f.report.stretched_steps), T.FP8_MIN_SIZE)
+    large = large[large["dtype"].isin(("bf16", "fp16"))]
+    share = float(large["device_us"].sum()) / max(dt.span_us, 1e-9)
+    if share < T.AMP_ELIGIBLE_MIN_SHARE:
+        return [passed(FP8, f"16-bit Linear-layer matmuls of at least {T.FP8_MIN_SIZE:,} on each side take "
+                            f"{share:.0%} of the step (under {T.AMP_ELIGIBLE_MIN_SHARE:.0%})",
+                       large_matmul_step_share=round(share, 4))]
+    model = model_name(f.report.run.cell_source if f.report.run is not None else None)
+    return [fired(FP8, [precision.fp8(cc, large, dt, f.report.device_spec, f.step, model)])]
 
 
 # -- host-device syncs -----------------------------------------------------------------------
@@ -921,29 +914,48 @@ def launch_bound_rule(f: Facts) -> list[Verdict]:
 
 
 def _fuse_kernels(f: Facts, dt: M.DeviceTime, idle: float, share: float) -> Suggestion:
-    """torch.compile, blamed on tiny kernels or on slow host code, whichever the kernels show."""
+    """torch.compile, blamed on tiny kernels or on slow host code, whichever the kernels show;
+    with CUDA graphs (``mode="reduce-overhead"``) where most launches run shorter on the GPU
+    than their launch call takes on the host: then launches, not kernels, set the pace."""
     mix = f.kernel_mix
     tiny = mix.tiny_share if mix is not None else 0.0
     low, gain, high = compile_estimate(share)
     many_tiny = tiny >= T.TINY_KERNEL_SHARE
+    launches = f.report.launch_summary()
+    shorter = launches.gpu_shorter_than_cpu / launches.launches if launches.launches else 0.0
+    graphs = shorter >= T.TINY_KERNEL_SHARE
     name = model_name(f.report.run.cell_source if f.report.run is not None else None)
-    code = (compile_code(name, "fuses small kernels: fewer launches; " + COMPILE_COST) + "\n"
-            "# static shapes: replay the whole step as CUDA graphs, one launch per graph:\n"
-            f"# {name or 'model'} = torch.compile({name or 'model'}, mode=\"reduce-overhead\")")
+    if graphs:
+        code = (model_code(name, 'torch.compile({}, mode="reduce-overhead")',
+                           "CUDA graphs: the step's kernels replayed with one launch; " + COMPILE_COST) + "\n"
+                "# shapes that change from step to step (a last smaller batch, varying lengths) re-record the "
+                "graphs:\n# there, plain torch.compile(...) fuses kernels without them")
+    else:
+        code = (compile_code(name, "fuses small kernels: fewer launches; " + COMPILE_COST) + "\n"
+                "# static shapes: replay the whole step as CUDA graphs, one launch per graph:\n"
+                f"# {name or 'model'} = torch.compile({name or 'model'}, mode=\"reduce-overhead\")")
     why = (f"{tiny:.0%} of kernels run under {T.TINY_KERNEL_US:g} µs, shorter than a launch takes"
            if many_tiny else "the host (Python, operator dispatch) is slower than the GPU it feeds")
+    if graphs:
+        why += ("; most launches run shorter on the GPU than their launch call on the host, so CUDA graphs, "
+                "which launch a whole step's kernels at once, remove the most")
+    launch_facts = [f"{launches.gpu_shorter_than_cpu:,} of {launches.launches:,} launches in the trace ran shorter "
+                    f"on the GPU than their launch call on the host ({shorter:.0%})"] if launches.launches else []
     return Suggestion(
         kind="launch_bound",
-        title=f"The GPU waits on the host {share:.0%} of the step: fuse kernels with torch.compile",
+        title=(f"The GPU waits on the host {share:.0%} of the step: "
+               + ("launch it as CUDA graphs with torch.compile" if graphs else "fuse kernels with torch.compile")),
         severity=_severity(gain),
         evidence={"host_wait_share": round(share, 4), "gpu_utilization": round(dt.utilization, 4),
                   "tiny_kernel_share": round(tiny, 4),
-                  "kernels_per_step": round(mix.kernels / dt.steps, 1) if mix is not None else None},
+                  "kernels_per_step": round(mix.kernels / dt.steps, 1) if mix is not None else None,
+                  "shorter_than_launch_share": round(shorter, 4), "cuda_graphs": graphs},
         facts=(f"the GPU waits on the host {_ms(idle / dt.steps / 1e3)} per step: {share:.0%} of the step ({f.step}), "
                "not counting data waiting and syncs",
                f"GPU busy {dt.utilization:.0%} of the step",
                *([f"{mix.kernels / dt.steps:,.0f} kernels per step, {tiny:.0%} of them under {T.TINY_KERNEL_US:g} µs"]
-                 if mix is not None else [])),
+                 if mix is not None else []),
+               *launch_facts),
         expected_gain=estimate_words(
             low, gain, high, "step time",
             f"compiled code halves the host's time the GPU waits on ({share:.0%} of the step); the high end removes "
@@ -1248,7 +1260,7 @@ def _syncs_not_fixed_by_loader(f: Facts) -> list[Verdict]:
 # In the order "nothing to improve" lists what they checked.
 RULES: tuple[Callable[[Facts], list[Verdict]], ...] = (
     dataloader_rule, _syncs_not_fixed_by_loader, launch_bound_rule, batch_size_up_rule, memory_near_limit_rule,
-    amp_rule, conv_rule, cpu_batch_rule, compile_rule, memory_growth_rule,
+    amp_rule, tf32_rule, fp8_rule, conv_rule, cpu_batch_rule, compile_rule, memory_growth_rule,
 )
 
 

@@ -120,6 +120,15 @@ def estimate_words(low: float, gain: float, high: float, what: str, assumes: str
     return f"about {gain:.2f}× {what} (estimate, {low:.2f}–{high:.2f}×), assuming {assumes}"
 
 
+def severity_for(gain: float) -> Severity:
+    """A speed-up's severity: "high" from ``SEVERITY_HIGH_GAIN``, "medium" from ``SEVERITY_MEDIUM_GAIN``."""
+    from .thresholds import SEVERITY_HIGH_GAIN, SEVERITY_MEDIUM_GAIN
+
+    if gain >= SEVERITY_HIGH_GAIN:
+        return "high"
+    return "medium" if gain >= SEVERITY_MEDIUM_GAIN else "low"
+
+
 def amdahl(share: float, speedup: float = math.inf) -> float:
     """Step speed-up when ``share`` of the step gets ``speedup`` times faster (Amdahl's law):
     every ``gain`` is this bound on a measured share, never a promise."""

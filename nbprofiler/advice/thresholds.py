@@ -122,6 +122,36 @@ TENSOR_CORE_SPEEDUP_TYPICAL = 2.5
 TENSOR_CORE_SPEEDUP_MAX = 16.0
 TENSOR_CORE_SPEEDUP_MAX_BEFORE_BF16 = 8.0
 HALF_PRECISION_MEMORY_SPEEDUP = 2.0
+# From compute capability 8.0 fp32 matmuls and convolutions can already run on tensor cores as
+# TF32 (cuDNN's default for convolutions); autocast to bf16 still doubles their peak (an A100's
+# 312 / 156 TFLOP/s, an H100's alike) and halves the bytes they move. The estimate takes them
+# 1.5x faster (large matmuls come near 2x, small ones gain little); the high end is the peak
+# ratio (the spec table's, else 2x), the low end no gain.
+TF32_TO_HALF_SPEEDUP_TYPICAL = 1.5
+TF32_TO_HALF_SPEEDUP_MAX = 2.0
+
+# -- TF32 ---------------------------------------------------------------------------------------
+# TF32 tensor cores exist from compute capability 8.0 (Ampere). PyTorch runs fp32 matmuls on the
+# fp32 units unless told otherwise (the default since 1.12), while cuDNN's convolutions use TF32
+# by default: fp32 matmul kernels off tensor cores that take AMP_ELIGIBLE_MIN_SHARE of the step
+# or more are worth one flag. They typically get TENSOR_CORE_SPEEDUP_TYPICAL faster; the high
+# end is the TF32 peak over fp32's (the spec table's, else an A100's 156 / 19.5 = 8x), the low
+# end no gain (small, memory-bound matmuls).
+TF32_MIN_CC = (8, 0)
+TF32_SPEEDUP_MAX = 8.0
+
+# -- FP8 ----------------------------------------------------------------------------------------
+# FP8 tensor cores exist from compute capability 8.9 (Ada; Hopper is 9.0) and on AMD's MI300
+# (the spec table's fp8 figure). A matmul gains from FP8 only when its M, K and N are all large:
+# torchao's float8 training tables show speed-ups from about 2048 on each side and losses on
+# small shapes, where the operands' scaling and casts cost what the matmul saves. Large 16-bit
+# matmuls taking AMP_ELIGIBLE_MIN_SHARE of the step or more are worth it. The estimate takes them
+# 1.5x faster (torchao's large shapes: 1.3-1.8x); the high end is the fp8 peak over the 16-bit
+# one (the spec table's, else 2x), the low end no gain.
+FP8_MIN_CC = (8, 9)
+FP8_MIN_SIZE = 2048
+FP8_SPEEDUP_TYPICAL = 1.5
+FP8_SPEEDUP_MAX = 2.0
 
 # -- Host-device syncs ---------------------------------------------------------------------------
 # A sync inside the step is worth removing when the GPU then sits idle for at least 1% of the

@@ -59,6 +59,11 @@ _EXTRA_TENSOR_CORE = re.compile(
 # cuBLAS names its fp32 SIMT fallbacks "sm80_xmma_gemm_..._ffma_..." and CUTLASS its
 # "cutlass_*_simt_*": the first match "xmma_gemm" but both run on the FMA units.
 _NOT_TENSOR_CORE = re.compile(r"ffma|simt", re.IGNORECASE)
+# Kernels on 16- or 8-bit floats: cuBLAS, cuDNN and CUTLASS spell the data type in the name
+# ("ampere_bf16_s16816gemm_bf16...", "volta_h884gemm...", "sm80_xmma_gemm_f16f16_f16f32...",
+# "<c10::Half, ...>", "..._e4m3..."); a matmul or convolution kernel without one of these runs on
+# fp32 data ("ampere_sgemm...", "cutlass_80_tensorop_s1688gemm..." on TF32, "..._tf32f32_...").
+_HALF_PRECISION = re.compile(r"bf16|f16|float16|half|h884|h1688|h16816|hgemm|hmma|e4m3|e5m2|fp8", re.IGNORECASE)
 
 METRIC_COLUMNS = ["device", "kernel_us", "gpu_utilization", "sm_efficiency", "achieved_occupancy", "tensor_core_share"]
 KERNEL_COLUMNS = [
@@ -78,6 +83,11 @@ def uses_tensor_cores(name: str) -> bool:
     if _NOT_TENSOR_CORE.search(name):
         return False
     return plugin_tensor_core_kernel(name) or _EXTRA_TENSOR_CORE.search(name) is not None
+
+
+def half_precision_kernel(name: str) -> bool:
+    """Whether a kernel name marks 16- or 8-bit floating-point data (fp16, bf16, fp8)."""
+    return _HALF_PRECISION.search(name) is not None
 
 
 def _tensor_core_names(table: EventTable, test: Callable[[str], bool] = uses_tensor_cores) -> np.ndarray:
