@@ -281,7 +281,8 @@ def _parts(report: Report, kind: str) -> pd.DataFrame:
 
 
 def _tried_name(kind: str) -> str:
-    return {"dataloader": "DataLoader", "amp": "mixed precision", "compile": "torch.compile"}.get(kind, kind)
+    return {"dataloader": "DataLoader", "amp": "mixed precision", "compile": "torch.compile",
+            "launch_bound": "torch.compile", "tf32": "TF32 matmuls", "fp8": "FP8 Linear layers"}.get(kind, kind)
 
 
 def _notes(c: Comparison) -> list[str]:
