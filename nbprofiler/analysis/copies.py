@@ -32,8 +32,10 @@ _NAME = re.compile(r"^Memcpy (?P<direction>\w+)(?: \((?P<src>[^)]*?) -> (?P<dst>
 _HOST_KINDS = {"pageable": "pageable", "pinned": "pinned"}
 
 
-def _parse(name: str) -> tuple[str, str]:
-    """(direction, host memory kind or "") of a memcpy name; ("", "") when it is not one."""
+def copy_kind(name: str) -> tuple[str, str]:
+    """(direction, host memory kind or "") of a memcpy name ("Memcpy HtoD (Pageable -> Device)":
+    ("HtoD", "pageable")); ("", "") when it is not one. The one reading of copy names: the copy
+    table and the sync points (``analysis.sync``) both use it."""
     m = _NAME.match(name)
     if m is None:
         return "", ""
@@ -55,7 +57,7 @@ def copy_table(table: EventTable, spec: DeviceSpec | None) -> pd.DataFrame:
         return pd.DataFrame(columns=COPY_COLUMNS)
     # Names are read once per distinct name, then looked up by each copy's name code.
     codes, where = np.unique(table.name_code[copies], return_inverse=True)
-    parsed = [_parse(str(table.names[c])) for c in codes]
+    parsed = [copy_kind(str(table.names[c])) for c in codes]
     frame = pd.DataFrame({
         "direction": np.array([p[0] for p in parsed], dtype=object)[where],
         "host_memory": np.array([p[1] for p in parsed], dtype=object)[where],

@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..records import NOT_IN_CELL, LineMarks
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
+from .copies import copy_kind
 from .event_kinds import of_kind
 from .frames import user_frame
 from .intervals import climb, has_ancestor, innermost_around, parent_index, union
@@ -140,8 +141,9 @@ def sync_points(table: EventTable, tree: OperatorTree, steps: pd.DataFrame, devi
     dev = tree.device_events
     memcpy = table.kind[dev] == Kind.MEMCPY
     launcher = tree.launcher
-    dtoh_name = np.array(["DtoH" in n for n in names], dtype=bool)
-    pageable_htod_name = np.array(["HtoD" in n and "Pageable" in n for n in names], dtype=bool)
+    kinds = [copy_kind(n) for n in names]
+    dtoh_name = np.array([direction == "DtoH" for direction, _ in kinds], dtype=bool)
+    pageable_htod_name = np.array([k == ("HtoD", "pageable") for k in kinds], dtype=bool)
     dtoh = memcpy & dtoh_name[table.name_code[dev]]
     pageable_htod = memcpy & pageable_htod_name[table.name_code[dev]]
     # Causes as codes into ``cause_names`` (0: none): small integers, not strings, per operator.
