@@ -65,7 +65,7 @@ def fmt_bytes(n: float | None) -> str:
 
 def fmt_si(value: float, unit: str) -> str:
     """A large count in SI prefixes (FLOPs: 1.28 TFLOP, 30.7 TFLOP/s); ``formatSi`` in the
-    labextension's hardware.ts is the same rule."""
+    labextension's format.ts is the same rule."""
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"

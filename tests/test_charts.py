@@ -177,7 +177,7 @@ from nbprofiler.render.html import render_html
 from nbprofiler.render.payload import report_payload
 from nbprofiler.render.widget import Explorer
 r = nbprofiler.load({str(ROOT / f"tests/data/traces/{V100}.pt.trace.json.gz")!r})
-assert render_html(r).count("<svg") == 4
+assert render_html(r).count("<svg") == 5
 report_payload(r)
 e = Explorer(r)
 for tab in e.tab_titles:

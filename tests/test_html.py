@@ -85,7 +85,8 @@ def test_gpu_trace_has_kernels_a_pie_and_the_device_breakdown(tmp_path):
     assert "<h4>Kernels" in page
     kernels = page[page.index("<h4>Kernels"):page.index("<h4>Memory")]
     assert charts(kernels) == [f"Kernel time by category (total {fmt_us(report.kernels['total_us'].sum())})"]
-    assert len(charts(page)) == 4  # breakdown, kernel time by category, memory over steps, memory timeline
+    # breakdown, kernel time by category, memory over steps, memory timeline, roofline
+    assert len(charts(page)) == 5 and charts(page)[-1] == f"Roofline on {report.device.name}"
     assert "GPU utilization" in page and "Tesla V100-DGXS-32GB" in page
     coded = sum(1 for s in report.suggestions if s.code)
     assert coded >= 1 and 'class="nbp-copy-code"' not in page

@@ -11,8 +11,8 @@ import { IChartSpec, renderChart } from './report/charts';
 
 export const CHART_MIME = 'application/vnd.nbprofiler.chart+json';
 
-/** The spec versions this extension draws. */
-export const CHART_VERSION = 1;
+/** The newest spec version this extension draws (2 added the "scatter" kind; Python's charts.KIND_VERSIONS). */
+export const CHART_VERSION = 2;
 
 export class ChartRenderer extends Widget implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions) {

@@ -2,7 +2,8 @@ import { readFileSync } from 'fs';
 import { join } from 'path';
 import { describe, expect, it } from 'vitest';
 
-import { formatSi, parseHardware } from '../src/report/hardware';
+import { formatSi } from '../src/report/format';
+import { parseHardware } from '../src/report/hardware';
 import { parseReport } from '../src/report/types';
 import { ReportView } from '../src/report/view';
 

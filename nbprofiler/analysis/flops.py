@@ -42,7 +42,7 @@ import pandas as pd
 
 from ..trace.table import MISSING, EventTable, Kind, thread_key
 from .dtypes import item_bytes, type_name
-from .gpu import _tensor_core_names
+from .gpu import _tensor_core_names, dominant_by_time
 from .intervals import climb, has_ancestor
 from .links import lookup
 from .operators import OperatorTree
@@ -168,9 +168,7 @@ def flop_calls(tree: OperatorTree) -> pd.DataFrame:
     ops, parent = tree.index, tree.parent
     codes = t.name_code[ops]
     recorded = t["flops"][ops]
-    family = _names_matching(t.names, _is_flop_name)
-    flop_op = family[codes] | np.isfinite(recorded)
-    counted = flop_op & ~has_ancestor(parent, flop_op)
+    flop_op, counted = _flop_ops(tree)
     # Each FLOP op's counted call: itself, or the outermost FLOP op around it.
     top = climb(parent, np.where(flop_op, np.arange(len(ops)), -1), lambda _, nodes: ~counted[nodes])[0]
     calls = np.flatnonzero(counted)
@@ -193,6 +191,35 @@ def flop_calls(tree: OperatorTree) -> pd.DataFrame:
     moved = np.array([p.bytes for p in parsed])[inverse]
     dtype = np.array([p.dtype for p in parsed], dtype=object)[inverse]
     return _frame(t, tree, calls, flops, moved, dtype, recorded[calls])
+
+
+def _flop_ops(tree: OperatorTree) -> tuple[np.ndarray, np.ndarray]:
+    """Per op of ``tree``: whether it is a FLOP op (a matmul, convolution or attention by name,
+    or an op with ``with_flops``' count), and whether it is a counted call (one no FLOP op encloses)."""
+    t = tree.table
+    flop_op = _names_matching(t.names, _is_flop_name)[t.name_code[tree.index]] | np.isfinite(t["flops"][tree.index])
+    return flop_op, flop_op & ~has_ancestor(tree.parent, flop_op)
+
+
+def kernel_flop_calls(tree: OperatorTree) -> pd.Series:
+    """Per kernel name, the name of the counted FLOP call that launched most of its time (the
+    kernel's launcher is that call or nested in it: ``aten::conv2d`` for the kernels its
+    ``aten::cudnn_convolution`` launched), or None where most of its time was launched outside
+    every counted call, or by no recorded launch. A trace gives a kernel no FLOP count of its
+    own: this says whose FLOPs its time belongs to (a call's device time includes its nested
+    ops' kernels, ``flop_calls``)."""
+    t = tree.table
+    kernels = np.flatnonzero(t.kind == Kind.KERNEL)
+    if len(kernels) == 0:
+        return pd.Series([], index=pd.Index([], dtype=object, name="name"), dtype=object, name="flop_call")
+    counted = _flop_ops(tree)[1]
+    launcher = tree.launcher[np.searchsorted(tree.device_events, kernels)]
+    call = climb(tree.parent, launcher, lambda _, nodes: ~counted[nodes])[0]
+    op = np.where(call >= 0, t.name_code[tree.index[np.maximum(call, 0)]], -1)
+    kernel_codes, op_codes = dominant_by_time(t.name_code[kernels], op, t["dur"][kernels])
+    names = np.empty(len(op_codes), dtype=object)
+    names[:] = [t.names[c] if c >= 0 else None for c in op_codes.tolist()]
+    return pd.Series(names, index=pd.Index(t.names[kernel_codes].astype(object), name="name"), name="flop_call")
 
 
 def _conv_grad_output(t: EventTable, tree: OperatorTree, flop_op: np.ndarray, top: np.ndarray, n: int) -> np.ndarray:

@@ -231,6 +231,20 @@ def kernel_table(tree: OperatorTree) -> pd.DataFrame:
     return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
 
+def dominant_by_time(kernel: np.ndarray, op: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel code, the op code (``op``: per kernel event) whose events took the most of its time
+    (ties: the first met): the distinct kernel codes and their op codes."""
+    by_pair = (
+        pd.DataFrame({"kernel": kernel, "op": op, "dur": dur})
+        .groupby(["kernel", "op"], sort=False)["dur"]
+        .sum()
+        .sort_values(ascending=False, kind="stable")
+        .reset_index()
+        .drop_duplicates("kernel")
+    )
+    return by_pair["kernel"].to_numpy(), by_pair["op"].to_numpy()
+
+
 def _launching_operator(tree: OperatorTree, kernels: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """For each kernel name code in ``codes``, the name of its dominant launching operator."""
     table = tree.table
@@ -238,15 +252,8 @@ def _launching_operator(tree: OperatorTree, kernels: np.ndarray, codes: np.ndarr
     launcher = tree.launcher[position]
     known = launcher >= 0
     op_code = table.name_code[tree.index[launcher[known]]]
-    by_pair = (
-        pd.DataFrame({"kernel": table.name_code[kernels][known], "op": op_code, "dur": table["dur"][kernels][known]})
-        .groupby(["kernel", "op"], sort=False)["dur"]
-        .sum()
-        .sort_values(ascending=False, kind="stable")
-        .reset_index()
-        .drop_duplicates("kernel")
-    )
-    op_of = dict(zip(by_pair["kernel"].tolist(), by_pair["op"].tolist()))
+    op_of = dict(zip(*(a.tolist() for a in dominant_by_time(table.name_code[kernels][known], op_code,
+                                                            table["dur"][kernels][known]))))
     out = np.empty(len(codes), dtype=object)
     out[:] = [table.names[op_of[c]] if c in op_of else None for c in codes.tolist()]
     return out

@@ -64,7 +64,7 @@ def roofline(calls: pd.DataFrame, spec: DeviceSpec | None, compute_capability: t
     rows["flops"] = np.where(has, rows["flops"], np.nan)
     rows["bytes"] = np.where(has, rows["bytes"], np.nan)
     rows["intensity"] = rows["flops"] / rows["bytes"]
-    rows["ridge"] = [_ridge(spec, d) for d in rows["dtype"]]
+    rows["ridge"] = [ridge_point(spec, d) for d in rows["dtype"]]
     time_s = rows["time_us"].to_numpy() / 1e6
     rows["achieved_flops_per_s"] = np.where(time_s > 0, rows["flops"] / np.where(time_s > 0, time_s, 1.0), np.nan)
     intensity, ridge = rows["intensity"].to_numpy(dtype=np.float64), rows["ridge"].to_numpy(dtype=np.float64)
@@ -73,7 +73,7 @@ def roofline(calls: pd.DataFrame, spec: DeviceSpec | None, compute_capability: t
     return rows[ROOFLINE_COLUMNS]
 
 
-def _ridge(spec: DeviceSpec | None, dtype: Any) -> float:
+def ridge_point(spec: DeviceSpec | None, dtype: Any) -> float:
     """Peak FLOP/s over memory bytes/s for ``dtype`` on ``spec``, NaN where either is unknown."""
     peak = spec.peak_flops(dtype) if spec is not None and isinstance(dtype, str) else None
     return np.nan if peak is None else peak / (spec.memory_gb_per_s * 1e9)  # type: ignore[union-attr]

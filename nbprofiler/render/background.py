@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.links import launching_runtime
 from . import timeline_data
-from .hardware import kernel_launch_delay
+from .hardware import kernel_launch_delay, kernel_roofline
 
 if TYPE_CHECKING:
     from ..report.report import Report
@@ -61,4 +61,5 @@ def _tree_then_timeline(report: "Report") -> Any:
     for table in _HARDWARE_TABLES:
         getattr(report, table)
     kernel_launch_delay(report)
+    kernel_roofline(report)
     return timeline_data.build(report)

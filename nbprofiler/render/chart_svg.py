@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..format import byte_axis_unit, fmt_bytes, fmt_us, shorten
+from ..format import byte_axis_unit, fmt_bytes, fmt_rate, fmt_si, fmt_us, shorten
 from .escape import esc
 
 # Each colour the specs name: the theme variable chain, and the literal for viewers without CSS.
@@ -59,6 +59,7 @@ WIDTH = 720
 MARGIN_LEFT, MARGIN_RIGHT, PANEL_TOP, PANEL_BOTTOM = 64, 16, 22, 38
 PLOT_HEIGHT = 170
 HBAR_ROW, HBAR_LEFT = 22, 150
+SCATTER_HEIGHT, SCATTER_RIGHT, POINT_LABEL_CHARS = 260, 150, 24
 TITLE_HEIGHT, LEGEND_ROW = 24, 18
 MAX_BARS = 120  # past this many steps, each part is one stacked band: separate bars would be slivers
 MAX_POINTS = 80  # past this many steps, a line has no point marks
@@ -341,8 +342,81 @@ def _hbars(spec: dict[str, Any], panel: dict[str, Any], top: float) -> tuple[lis
     return out, height + PANEL_BOTTOM
 
 
+def point_hover(point: dict[str, Any], x: float, y: float) -> list[str]:
+    """A scatter point's hover lines under its name: dtype, FLOPs per byte, FLOP/s and what bounds it
+    (``scatterHover`` in labextension/src/report/charts.ts writes the same)."""
+    return [f"dtype: {point['dtype'] or 'unknown'}", f"intensity: {fmt_si(x, 'FLOP/byte')}",
+            f"achieved: {fmt_si(y, 'FLOP/s')}", f"bound: {point['bound']}"]
+
+
+def roof_text(roof: dict[str, Any]) -> str:
+    """What a roof line is (its hover text)."""
+    dtype, peak = roof["dtype"], fmt_si(roof["peak_flops_per_s"], "FLOP/s")
+    return (f"{dtype} roof: memory bandwidth {fmt_rate(roof['bytes_per_s'] / 1e9)} up to the ridge at "
+            f"{fmt_si(roof['ridge'], 'FLOP/byte')}, then the {dtype} peak {peak}")
+
+
+class LogAxis:
+    """A log axis over ``domain`` (two powers of ten): where a value lies (0 to 1), and a tick per decade."""
+
+    def __init__(self, domain: list[float]) -> None:
+        self.low, self.high = math.log10(domain[0]), math.log10(domain[1])
+        self.ticks = [10.0 ** k for k in range(round(self.low), round(self.high) + 1)]
+
+    def frac(self, v: float) -> float:
+        return (math.log10(v) - self.low) / ((self.high - self.low) or 1.0)
+
+
+def _scatter(spec: dict[str, Any], panel: dict[str, Any], top: float) -> tuple[list[str], float]:
+    """Points on log-log axes, each named beside it (cut to ``POINT_LABEL_CHARS``, whole in its
+    title with its dtype, intensity, FLOP/s and class), under each roof: the bandwidth slope up to
+    the ridge, then the dtype's flat peak."""
+    xa, ya = LogAxis(spec["x"]["domain"]), LogAxis(spec["y"]["domain"])
+    left, width = MARGIN_LEFT + 10, WIDTH - MARGIN_LEFT - 10 - SCATTER_RIGHT
+    top += PANEL_TOP
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return left + xa.frac(x) * width, top + SCATTER_HEIGHT - ya.frac(y) * SCATTER_HEIGHT
+
+    out, bottom = [], top + SCATTER_HEIGHT
+    for t in ya.ticks:
+        _, y = at(10.0 ** xa.low, t)
+        out.append(f'<line class="nbp-grid" stroke="#ddd" x1="{_n(left)}" x2="{_n(left + width)}" y1="{_n(y)}" '
+                   f'y2="{_n(y)}"/>')
+        out.append(_text(left - 5, y + 4, fmt_si(t, "").strip(), "end", "nbp-muted"))
+    for t in xa.ticks:
+        x, _ = at(t, 10.0 ** ya.low)
+        out.append(f'<line class="nbp-grid" stroke="#ddd" x1="{_n(x)}" x2="{_n(x)}" y1="{_n(top)}" '
+                   f'y2="{_n(bottom)}"/>')
+        out.append(_text(x, bottom + 14, tick_label(t), "middle", "nbp-muted"))
+    mid = top + SCATTER_HEIGHT / 2
+    out.append(_text(left - 52, mid, f"{spec['y']['label']} (FLOP/s)", "middle", "",
+                     f' transform="rotate(-90 {_n(left - 52)} {_n(mid)})"'))
+    out.append(_text(left + width / 2, bottom + 30, f"{spec['x']['label']} (FLOP/byte)", "middle"))
+    for roof in panel["roofs"]:
+        start = max(10.0 ** xa.low, 10.0 ** ya.low / roof["bytes_per_s"])
+        corners = [at(start, start * roof["bytes_per_s"]), at(roof["ridge"], roof["peak_flops_per_s"]),
+                   at(10.0 ** xa.high, roof["peak_flops_per_s"])]
+        d = "M" + " L".join(f"{_n(x)} {_n(y)}" for x, y in corners)
+        out.append(f'<path data-roof="{esc(roof["dtype"])}" {_stroke("other", "dashed")} d="{d}">'
+                   f'{_title(roof_text(roof))}</path>')
+        out.append(_text(corners[2][0] + 4, corners[2][1] + 4,
+                         f"{roof['dtype']} {fmt_si(roof['peak_flops_per_s'], 'FLOP/s')}", "start", "nbp-muted"))
+    for s in panel["series"]:
+        for i, v in enumerate(s["values"]):
+            if v is None:
+                continue
+            point, (x, y) = panel["points"][i], at(panel["x"][i], v)
+            hover = " · ".join([point["label"], *point_hover(point, panel["x"][i], v)])
+            out.append(f'<g class="nbp-point"><circle {_fill(s["color"])} cx="{_n(x)}" cy="{_n(y)}" r="4">'
+                       f'{_title(hover)}</circle>'
+                       f'{_text(x + 6, y - 5, shorten(point["label"], POINT_LABEL_CHARS))}</g>')
+    return out, PANEL_TOP + SCATTER_HEIGHT + PANEL_BOTTOM
+
+
 def legend_entries(spec: dict[str, Any]) -> list[dict[str, str]]:
-    """Every kind of mark the chart draws, once: ``{"kind": "series"|"phase"|"marker", "label", "color", "dash"}``."""
+    """Every kind of mark the chart draws, once: ``{"kind": "series"|"phase"|"marker"|"roof", "label", "color",
+    "dash"}``."""
     entries: dict[str, dict[str, str]] = {}
     for panel in spec["panels"]:
         for s in panel["series"]:
@@ -354,6 +428,9 @@ def legend_entries(spec: dict[str, Any]) -> list[dict[str, str]]:
             entries[f"p:{phase}"] = {"kind": "phase", "label": f"{phase} steps", "color": phase, "dash": "solid"}
     if any(panel["markers"] for panel in spec["panels"]):
         entries["m"] = {"kind": "marker", "label": "step start", "color": "", "dash": "dotted"}
+    if any(panel.get("roofs") for panel in spec["panels"]):
+        entries["r"] = {"kind": "roof", "label": "roof (memory bandwidth, then peak)", "color": "other",
+                        "dash": "dashed"}
     return list(entries.values())
 
 
@@ -372,7 +449,7 @@ def _legend(spec: dict[str, Any], top: float) -> tuple[list[str], float]:
         elif entry["kind"] == "marker":
             swatch = (f'<line class="nbp-marker" stroke="#555" stroke-dasharray="2 3" x1="{_n(x + 8)}" '
                       f'x2="{_n(x + 8)}" y1="{_n(y - 10)}" y2="{_n(y + 2)}"/>')
-        elif line:
+        elif line or entry["kind"] == "roof":
             swatch = f'<path {_stroke(entry["color"], entry["dash"])} d="M{_n(x)} {_n(y - 4)}h16"/>'
         else:
             swatch = f'<rect {_fill(entry["color"])} x="{_n(x)}" y="{_n(y - 9)}" width="16" height="11"/>'
@@ -385,8 +462,9 @@ def svg_from_spec(spec: dict[str, Any]) -> str:
     """The whole chart: title, panels (stacked in rows, or side by side), legend."""
     body = [_text(MARGIN_LEFT, 16, spec["title"], "start", "nbp-chart-title")]
     top = float(TITLE_HEIGHT)
-    if spec["kind"] == "hbars":
-        marks, height = _hbars(spec, spec["panels"][0], top + 4)
+    if spec["kind"] in ("hbars", "scatter"):
+        draw = _hbars if spec["kind"] == "hbars" else _scatter
+        marks, height = draw(spec, spec["panels"][0], top + 4)
         body += marks
         top += height + 4
     else:

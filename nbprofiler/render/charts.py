@@ -8,23 +8,33 @@ script-free SVG of ``chart_svg.py`` that the HTML report inlines for
 nbconvert and GitHub. No image is rendered per report, and nothing here
 imports a plotting library: building a small report's charts takes a few ms.
 
-The spec (version 1)::
+The spec (version 2)::
 
-    {"version": 1, "name": str, "kind": "bars" | "lines" | "timeline" | "hbars", "title": str,
-     "x": {"label": str, "unit": "step" | "us" | "category"},
-     "y": {"label": str, "unit": "us" | "bytes"},
+    {"version": 1 | 2, "name": str, "kind": "bars" | "lines" | "timeline" | "hbars" | "scatter", "title": str,
+     "x": {"label": str, "unit": "step" | "us" | "category" | "flop_per_byte", "scale"?: "log", "domain"?: [lo, hi]},
+     "y": {"label": str, "unit": "us" | "bytes" | "flops_per_s", "scale"?: "log", "domain"?: [lo, hi]},
      "layout": "rows" | "columns", "shared_y": bool,
      "panels": [{"title": str | None, "x": [number | str, ...], "from_zero": bool,
                  "series": [{"key": str, "label": str, "color": str, "dash": "solid" | "dashed" | "dotted",
                              "values": [number | None, ...]}],
                  "phases": [{"phase": "wait" | "warmup" | "active", "start": x, "end": x}],
-                 "markers": [{"at": x, "label": str}]}]}
+                 "markers": [{"at": x, "label": str}],
+                 "points"?: [{"label": str, "dtype": str | None, "bound": str}],
+                 "roofs"?: [{"dtype": str, "peak_flops_per_s": number, "bytes_per_s": number, "ridge": number}]}]}
+
+Each spec carries the version of its kind (``KIND_VERSIONS``): the oldest spec version that
+has the kind, so an extension that draws version 1 still draws every chart but the scatter,
+and refuses (with its upgrade message) the scatter it would draw wrong.
 
 ``bars`` stack their series per step; ``lines`` draw one point per step;
 ``timeline`` is a step-wise level over continuous µs; ``hbars`` one bar per
-category. Values are in the y unit (µs or bytes), missing ones None. ``color``
+category; ``scatter`` one point per x value on log-log axes over ``domain`` (powers of ten),
+each series holding the points of one class (None elsewhere), ``points`` each point's name
+and what it is, and ``roofs`` the device's roof per dtype: the memory-bandwidth slope
+(``bytes_per_s``) up to the ``ridge`` (FLOPs per byte), then the flat peak. Values are in
+the y unit (µs, bytes or FLOP/s), missing ones None. ``color``
 names a colour of the theme palette (``chart_svg.COLOR_VARS``). Names of
-kernel categories come from traces: untrusted text.
+kernel categories and operators come from traces: untrusted text.
 """
 from __future__ import annotations
 
@@ -36,8 +46,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..analysis.device_specs import DTYPES
+from ..analysis.roofline import ROOFLINE_COLUMNS, ridge_point
 from ..format import fmt_us
 from .chart_svg import svg_from_spec
+from .hardware import optional_table
 from .views import LABELS, breakdown_parts, memory_device
 
 if TYPE_CHECKING:
@@ -45,8 +58,11 @@ if TYPE_CHECKING:
     from ..report.comparison import Comparison
 
 CHART_MIME = "application/vnd.nbprofiler.chart+json"
-SPEC_VERSION = 1
-CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels")
+# The spec version that introduced each kind; a spec carries its kind's (module doc).
+KIND_VERSIONS = {"bars": 1, "lines": 1, "timeline": 1, "hbars": 1, "scatter": 2}
+CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels", "roofline")
+# The roofline's point colours (``chart_svg.COLOR_VARS``) per class, in the legend's order.
+BOUND_COLORS = {"compute-bound": "kernel", "memory-bound": "memcpy", "unknown": "other"}
 MAX_TIMELINE_POINTS = 4000
 MAX_STEP_MARKERS = 30
 # A kernel category under this share of the kernel time is folded into "other".
@@ -62,7 +78,7 @@ _cache: "weakref.WeakKeyDictionary[object, dict[str, Any]]" = weakref.WeakKeyDic
 def chart_spec(report: "Report", name: str) -> Spec | None:
     """The named chart of ``report`` as a JSON-safe spec, or None when it has no data.
 
-    Names: ``breakdown``, ``memory``, ``memory_timeline``, ``kernels``.
+    Names: ``breakdown``, ``memory``, ``memory_timeline``, ``kernels``, ``roofline``.
     """
     if name not in _BUILD:
         raise ValueError(f"unknown chart {name!r}: one of {', '.join(CHART_NAMES)}")
@@ -115,7 +131,7 @@ def _values(column: pd.Series | np.ndarray) -> list[float | None]:
 
 def _spec(name: str, kind: str, title: str, x: tuple[str, str], y: tuple[str, str],
           panels: list[dict[str, Any]], layout: str = "rows", shared_y: bool = False) -> Spec:
-    return {"version": SPEC_VERSION, "name": name, "kind": kind, "title": title,
+    return {"version": KIND_VERSIONS[kind], "name": name, "kind": kind, "title": title,
             "x": {"label": x[0], "unit": x[1]}, "y": {"label": y[0], "unit": y[1]},
             "layout": layout, "shared_y": shared_y, "panels": panels}
 
@@ -276,9 +292,52 @@ def kernels_spec(report: "Report") -> Spec | None:
                  [_panel([str(k) for k in by_kind.index], series)])
 
 
+def _log_domain(values: list[float]) -> list[float]:
+    """The powers of ten around ``values`` (all > 0): a log axis's ends, at least a decade apart."""
+    low, high = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
+    return [10.0 ** low, 10.0 ** max(high, low + 1)]
+
+
+def roofline_spec(report: "Report") -> Spec | None:
+    """Achieved FLOP/s against arithmetic intensity (FLOPs per byte), log-log: one point per roofline
+    row (``report.roofline``) with a known intensity, coloured by what bounds it, under the device's
+    roof for each dtype the points ran at (``report.device_spec``: memory bandwidth up to the ridge,
+    ``roofline.ridge_point``, then that dtype's peak). None where no row has a known intensity and a
+    rate, or the device's bandwidth or the peak of every such row's dtype is unknown: no chart then."""
+    table = optional_table(report, "roofline")
+    spec = report.device_spec
+    if table is None or spec is None:
+        return None
+    rows = table.reindex(columns=ROOFLINE_COLUMNS)
+    x = rows["intensity"].to_numpy(dtype=np.float64)
+    y = rows["achieved_flops_per_s"].to_numpy(dtype=np.float64)
+    rows = rows[np.isfinite(x) & (x > 0) & np.isfinite(y) & (y > 0)]
+    bandwidth = spec.memory_gb_per_s * 1e9
+    roofs = [{"dtype": d, "peak_flops_per_s": spec.peak_flops(d), "bytes_per_s": bandwidth,
+              "ridge": ridge_point(spec, d)} for d in DTYPES if d in set(rows["dtype"]) and spec.peak_flops(d)]
+    if rows.empty or not roofs:
+        return None
+    bound = rows["bound"].fillna("unknown").to_numpy(dtype=object)
+    series = [_series(b, b, [float(v) if c == b else None for v, c in zip(rows["achieved_flops_per_s"], bound)],
+                      color) for b, color in BOUND_COLORS.items() if (bound == b).any()]
+    points = [{"label": str(op), "dtype": d if isinstance(d, str) else None, "bound": str(b)}
+              for op, d, b in zip(rows["operator"], rows["dtype"], bound)]
+    xs = rows["intensity"].astype(float).tolist()
+    panel = {**_panel(xs, series, from_zero=False), "points": points, "roofs": roofs}
+    out = _spec("roofline", "scatter", f"Roofline on {report.device.name}",
+                ("arithmetic intensity", "flop_per_byte"), ("achieved", "flops_per_s"), [panel])
+    out["x"]["scale"] = out["y"]["scale"] = "log"
+    out["y"]["domain"] = _log_domain(rows["achieved_flops_per_s"].astype(float).tolist()
+                                     + [r["peak_flops_per_s"] for r in roofs])
+    # Wide enough for the roof's slope to rise from the bottom of the chart to every ridge.
+    out["x"]["domain"] = _log_domain(xs + [r["ridge"] for r in roofs] + [out["y"]["domain"][0] / bandwidth])
+    return out
+
+
 _BUILD: dict[str, Callable[["Report"], Spec | None]] = {
     "breakdown": breakdown_spec,
     "memory": memory_spec,
     "memory_timeline": memory_timeline_spec,
     "kernels": kernels_spec,
+    "roofline": roofline_spec,
 }

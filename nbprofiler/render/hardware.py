@@ -12,7 +12,12 @@ report's ``hardware`` key in ``payload.py``), so they show the same figures:
   kinds of device work ran at once (``report.kernel_overlap``);
 * copies per direction and host memory against the host link (``report.copies``);
 * roofline and collectives, only once the report has them (read with
-  ``getattr``: they are added by other analyses) and they have rows.
+  ``getattr``: they are added by other analyses) and they have rows; the
+  roofline section names its chart (``charts.roofline_spec``), which each view
+  draws at its top where the chart has data;
+* the Kernels tables' per-kernel figures (``with_kernel_figures``): the mean
+  launch delay, and the achieved FLOP/s and bound of the operator that
+  launched each kernel.
 
 A section appears only when its table has rows: a view never shows an empty
 placeholder. A run without device work gets one line (``NO_DEVICE_WORK``)
@@ -36,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.device_specs import DTYPES
+from ..analysis.flops import kernel_flop_calls
 from ..analysis.launches import DELAY_THRESHOLD_US
 from ..analysis.streams import KERNEL_WAIT_US
 from ..format import fmt_bytes, fmt_pct, fmt_rate, fmt_si, fmt_us
@@ -67,13 +73,23 @@ LABELS = {
     "exposed_us": "exposed", "exposed_share": "exposed share",
 }
 
-# The tables other analyses add to the Report: (attribute, title, how to read it).
+# The tables other analyses add to the Report: (attribute, title, how to read it, the chart on top or None).
 OPTIONAL_SECTIONS = (
     ("roofline", "Roofline", "The operators doing the most FLOPs: FLOPs per byte against the device's ridge point, "
-                             "achieved FLOP/s, and what bounds them."),
+                             "achieved FLOP/s, and what bounds them.", "roofline"),
     ("collectives", "Collectives", "Per collective, dtype and group size: calls, bytes, kernel time, latency, "
-                                   "nccl-tests' algorithm and bus bandwidth, and the time no compute hid."),
+                                   "nccl-tests' algorithm and bus bandwidth, and the time no compute hid.", None),
 )
+# The Kernels tables' columns taken from the launching operator's roofline row, with what each one is
+# (the header's hover text in every view): a kernel has no FLOP count of its own in a trace.
+KERNEL_ROOFLINE_HELP = {
+    "achieved_flops_per_s": "The achieved FLOP/s of the operator that launched the kernel (its FLOPs over its "
+                            "calls' device time, as the Hardware view's roofline counts them), not the kernel's "
+                            "own rate; blank where no FLOP operator of the roofline (those with the most device "
+                            "time) launched it.",
+    "bound": "What bounds the launching operator on this device: compute-bound at or above the ridge point (peak "
+             "FLOP/s over memory bandwidth), memory-bound below it; blank where it is not known.",
+}
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,7 @@ class Section:
     title: str
     how: str
     table: pd.DataFrame
+    chart: str | None = None  # the chart (``charts.chart_spec`` name) drawn at the section's top, where it has data
 
     def units(self) -> list[str]:
         return [unit_of(c, self.table[c]) for c in self.table.columns]
@@ -181,6 +198,7 @@ def launch_facts(report: "Report") -> list[tuple[str, str]]:
 
 
 _launch_delays: "weakref.WeakKeyDictionary[Report, pd.Series]" = weakref.WeakKeyDictionary()
+_kernel_roofline: "weakref.WeakKeyDictionary[Report, pd.DataFrame]" = weakref.WeakKeyDictionary()
 
 
 def kernel_launch_delay(report: "Report") -> pd.Series:
@@ -199,13 +217,38 @@ def kernel_launch_delay(report: "Report") -> pd.Series:
     return _launch_delays[report]
 
 
-def with_launch_delay(kernels: pd.DataFrame, report: "Report") -> pd.DataFrame:
-    """``kernels`` (a kernel table by name) with its ``mean_launch_delay_us`` column."""
+def kernel_roofline(report: "Report") -> pd.DataFrame:
+    """Per kernel name (the index): the ``achieved_flops_per_s`` and ``bound`` ("compute-bound",
+    "memory-bound", "" where unknown) of the roofline row (``report.roofline``) of the FLOP call
+    that launched it (``flops.kernel_flop_calls``: ``aten::conv2d`` for a cuDNN convolution
+    kernel). A trace gives a kernel no FLOP count of its own, so it reads its launcher's rate; a
+    kernel launched outside the roofline's FLOP operators gets none (NaN and ""), never a guess.
+    Made once per report, like ``kernel_launch_delay``."""
+    if report not in _kernel_roofline:
+        table = optional_table(report, "roofline")
+        roof = (table if table is not None else pd.DataFrame()).reindex(
+            columns=["operator", "achieved_flops_per_s", "bound"]).set_index("operator")
+        bound = roof["bound"].astype(object)
+        roof = roof.assign(bound=bound.where(bound != "unknown", ""))
+        calls = kernel_flop_calls(report.operator_tree)
+        _kernel_roofline[report] = roof.reindex(calls.to_numpy()).set_axis(calls.index)
+    return _kernel_roofline[report]
+
+
+def with_kernel_figures(kernels: pd.DataFrame, report: "Report") -> pd.DataFrame:
+    """``kernels`` (a kernel table by name) with the columns the Kernels tables add by kernel name:
+    ``mean_launch_delay_us`` (``kernel_launch_delay``), ``achieved_flops_per_s`` and ``bound``
+    (``kernel_roofline``: the launching FLOP operator's)."""
     delay = kernel_launch_delay(report)
-    return kernels.assign(mean_launch_delay_us=kernels["name"].map(delay).astype(np.float64))
+    roof = kernel_roofline(report)
+    names = kernels["name"]
+    bound = names.map(roof["bound"]).to_numpy(dtype=object)
+    return kernels.assign(mean_launch_delay_us=names.map(delay).astype(np.float64),
+                          achieved_flops_per_s=names.map(roof["achieved_flops_per_s"]).astype(np.float64),
+                          bound=np.where(pd.isna(bound), "", bound).astype(object))
 
 
-def _optional(report: "Report", name: str) -> pd.DataFrame | None:
+def optional_table(report: "Report", name: str) -> pd.DataFrame | None:
     """A table another analysis adds to the Report (roofline, collectives), when it exists and has rows."""
     table = getattr(report, name, None)
     return table if isinstance(table, pd.DataFrame) and not table.empty else None
@@ -234,10 +277,10 @@ def sections(report: "Report") -> list[Section]:
                 report.copies[["direction", "host_memory", "copies", "bytes", "time_us", "gb_per_s",
                                "share_of_link"]]),
     ]
-    for key, title, how in OPTIONAL_SECTIONS:
-        table = _optional(report, key)
+    for key, title, how, chart in OPTIONAL_SECTIONS:
+        table = optional_table(report, key)
         if table is not None:
-            out.append(Section(key, title, how, table))
+            out.append(Section(key, title, how, table, chart))
     return [s for s in out if not s.table.empty]
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .charts import chart_svg
 from .escape import esc
-from .hardware import HardwareView, cell_text, hardware_view, with_launch_delay
+from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text, hardware_view, with_kernel_figures
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import operator_view, render_summary_line
@@ -50,14 +50,16 @@ _COPY_ONCLICK = (
 
 @dataclass(frozen=True)
 class Col:
-    """How a table shows one column: its header, cell text, whether it holds a name, and
-    (in the explorer's grid) its width."""
+    """How a table shows one column: its header, cell text, whether it holds a name,
+    (in the explorer's grid) its width, and what the figure is where its label cannot say
+    (``help``: the header's hover text)."""
 
     key: str
     label: str
     fmt: Callable[[Any], str] = str
     name: bool = False
     width: str = "110px"
+    help: str = ""
 
 
 def us_col(key: str, label: str) -> Col:
@@ -67,7 +69,7 @@ def us_col(key: str, label: str) -> Col:
 def html_table(df: pd.DataFrame, cols: Sequence[Col], name_width: int = 80) -> str:
     """A table of ``df``'s rows; name cells are cut to ``name_width`` with the full text as title."""
     present = [c for c in cols if c.key in df.columns]
-    head = "".join(f'<th class="{"n" if c.name else ""}">{esc(c.label)}</th>' for c in present)
+    head = "".join(f'<th class="{"n" if c.name else ""}"{header_title(c.help)}>{esc(c.label)}</th>' for c in present)
     body = []
     for rec in df[[c.key for c in present]].itertuples(index=False):
         cells = []
@@ -78,6 +80,11 @@ def html_table(df: pd.DataFrame, cols: Sequence[Col], name_width: int = 80) -> s
                 cells.append(f"<td>{esc(col.fmt(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def header_title(help_text: str) -> str:
+    """A header's ``title`` attribute holding its column's help, or nothing without one."""
+    return f' title="{esc(help_text)}"' if help_text else ""
 
 
 def how(text: str) -> str:
@@ -225,35 +232,53 @@ def kernels_section(report: "Report") -> str:
     cols = [Col("name", "kernel", name=True), Col("calls", "calls", count), us_col("total_us", "total"),
             us_col("mean_us", "mean"), us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct),
             Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"),
-            us_col("mean_launch_delay_us", "launch delay"), Col("operator", "launched by", name=True)]
-    return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them and how long "
-                                      "they waited on their stream after the launch call (mean); the bars group "
-                                      "them by what they compute.")
+            us_col("mean_launch_delay_us", "launch delay"), *kernel_roofline_cols(),
+            Col("operator", "launched by", name=True)]
+    return ("<h4>Kernels</h4>" + how("GPU kernels by total time, with the operator that launched them, how long "
+                                      "they waited on their stream after the launch call (mean), and that "
+                                      "operator's achieved FLOP/s and what bounds it; the bars group them by what "
+                                      "they compute.")
             + (chart_svg(report, "kernels") or "")
-            + html_table(with_launch_delay(k.head(TOP_KERNELS), report), cols, 60))
+            + html_table(with_kernel_figures(k.head(TOP_KERNELS), report), cols, 60))
 
 
-def hardware_html(view: HardwareView) -> str:
-    """The Hardware view's body (``hardware.hardware_view``), shared by the static report and the explorer."""
+def kernel_roofline_cols() -> list[Col]:
+    """The Kernels tables' achieved FLOP/s and bound columns (the launching operator's: their ``help`` says so)."""
+    return [Col("achieved_flops_per_s", "achieved FLOP/s", partial(cell_text, "flops_per_s"),
+                help=KERNEL_ROOFLINE_HELP["achieved_flops_per_s"]),
+            Col("bound", "bound", help=KERNEL_ROOFLINE_HELP["bound"])]
+
+
+def hardware_pieces(view: HardwareView) -> list[tuple[str, str | None]]:
+    """The Hardware view's body (``hardware.hardware_view``) as (HTML, chart) pieces: each piece's
+    HTML, then the chart it names (a section's chart, under the section's heading and above its
+    table) or None. The static report draws a chart as SVG, the explorer as an interactive output."""
     if view.absent is not None:
-        return how(view.absent)
+        return [(how(view.absent), None)]
 
     def facts(pairs: list[tuple[str, str]], cls: str) -> str:
         rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
         return f'<table class="{cls}"><tbody>{rows}</tbody></table>'
 
+    pieces: list[tuple[str, str | None]] = []
     out = [f"<div>Device: <b>{esc(view.device)}</b></div>", facts(view.device_facts, "nbp-hw-device")]
     if view.launch_facts:
         out += ["<h4>Launches</h4>", facts(view.launch_facts, "nbp-hw-launches")]
     for section in view.sections:
         cols = [Col(c, label, partial(cell_text, unit), name=unit == "text") for c, label, unit
                 in zip(section.table.columns, section.labels(), section.units())]
-        out += [f"<h4>{esc(section.title)}</h4>", how(section.how), html_table(section.table, cols)]
-    return "".join(out)
+        out += [f"<h4>{esc(section.title)}</h4>", how(section.how)]
+        if section.chart is not None:
+            pieces.append(("".join(out), section.chart))
+            out = []
+        out.append(html_table(section.table, cols))
+    return [*pieces, ("".join(out), None)]
 
 
 def hardware_section(report: "Report") -> str:
-    return "<h4>Hardware</h4>" + hardware_html(hardware_view(report))
+    pieces = hardware_pieces(hardware_view(report))
+    return "<h4>Hardware</h4>" + "".join(body + ((chart_svg(report, chart) or "") if chart else "")
+                                         for body, chart in pieces)
 
 
 def memory_section(report: "Report") -> str:

@@ -31,8 +31,10 @@ the HTML report's tree (``MAX_MODULE_ROWS``).
 line of a run without device work (null otherwise), the device's and the
 launches' figures as ``[label, text]`` pairs worded by Python, and ``sections``,
 each ``{key, title, how, columns, labels, units, rows}`` with raw values and the
-unit each column reads in (``hardware.UNITS``). Kernels carry
-``mean_launch_delay_us``, joined from the launches by kernel name.
+unit each column reads in (``hardware.UNITS``), and ``chart``: the name of the chart in ``charts`` drawn at
+the section's top (the roofline's), or null. Kernels carry ``mean_launch_delay_us``, joined from the
+launches by kernel name, and the launching FLOP operator's ``achieved_flops_per_s`` and ``bound``
+(``hardware.with_kernel_figures``), with ``help``: what those two columns are, by column.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ import pandas as pd
 
 from ..analysis.kernel_kinds import kernel_kinds
 from .charts import chart_spec
-from .hardware import HOW, hardware_view, with_launch_delay
+from .hardware import HOW, KERNEL_ROOFLINE_HELP, hardware_view, with_kernel_figures
 from .html import MAX_MODULE_ROWS, line_rows
 from .text import operator_view, render_summary_line
 from .timeline_data import timeline_payload
@@ -62,10 +64,11 @@ MAX_OPERATOR_ROWS = 1000
 MAX_STEP_ROWS = 5000
 MAX_KERNEL_ROWS = 1000
 # The charts the front end draws from ``chart_spec`` (nbprofiler/render/charts.py).
-CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels")
+CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels", "roofline")
 # The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kinds'.
 KERNEL_PAYLOAD_COLUMNS = ("name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
-                          "mean_blocks_per_sm", "tensor_cores", "mean_launch_delay_us", "operator")
+                          "mean_blocks_per_sm", "tensor_cores", "mean_launch_delay_us", "achieved_flops_per_s",
+                          "bound", "operator")
 # When each live run's report was first written out, which is when its loop ended.
 _RUN_ENDED: "weakref.WeakKeyDictionary[Report, str]" = weakref.WeakKeyDictionary()
 MODULE_COLUMNS = ("module", "parent", "type", "depth", "calls", "forward_host_us", "backward_host_us",
@@ -131,8 +134,9 @@ def memory_payload(report: "Report") -> dict[str, Any]:
 def kernels_payload(report: "Report") -> dict[str, Any]:
     """Every kernel by total time, up to ``MAX_KERNEL_ROWS``, with its category and full name."""
     kernels = report.kernels.head(MAX_KERNEL_ROWS)
-    kernels = with_launch_delay(kernels.assign(category=kernel_kinds(kernels["name"])), report)
-    return {**table_payload(kernels[list(KERNEL_PAYLOAD_COLUMNS)]), "total": len(report.kernels)}
+    kernels = with_kernel_figures(kernels.assign(category=kernel_kinds(kernels["name"])), report)
+    return {**table_payload(kernels[list(KERNEL_PAYLOAD_COLUMNS)]), "total": len(report.kernels),
+            "help": KERNEL_ROOFLINE_HELP}
 
 
 def lines_payload(report: "Report") -> dict[str, Any]:
@@ -158,7 +162,7 @@ def hardware_payload(report: "Report") -> dict[str, Any]:
             "device_facts": [list(f) for f in view.device_facts],
             "launch_facts": [list(f) for f in view.launch_facts],
             "sections": [{"key": s.key, "title": s.title, "how": s.how, "labels": s.labels(), "units": s.units(),
-                          **table_payload(s.table)} for s in view.sections]}
+                          "chart": s.chart, **table_payload(s.table)} for s in view.sections]}
 
 
 def saved_from(report: "Report") -> dict[str, Any]:

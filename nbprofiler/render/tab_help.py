@@ -11,8 +11,9 @@ HOW = {
     "Operators": "One row per operator. Self time excludes the ops it calls, total includes them; device time is "
                  "the GPU work it launched. Click a header to sort; pick an operator below for its kernels and "
                  "call sites.",
-    "Kernels": "GPU kernels by total time, with the operator that launched each; the bars group kernel time by "
-               "what the kernels compute.",
+    "Kernels": "GPU kernels by total time, with the operator that launched each, and that FLOP operator's "
+               "achieved FLOP/s and what bounds it (a kernel has no FLOP count of its own; hover a header for "
+               "more); the bars group kernel time by what the kernels compute.",
     "Memory": "Memory at the end of every step of the cell (wait, warmup and active shaded), then through the "
               "profiled steps, then which operators allocated it. A rising line across steps is a leak.",
     "Timeline": "The profiled steps on a time axis: a lane per host thread (operators nested by depth), the "

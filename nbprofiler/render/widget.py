@@ -25,8 +25,8 @@ HTML, so it is shown as it is, and no label here sets ``description_allow_html``
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, replace
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -39,9 +39,9 @@ from .export_tab import ExportTab
 from .output_widget import bundle_output
 from .tab_help import how_html
 from .timeline_data import timeline_bundle
-from .hardware import HOW as HARDWARE_HOW, hardware_view, with_launch_delay
-from .html import (Col, breakdown_table, count, device_html, esc, hardware_html, how, html_table,
-                   lines_table, metrics_html, modules_tree, suggestion_card, us_col)
+from .hardware import HOW as HARDWARE_HOW, cell_text, hardware_view, with_kernel_figures
+from .html import (Col, breakdown_table, count, device_html, esc, hardware_pieces, how, html_table,
+                   kernel_roofline_cols, lines_table, metrics_html, modules_tree, suggestion_card, us_col)
 from .text import render_summary_line
 from .style import WIDGET_STYLE
 from .views import growth_warnings, lines_absent, modules_absent, memory_device, memory_figures, ranked_suggestions
@@ -252,7 +252,8 @@ class PagedTable:
             arrow = (" ▼" if self.descending.value else " ▲") if sorted_here else ""
             cls = "h n" if col.name else "h"
             cls += " sorted" if sorted_here else ""
-            cells.append(f'<div class="{cls}" data-pick="sort:{esc(col.key)}" title="sort by {esc(col.label)}">'
+            hint = f"sort by {col.label}" + (f": {col.help}" if col.help else "")
+            cells.append(f'<div class="{cls}" data-pick="sort:{esc(col.key)}" title="{esc(hint)}">'
                          f"{esc(col.label + arrow)}</div>")
         return cells
 
@@ -436,13 +437,15 @@ class OperatorsTab:
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
     from ..analysis.kernel_kinds import kernel_kinds
 
-    k = with_launch_delay(report.kernels.assign(category=kernel_kinds(report.kernels["name"])), report)
+    k = with_kernel_figures(report.kernels.assign(category=kernel_kinds(report.kernels["name"])), report)
     cols = [Col("name", "kernel", width="4fr", name=True), Col("category", "category", width="110px"),
             Col("calls", "calls", count, width="80px"), us_col("total_us", "total"), us_col("mean_us", "mean"),
             us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
             Col("mean_blocks_per_sm", "blocks per SM", _blocks, width="100px"),
             Col("tensor_cores", "tensor cores", _yes_no, width="100px"),
-            us_col("mean_launch_delay_us", "launch delay"), Col("operator", "launched by", width="2fr", name=True)]
+            us_col("mean_launch_delay_us", "launch delay"),
+            *(replace(c, width="120px") for c in kernel_roofline_cols()),
+            Col("operator", "launched by", width="2fr", name=True)]
     details = widgets.HTML()
     table = PagedTable(k, cols, sort="total_us", noun="kernels",
                        on_pick=lambda label: setattr(details, "value", kernel_details_html(k.loc[label])))
@@ -471,15 +474,24 @@ def kernel_details_html(row: pd.Series) -> str:
              ("blocks per SM", figure("mean_blocks_per_sm", _blocks)),
              ("uses tensor cores", figure("tensor_cores", _yes_no)),
              ("mean launch delay", figure("mean_launch_delay_us", fmt_us)),
-             ("launched mostly by", str(row.get("operator") or "–"))]
+             ("launched mostly by", str(row.get("operator") or "–")),
+             ("its FLOP operator's achieved FLOP/s", figure("achieved_flops_per_s", partial(cell_text, "flops_per_s"))),
+             ("what bounds that operator", str(row.get("bound") or "–"))]
     rows = "".join(f'<tr><th>{esc(k)}</th><td class="n">{esc(v)}</td></tr>' for k, v in facts)
     return (f'<div class="nbp"><h4>Kernel</h4><div><code style="overflow-wrap:anywhere">{esc(row["name"])}</code>'
             f"</div><table>{rows}</table></div>")
 
 
 def hardware_tab(report: "Report") -> widgets.Widget:
-    """The device, its launches, streams and copies (``hardware.hardware_view``), as the static report shows them."""
-    return widgets.HTML(f'<div class="nbp">{how(HARDWARE_HOW)}{hardware_html(hardware_view(report))}</div>')
+    """The device, its launches, streams and copies (``hardware.hardware_view``), as the static report shows them,
+    with each section's chart (the roofline) drawn by the front end as the other tabs' charts are."""
+    parts: list[widgets.Widget] = []
+    for i, (body, chart) in enumerate(hardware_pieces(hardware_view(report))):
+        parts.append(widgets.HTML(f'<div class="nbp">{how(HARDWARE_HOW) if i == 0 else ""}{body}</div>'))
+        drawn = bundle_output(chart_bundle(report, chart)) if chart else None
+        if drawn is not None:
+            parts.append(drawn)
+    return widgets.VBox(parts)
 
 
 def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:

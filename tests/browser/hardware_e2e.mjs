@@ -1,9 +1,11 @@
 // The Hardware tab in a real browser, saved and live, on a GPU trace's report:
 //
 //   1. the notebook's first cell holds the report's saved output (no explorer, as a notebook
-//      reopened without its kernel): its Hardware tab shows the launches and the copies;
+//      reopened without its kernel): its Hardware tab shows the launches, the copies and the
+//      roofline scatter (a point per operator, what it is on hover); its Kernels tab the
+//      launching operator's achieved FLOP/s and bound, with what they are on the headers;
 //   2. the second cell loads the same trace with the kernel: the ipywidgets explorer's Hardware
-//      tab shows the same launch count.
+//      tab shows the same launch count and the scatter's points.
 //
 // The Python test compares what both show with the report's own tables.
 import {
@@ -45,7 +47,24 @@ await runScenario(result, async () => {
   await copies.scrollIntoViewIfNeeded();
   result.copiesHeader = (await copies.locator('thead th').allInnerTexts()).map(t => t.trim());
   result.copies = (await copies.locator('tbody tr').first().locator('td').allInnerTexts()).map(t => t.trim());
+  const scatter = panel.locator('.nbp-hw-section[data-section="roofline"] .nbp-chartbox[data-chart="roofline"]');
+  await scatter.scrollIntoViewIfNeeded();
+  const points = scatter.locator('.nbp-point');
+  result.points = await points.evaluateAll(els => els.map(e => e.getAttribute('data-operator')));
+  await points.first().locator('circle').hover({ force: true });
+  const tip = scatter.locator('.nbp-chart-tip');
+  await tip.waitFor({ state: 'visible', timeout: 10000 });
+  result.tip = (await tip.locator('div').allInnerTexts()).map(t => t.trim());
   await shot('hardware_saved.png', panel);
+
+  const kernelsTab = renderer.locator('[role="tab"][data-tab="Kernels"]');
+  await kernelsTab.click();
+  const kernels = renderer.locator('.nbp-panel[data-tab="Kernels"] table.nbp-kernel-table');
+  await kernels.waitFor({ state: 'visible', timeout: 10000 });
+  result.kernelHeader = (await kernels.locator('thead th').allInnerTexts()).map(t => t.trim());
+  result.kernelHelp = await kernels.locator('thead button[data-column="achieved_flops_per_s"]').getAttribute('title');
+  result.kernelRow = (await kernels.locator('tbody tr').first().locator('td').allInnerTexts()).map(t => t.trim());
+  step('saved Kernels tab open');
 
   let live = await activate(1);
   await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-cell'));
@@ -59,6 +78,9 @@ await runScenario(result, async () => {
   const launches = livePanel.locator('table.nbp-hw-launches td').first();
   await launches.waitFor({ timeout: 60000 });
   result.liveLaunches = (await launches.innerText()).trim();
+  const livePoints = livePanel.locator('.nbp-chartbox[data-chart="roofline"] .nbp-point');
+  await livePoints.first().waitFor({ state: 'attached', timeout: 60000 });
+  result.livePoints = await livePoints.evaluateAll(els => els.map(e => e.getAttribute('data-operator')));
   step('live explorer Hardware tab open');
   await shot('hardware_live.png', livePanel);
 });

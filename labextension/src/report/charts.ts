@@ -4,12 +4,14 @@
  *
  * Hovering a step shows its values with their units; dragging across steps
  * zooms on them, and "Reset zoom" shows them all again. A legend names every
- * kind of mark, the shaded wait/warmup/active steps included. Colours are CSS
- * classes (style/charts.css) that read the theme's variables. Every label is
- * set as text (dom.ts): category names come from traces.
+ * kind of mark, the shaded wait/warmup/active steps included. A scatter (the
+ * roofline) puts named points on log-log axes under the device's roofs; hovering
+ * a point shows what it is. Colours are CSS classes (style/charts.css) that read
+ * the theme's variables. Every label is set as text (dom.ts): category and
+ * operator names come from traces.
  */
 import { clear, h, s } from './dom';
-import { byteAxisUnit, formatBytes, formatShare, formatUs, niceTicks, timeAxisUnit } from './format';
+import { byteAxisUnit, formatBytes, formatShare, formatSi, formatUs, niceTicks, timeAxisUnit } from './format';
 
 export interface IChartSeries {
   key: string;
@@ -20,6 +22,21 @@ export interface IChartSeries {
   values: (number | null)[];
 }
 
+/** A scatter point: its name (from a trace), the dtype it ran at and what bounds it. */
+export interface IScatterPoint {
+  label: string;
+  dtype: string | null;
+  bound: string;
+}
+
+/** A device's roof for one dtype: the memory-bandwidth slope up to the ridge (FLOPs per byte), then the peak. */
+export interface IRoof {
+  dtype: string;
+  peak_flops_per_s: number;
+  bytes_per_s: number;
+  ridge: number;
+}
+
 export interface IChartPanel {
   title: string | null;
   x: (number | string)[];
@@ -27,16 +44,28 @@ export interface IChartPanel {
   series: IChartSeries[];
   phases: { phase: string; start: number; end: number }[];
   markers: { at: number; label: string }[];
+  /** A scatter's points, one per x value. */
+  points?: IScatterPoint[];
+  /** A scatter's roofs. */
+  roofs?: IRoof[];
 }
 
-/** A chart spec, version 1 (see nbprofiler/render/charts.py). */
+/** A value axis: a log one (a scatter's) spans `domain`, two powers of ten. */
+export interface IChartAxis {
+  label: string;
+  unit: string;
+  scale?: 'log' | string;
+  domain?: [number, number];
+}
+
+/** A chart spec, version 1 or 2 (2 added "scatter"; see nbprofiler/render/charts.py). */
 export interface IChartSpec {
   version: number;
   name: string;
-  kind: 'bars' | 'lines' | 'timeline' | 'hbars' | string;
+  kind: 'bars' | 'lines' | 'timeline' | 'hbars' | 'scatter' | string;
   title: string;
-  x: { label: string; unit: 'step' | 'us' | 'category' | string };
-  y: { label: string; unit: 'us' | 'bytes' | string };
+  x: IChartAxis;
+  y: IChartAxis;
   layout: 'rows' | 'columns' | string;
   shared_y: boolean;
   panels: IChartPanel[];
@@ -47,6 +76,9 @@ const M = { left: 64, right: 16, top: 22, bottom: 40 };
 const PLOT_H = 170;
 const HBAR_ROW = 22;
 const HBAR_LEFT = 150;
+const SCATTER_H = 260;
+const SCATTER_RIGHT = 150;
+const POINT_LABEL_CHARS = 24;
 const MAX_X_LABELS = 16;
 const MAX_POINTS = 80;
 const MAX_HOVERS = 240;
@@ -126,8 +158,37 @@ function text(x: number, y: number, content: string, anchor = 'start', cls?: str
   return s('text', { x: x.toFixed(1), y: y.toFixed(1), 'text-anchor': anchor, class: cls ?? null }, content);
 }
 
-/** One entry per kind of mark: each series once, each shaded phase, the step markers. */
-export function legendEntries(spec: IChartSpec): { kind: 'series' | 'phase' | 'marker'; label: string; color: string; dash: string; series?: IChartSeries[] }[] {
+/** A scatter point's hover lines under its name (Python's `chart_svg.point_hover` writes the same). */
+export function scatterHover(point: IScatterPoint, x: number, y: number): string[] {
+  return [`dtype: ${point.dtype ?? 'unknown'}`, `intensity: ${formatSi(x, 'FLOP/byte')}`, `achieved: ${formatSi(y, 'FLOP/s')}`, `bound: ${point.bound}`];
+}
+
+/** What a roof line is (Python's `chart_svg.roof_text`). */
+export function roofText(roof: IRoof): string {
+  return `${roof.dtype} roof: memory bandwidth ${formatBytes(roof.bytes_per_s)}/s up to the ridge at ${formatSi(roof.ridge, 'FLOP/byte')}, then the ${roof.dtype} peak ${formatSi(roof.peak_flops_per_s, 'FLOP/s')}`;
+}
+
+/** A log axis over two powers of ten: where a value lies (0 to 1), and a tick per decade. */
+class LogAxis {
+  readonly low: number;
+  readonly high: number;
+  readonly ticks: number[] = [];
+
+  constructor(domain: [number, number]) {
+    this.low = Math.log10(domain[0]);
+    this.high = Math.log10(domain[1]);
+    for (let k = Math.round(this.low); k <= Math.round(this.high); k++) {
+      this.ticks.push(Math.pow(10, k));
+    }
+  }
+
+  frac(v: number): number {
+    return (Math.log10(v) - this.low) / (this.high - this.low || 1);
+  }
+}
+
+/** One entry per kind of mark: each series once, each shaded phase, the step markers, the roofs. */
+export function legendEntries(spec: IChartSpec): { kind: 'series' | 'phase' | 'marker' | 'roof'; label: string; color: string; dash: string; series?: IChartSeries[] }[] {
   const seen = new Map<string, { kind: 'series'; label: string; color: string; dash: string; series: IChartSeries[] }>();
   for (const p of spec.panels) {
     for (const ser of p.series) {
@@ -145,6 +206,9 @@ export function legendEntries(spec: IChartSpec): { kind: 'series' | 'phase' | 'm
   }
   if (spec.panels.some(p => p.markers.length)) {
     out.push({ kind: 'marker', label: 'step start', color: '', dash: 'dotted' });
+  }
+  if (spec.panels.some(p => p.roofs?.length)) {
+    out.push({ kind: 'roof', label: 'roof (memory bandwidth, then peak)', color: 'other', dash: 'dashed' });
   }
   return out;
 }
@@ -167,7 +231,7 @@ class Chart {
   private selection: SVGRectElement | null = null;
 
   constructor(private readonly spec: IChartSpec) {
-    const zoomable = spec.kind !== 'hbars';
+    const zoomable = spec.kind !== 'hbars' && spec.kind !== 'scatter';
     this.reset = h('button', { class: 'nbp-chart-reset', type: 'button', hidden: true }, 'Reset zoom');
     this.reset.addEventListener('click', () => this.zoom(null));
     this.svg = s('svg', { class: 'nbp-chart', role: 'img', 'aria-label': spec.title, preserveAspectRatio: 'xMinYMin meet' });
@@ -201,7 +265,8 @@ class Chart {
     clear(this.svg);
     this.svg.appendChild(s('title', null, this.spec.title));
     this.hideTip();
-    const H = this.spec.kind === 'hbars' ? this.drawHbars() : this.drawPanels();
+    const kind = this.spec.kind;
+    const H = kind === 'hbars' ? this.drawHbars() : kind === 'scatter' ? this.drawScatter() : this.drawPanels();
     this.svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
   }
 
@@ -262,6 +327,71 @@ class Chart {
     });
     this.svg.appendChild(bars);
     return top + height + M.bottom;
+  }
+
+  /** Named points on log-log axes under each roof (the bandwidth slope up to the ridge, then the flat peak);
+   * hovering a point shows its name, dtype, intensity, FLOP/s and what bounds it. */
+  private drawScatter(): number {
+    const spec = this.spec;
+    const panel = spec.panels[0];
+    const xa = new LogAxis(spec.x.domain ?? [1, 10]);
+    const ya = new LogAxis(spec.y.domain ?? [1, 10]);
+    const left = M.left + 10;
+    const width = W - left - SCATTER_RIGHT;
+    const top = M.top;
+    const bottom = top + SCATTER_H;
+    const at = (x: number, y: number): [number, number] => [left + xa.frac(x) * width, bottom - ya.frac(y) * SCATTER_H];
+    const [xLow, xHigh, yLow] = [Math.pow(10, xa.low), Math.pow(10, xa.high), Math.pow(10, ya.low)];
+    const g = s('g', { class: 'nbp-axis' });
+    for (const t of ya.ticks) {
+      const y = at(xLow, t)[1];
+      g.appendChild(s('line', { class: 'nbp-grid', x1: left, x2: left + width, y1: y, y2: y }));
+      g.appendChild(text(left - 5, y + 4, formatSi(t, '').trim(), 'end'));
+    }
+    for (const t of xa.ticks) {
+      const x = at(t, yLow)[0];
+      g.appendChild(s('line', { class: 'nbp-grid', x1: x, x2: x, y1: top, y2: bottom }));
+      g.appendChild(text(x, bottom + 14, String(t), 'middle', 'nbp-tick'));
+    }
+    const mid = top + SCATTER_H / 2;
+    const yTitle = text(left - 52, mid, `${spec.y.label} (FLOP/s)`, 'middle', 'nbp-axis-title');
+    yTitle.setAttribute('transform', `rotate(-90 ${left - 52} ${mid})`);
+    g.append(yTitle, text(left + width / 2, bottom + 32, `${spec.x.label} (FLOP/byte)`, 'middle', 'nbp-axis-title'));
+    this.svg.appendChild(g);
+    const roofs = s('g', { class: 'nbp-roofs' });
+    for (const roof of panel.roofs ?? []) {
+      const start = Math.max(xLow, yLow / roof.bytes_per_s);
+      const corners = [at(start, start * roof.bytes_per_s), at(roof.ridge, roof.peak_flops_per_s), at(xHigh, roof.peak_flops_per_s)];
+      const d = corners.map(([x, y], i) => `${i ? 'L' : 'M'}${x.toFixed(1)} ${y.toFixed(1)}`).join('');
+      roofs.appendChild(
+        s('path', { class: 'nbp-roof nbp-s-other', 'data-roof': roof.dtype, d, fill: 'none', 'stroke-width': 2, 'stroke-dasharray': DASHES.dashed }, s('title', null, roofText(roof)))
+      );
+      roofs.appendChild(text(corners[2][0] + 4, corners[2][1] + 4, `${roof.dtype} ${formatSi(roof.peak_flops_per_s, 'FLOP/s')}`, 'start', 'nbp-muted'));
+    }
+    this.svg.appendChild(roofs);
+    const points = s('g', { class: 'nbp-points' });
+    for (const ser of panel.series) {
+      ser.values.forEach((v, i) => {
+        const point = panel.points?.[i];
+        const xv = panel.x[i];
+        if (v === null || !Number.isFinite(v) || !point || typeof xv !== 'number') {
+          return;
+        }
+        const [x, y] = at(xv, v);
+        const hover = scatterHover(point, xv, v);
+        const name = point.label.length > POINT_LABEL_CHARS ? `${point.label.slice(0, POINT_LABEL_CHARS - 1)}…` : point.label;
+        const mark = s(
+          'g',
+          { class: 'nbp-point', 'data-operator': point.label, 'data-bound': point.bound },
+          s('circle', { class: `nbp-f-${ser.color}`, cx: x, cy: y, r: 4 }, s('title', null, [point.label, ...hover].join(' · '))),
+          text(x + 6, y - 5, name)
+        );
+        mark.addEventListener('mouseover', ev => this.showTip(ev as MouseEvent, point.label, hover));
+        points.appendChild(mark);
+      });
+    }
+    this.svg.appendChild(points);
+    return bottom + M.bottom;
   }
 
   /** Transparent columns over each point: hover shows its values, a drag from one to another zooms. */
@@ -357,9 +487,9 @@ class Chart {
           swatch = h('span', { class: `nbp-swatch nbp-phase-swatch nbp-phase-${entry.color}` });
         } else if (entry.kind === 'marker') {
           swatch = h('span', { class: 'nbp-swatch nbp-marker-swatch' });
-        } else if (line) {
+        } else if (line || entry.kind === 'roof') {
           swatch = h('span', { class: `nbp-swatch nbp-line-swatch nbp-s-${entry.color} nbp-dash-${entry.dash}` });
-          const values = entry.series!.flatMap(ser => finite(ser.values));
+          const values = (entry.series ?? []).flatMap(ser => finite(ser.values));
           extra = values.length ? `max ${formatValue(spec.y.unit, Math.max(...values))}` : '';
         } else {
           swatch = h('span', { class: `nbp-swatch nbp-f-${entry.color}` });

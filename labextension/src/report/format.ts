@@ -126,3 +126,13 @@ export function byteAxisUnit(maxBytes: number): { label: string; scale: number }
   }
   return { label: BYTE_UNITS[i], scale };
 }
+
+/** A large count in SI prefixes (1.28 TFLOP, 30.7 TFLOP/s), as Python's `format.fmt_si`. */
+export function formatSi(value: number, unit: string): string {
+  for (const [scale, prefix] of [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']] as [number, string][]) {
+    if (Math.abs(value) >= scale) {
+      return `${Number((value / scale).toPrecision(3))} ${prefix}${unit}`;
+    }
+  }
+  return `${Number(value.toPrecision(3))} ${unit}`;
+}

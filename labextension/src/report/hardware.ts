@@ -7,8 +7,9 @@
  * values with the unit each column reads in (`units`), formatted here as the
  * Python views format them. Names come from traces: text only (dom.ts).
  */
+import { IChartSpec, renderChart } from './charts';
 import { h } from './dom';
-import { formatBytes, formatCount, formatShare, formatUs } from './format';
+import { formatBytes, formatCount, formatShare, formatSi, formatUs } from './format';
 import { Cell } from './types';
 
 /** One table of the view (`key`: "queues", "stream_idle", "overlap", "copies", "roofline", "collectives"). */
@@ -20,6 +21,8 @@ export interface IHardwareSection {
   labels: string[];
   units: string[];
   rows: Cell[][];
+  /** The chart (a name in the payload's `charts`) drawn at the section's top, or null. */
+  chart: string | null;
 }
 
 export interface IHardware {
@@ -73,20 +76,11 @@ export function parseHardware(value: unknown): IHardware | null {
         columns,
         labels: columns.map((c, i) => strs(s.labels)[i] ?? c),
         units: columns.map((_, i) => strs(s.units)[i] ?? 'text'),
+        chart: typeof s.chart === 'string' ? s.chart : null,
         rows: (Array.isArray(s.rows) ? s.rows.filter(Array.isArray) : []).map(r => columns.map((_, i) => cell(r[i])))
       };
     })
   };
-}
-
-/** A large count in SI prefixes (1.28 TFLOP, 30.7 TFLOP/s), as Python's `hardware.si`. */
-export function formatSi(value: number, unit: string): string {
-  for (const [scale, prefix] of [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']] as [number, string][]) {
-    if (Math.abs(value) >= scale) {
-      return `${Number((value / scale).toPrecision(3))} ${prefix}${unit}`;
-    }
-  }
-  return `${Number(value.toPrecision(3))} ${unit}`;
 }
 
 /** One table value in its column's unit (Python's `hardware.cell_text`). */
@@ -126,13 +120,15 @@ function facts(list: [string, string][], cls: string): HTMLElement {
   );
 }
 
-function sectionTable(s: IHardwareSection): HTMLElement {
+function sectionTable(s: IHardwareSection, charts: { [name: string]: unknown }): HTMLElement {
   const numeric = s.units.map(u => u !== 'text');
+  const chart = s.chart ? (charts[s.chart] as IChartSpec | undefined) : undefined;
   return h(
     'div',
     { class: 'nbp-hw-section', 'data-section': s.key },
     h('h4', { class: 'nbp-h' }, s.title),
     h('p', { class: 'nbp-explain' }, s.how),
+    chart ? renderChart(chart) : null,
     h(
       'div',
       { class: 'nbp-table-wrap' },
@@ -152,8 +148,8 @@ function sectionTable(s: IHardwareSection): HTMLElement {
   );
 }
 
-/** The Hardware tab's panel. */
-export function hardwarePanel(hw: IHardware): HTMLElement {
+/** The Hardware tab's panel; `charts` are the payload's chart specs, where a section finds its chart. */
+export function hardwarePanel(hw: IHardware, charts: { [name: string]: unknown } = {}): HTMLElement {
   const out = h('div', { class: 'nbp-hardware' });
   if (hw.how) {
     out.appendChild(h('p', { class: 'nbp-explain' }, hw.how));
@@ -170,7 +166,7 @@ export function hardwarePanel(hw: IHardware): HTMLElement {
   }
   for (const s of hw.sections) {
     if (s.rows.length) {
-      out.appendChild(sectionTable(s));
+      out.appendChild(sectionTable(s, charts));
     }
   }
   return out;

@@ -7,7 +7,7 @@
  * Every value is set as text (dom.ts): names come from traces.
  */
 import { clear, h } from './dom';
-import { formatBytes, formatCount, formatMs, formatShare, formatUs } from './format';
+import { formatBytes, formatCount, formatMs, formatShare, formatSi, formatUs } from './format';
 import { Cell, ITable } from './types';
 
 export type SortDir = 'ascending' | 'descending';
@@ -48,6 +48,8 @@ const COLUMN_LABELS: { [name: string]: string } = {
   mean_occupancy: 'Occupancy',
   mean_blocks_per_sm: 'Blocks per SM',
   tensor_cores: 'Tensor cores',
+  achieved_flops_per_s: 'Achieved FLOP/s',
+  bound: 'Bound',
   operator: 'Launched by',
   // Cell lines and modules.
   line: 'Line',
@@ -94,6 +96,9 @@ export function formatCell(column: string, value: Cell): string {
   }
   if (column.endsWith('_bytes')) {
     return formatBytes(value);
+  }
+  if (column.endsWith('flops_per_s')) {
+    return formatSi(value, 'FLOP/s');
   }
   if (column === 'calls' || column === 'step' || Number.isInteger(value)) {
     return formatCount(value);
@@ -167,6 +172,8 @@ export interface ITableOptions {
   columns: string[];
   /** Column labels that differ from `columnLabel`'s. */
   labels?: { [column: string]: string };
+  /** What a column's figure is where its label cannot say: the header's hover text (the payload's `help`). */
+  help?: { [column: string]: string };
   /** Columns whose long values wrap instead of being cut. */
   wrap?: string[];
   pageSize: number;
@@ -209,7 +216,7 @@ export class DataTable {
     this.head = h('tr');
     for (const column of options.columns) {
       const i = table.columns.indexOf(column);
-      const button = h('button', { type: 'button', class: 'nbp-sort', 'data-column': column },
+      const button = h('button', { type: 'button', class: 'nbp-sort', 'data-column': column, title: options.help?.[column] ?? null },
         options.labels?.[column] ?? columnLabel(column));
       button.addEventListener('click', () => this.sortBy(column));
       this.head.appendChild(

@@ -97,6 +97,11 @@ export interface ICappedTable extends ITable {
   total: number;
 }
 
+/** The kernels: `help` says, per column, what a figure is where its label cannot (the launching operator's FLOP/s). */
+export interface IKernelTable extends ICappedTable {
+  help: { [column: string]: string };
+}
+
 /** A table the run may not have recorded; `why` then says, in words, why and how to get it. */
 export interface IOptionalTable extends ICappedTable {
   why: string | null;
@@ -130,8 +135,9 @@ export interface IReport {
   charts: { [name: string]: unknown };
   /** The Timeline tab's events (Python's `timeline_payload`), or null: none recorded, or saved before it existed. */
   timeline: unknown;
-  /** Kernels by total time: full names, category, occupancy, blocks per SM, tensor cores, launching operator. */
-  kernels: ICappedTable;
+  /** Kernels by total time: full names, category, occupancy, blocks per SM, tensor cores, launch delay, the
+   * launching FLOP operator's achieved FLOP/s and bound, launching operator. */
+  kernels: IKernelTable;
   /** Every line of the cell: `line, source, host_us, device_us`. */
   lines: IOptionalTable;
   /** The module tree in call order: `module, parent, type, depth, calls` and forward/backward times. */
@@ -215,6 +221,14 @@ function cappedTable(value: unknown, what: string): ICappedTable {
 
 function optionalTable(value: unknown, what: string): IOptionalTable {
   return { ...cappedTable(value, what), why: isObject(value) ? optStr(value.why) : null };
+}
+
+function kernelTable(value: unknown): IKernelTable {
+  const help = isObject(value) && isObject(value.help) ? value.help : {};
+  return {
+    ...cappedTable(value, 'kernels'),
+    help: Object.fromEntries(Object.entries(help).filter((e): e is [string, string] => typeof e[1] === 'string'))
+  };
 }
 
 function savedFrom(value: unknown): ISavedFrom | null {
@@ -315,7 +329,7 @@ export function parseReport(data: unknown): IReport {
     })),
     charts: isObject(data.charts) ? data.charts : {},
     timeline: isObject(data.timeline) ? data.timeline : null,
-    kernels: cappedTable(data.kernels, 'kernels'),
+    kernels: kernelTable(data.kernels),
     lines: optionalTable(data.lines, 'lines'),
     modules: optionalTable(data.modules, 'modules'),
     savedFrom: savedFrom(data.saved_from),

@@ -238,7 +238,7 @@ export class ReportView {
       Overview: () => this.buildOverview(),
       Operators: () => this.buildOperators(),
       Kernels: () => this.buildKernels(),
-      Hardware: () => hardwarePanel(r.hardware!),
+      Hardware: () => hardwarePanel(r.hardware!, r.charts),
       Memory: () => this.buildMemory(),
       'Cell lines': () => linesPanel(r.lines, this.deviceTime),
       Modules: () => modulesPanel(r.modules, this.deviceTime),
@@ -516,7 +516,7 @@ export class ReportView {
     const out = h('div', { class: 'nbp-kernels' });
     out.appendChild(
       explain(
-        'Every device kernel of the profiled steps by total time, with its category, achieved occupancy, blocks per SM, whether it used tensor cores and the operator that launched it. Click a row for all its figures.'
+        'Every device kernel of the profiled steps by total time, with its category, achieved occupancy, blocks per SM, whether it used tensor cores, the operator that launched it, and that FLOP operator’s achieved FLOP/s and what bounds it (a kernel has no FLOP count of its own; hover a header for more). Click a row for all its figures.'
       )
     );
     const spec = this.report.charts.kernels;
@@ -537,6 +537,7 @@ export class ReportView {
       noun: 'kernels',
       columns: k.columns,
       labels: { name: 'Kernel' },
+      help: k.help,
       wrap: ['name', 'operator'],
       pageSize: this.options.pageSize ?? 50,
       details: row =>
