@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -106,8 +107,8 @@ def test_cpu_peak_estimate_from_cpuinfo():
 def _model_step() -> tuple[nn.Module, torch.Tensor, torch.optim.Optimizer]:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(512, 64))
-    # The input takes a gradient so the convolution's backward computes both gradients, as the
-    # count assumes (the trace does not record which ones a first layer skips).
+    # The input takes a gradient, so the convolution's backward computes both gradients (a first
+    # layer's backward without the input's: test_a_first_layer_counts_only_the_gradients_...).
     return model, torch.randn(4, 3, 16, 16, requires_grad=True), torch.optim.SGD(model.parameters(), lr=0.01)
 
 
@@ -192,3 +193,67 @@ def test_unknown_device_gives_flops_but_no_mfu():
     assert summary["steps"] == 1
     assert summary["flops_per_step"] == 2 * (2 * 5 * 128 * 128)
     assert summary["mfu"] is None
+
+
+# -- Concrete Inputs: stride, padding and dilation, and which gradients a backward computed ----------
+def _conv(name: str, dims: list, concrete: list[str], ts: float, dur: float = 5) -> dict:
+    return op(name, dims, dur=dur, ts=ts, **{"Concrete Inputs": concrete})
+
+
+def test_inference_convolutions_are_sized_from_their_arguments():
+    """Without an autograd node, a convolution's output comes from its recorded stride, padding and
+    dilation; text padding ("same") is read from the op inside it; a transposed one stays unknown."""
+    x, w, b = [2, 3, 32, 32], [8, 3, 3, 3], [8]
+    events = [
+        # conv2d(stride 2, padding 1): 16x16 out
+        _conv("aten::conv2d", [x, w, b, [], [], [], []], ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"], 100),
+        # padding="same" with dilation 2: conv2d writes "", the aten::convolution inside has [2, 2]
+        _conv("aten::conv2d", [x, w, b, [], [], [], []], ["", "", "", "[1, 1]", "", "[2, 2]", "1"], 200, 20),
+        _conv("aten::convolution", [x, w, b, [], [], [], [], [], []],
+              ["", "", "", "[1, 1]", "[2, 2]", "[2, 2]", "False", "[0, 0]", "1"], 202, 10),
+        # conv1d stride 3 on 20 samples, kernel 5: 6 outputs
+        _conv("aten::conv1d", [[2, 3, 20], [8, 3, 5], [8], [], [], [], []],
+              ["", "", "", "[3]", "[0]", "[1]", "1"], 300),
+        # a transposed convolution's output is no forward formula's
+        _conv("aten::convolution", [x, w, b, [], [], [], [], [], []],
+              ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "True", "[0, 0]", "1"], 400),
+    ]
+    calls = flop_calls(OperatorTree(parse_trace(json.dumps({"traceEvents": events}).encode(), source="hand")))
+    assert list(calls["flops"][:3]) == [conv_flop_count(x, w, [2, 8, 16, 16]), conv_flop_count(x, w, [2, 8, 32, 32]),
+                                        conv_flop_count([2, 3, 20], [8, 3, 5], [2, 8, 6])]
+    assert list(calls["source"]) == ["shapes", "shapes", "shapes", "unknown"]
+
+
+def _count_and_profile(step: Callable[[], None]) -> tuple[int, float]:
+    """torch's FlopCounterMode count of one ``step``, and the profiled FLOPs per step of three."""
+    with FlopCounterMode(display=False) as counter:
+        step()
+    with nbprofiler.profile(shapes=True, wait=0, warmup=0, active=3, history=False, step_on="manual") as run:
+        for _ in range(3):
+            step()
+            nbprofiler.step()
+    return counter.get_total_flops(), run.report.summary["flops_per_step"]
+
+
+def test_live_inference_flops_match_torch_flop_counter(one_torch_thread):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.Conv2d(8, 8, 3, padding="same", dilation=2), nn.Flatten(), nn.Linear(512, 10)).eval()
+    x = torch.randn(4, 3, 16, 16)
+
+    def infer() -> None:
+        with torch.no_grad():
+            model(x)
+
+    expected, profiled = _count_and_profile(infer)
+    assert profiled == expected
+
+
+def test_a_first_layer_counts_only_the_gradients_its_backward_computed(one_torch_thread):
+    """The input needs no gradient: the first convolution's backward computes the weight's alone,
+    which its ``output_mask`` records."""
+    model, _, opt = _model_step()
+    x = torch.randn(4, 3, 16, 16)  # no requires_grad
+
+    expected, profiled = _count_and_profile(lambda: _train_step(model, x, opt))
+    assert profiled == expected

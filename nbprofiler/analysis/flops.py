@@ -13,18 +13,20 @@ the figures can be checked against it.
 
 Shapes. Each call's input shapes and dtypes are the raw JSON of ``--shapes``
 (``table.input_dims`` / ``input_types``), parsed once per distinct (name, shapes, dtypes).
-A convolution's output size is not among its inputs, and stride and padding are not
-recorded either, so it is read from the autograd node its forward created: the node
-(``ConvolutionBackward0``, ``CudnnConvolutionBackward``...) has the forward's
-``Sequence number`` and its one input is ``grad_output`` [N, K, Ho, Wo]. A convolution
-with no such node (inference, ``no_grad``) has unknown FLOPs: no stride is assumed.
-(``Concrete Inputs``, which would give stride and padding, are not kept by the parser.)
-A convolution's backward computes the input and the weight gradient, each the
-forward's FLOPs; where the trace shows which one ran (``..._backward_input`` /
-``..._backward_weight`` children, old cuDNN traces) only those count, otherwise both
-do: the first layer of a network, whose input needs no gradient, is then over-counted
-by one forward of that layer (``output_mask`` is not in the shapes). Transposed
-convolutions are not counted.
+A convolution's output size is not among its inputs. It is read from the autograd node
+its forward created: the node (``ConvolutionBackward0``, ``CudnnConvolutionBackward``...)
+has the forward's ``Sequence number`` and its one input is ``grad_output`` [N, K, Ho, Wo].
+Without such a node (inference, ``no_grad``) it is computed from the input and weight
+shapes and the stride, padding and dilation that newer traces record as ``Concrete
+Inputs`` (torch 2.1 and later), taken from whichever op of the convolution's chain has
+them all (``padding="same"`` is written as text at ``aten::conv2d`` but as numbers at
+the ``aten::convolution`` inside it). Where neither exists the FLOPs are unknown: no
+stride is assumed. A convolution's backward computes the input and the weight
+gradient, each the forward's FLOPs; which ones ran comes from its ``output_mask``
+(``Concrete Inputs``) or from ``..._backward_input`` / ``..._backward_weight`` children
+(old cuDNN traces); where neither shows, both count, and the first layer of a network,
+whose input needs no gradient, is over-counted by one forward of that layer.
+Transposed convolutions are not counted.
 
 Bytes: the tensor inputs' and the output's sizes from shapes and dtypes, what the
 roofline divides by (``analysis.roofline``).
@@ -35,7 +37,8 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -68,6 +71,14 @@ _SDPA = re.compile(r"^aten::(scaled_dot_product_attention|_scaled_dot_product_(f
 _SDPA_BACKWARD = re.compile(r"^aten::_scaled_dot_product_\w*attention\w*_backward$")
 # The autograd node a forward convolution creates; its one input is grad_output.
 _CONV_NODE = re.compile(r"^\w*Conv\w*Backward\d*$")
+# Booleans as torch writes them inside ``Concrete Inputs`` ("[False, True, True]").
+_PYTHON_BOOL = re.compile(r"\b(True|False)\b")
+# Positions in a forward convolution's ``Concrete Inputs`` of (stride, padding, dilation,
+# transposed flag or None), as each op's schema orders its arguments.
+_CONV_ARGS = {"aten::conv1d": (3, 4, 5, None), "aten::conv2d": (3, 4, 5, None), "aten::conv3d": (3, 4, 5, None),
+              "aten::convolution": (3, 4, 5, 6), "aten::_convolution": (3, 4, 5, 6),
+              "aten::cudnn_convolution": (3, 2, 4, None), "aten::mkldnn_convolution": (4, 3, 5, None),
+              "aten::miopen_convolution": (4, 3, 5, None)}
 _GRAD_CHILD = re.compile(r"_backward_(input|weight)$")
 
 # Input type names (``dtypes.type_name``: "float", "half"...) of the dtypes a device has a peak for.
@@ -83,7 +94,7 @@ class _Shapes:
     dtype: str | None
 
 
-def _prod(dims: list[int]) -> float:
+def _prod(dims: Sequence[int]) -> float:
     return float(math.prod(dims))
 
 
@@ -96,7 +107,7 @@ def _matmul(a: list[int], b: list[int]) -> tuple[float, float]:
     return 2.0 * _prod(list(batch)) * m * k * n, _prod(list(batch)) * m * n
 
 
-def _estimate(name: str, dims: list[Any], grad_out: list[int] | None,
+def _estimate(name: str, dims: list[Any], grad_out: Sequence[int] | None,
               grads: tuple[bool, bool]) -> tuple[float, float]:
     """FLOPs and output elements of one call from its input shapes (NaN: not known)."""
     if name in _MM:
@@ -124,15 +135,16 @@ def _estimate(name: str, dims: list[Any], grad_out: list[int] | None,
     return math.nan, math.nan
 
 
-def _parse(name: str, dims_raw: bytes | None, types_raw: bytes | None, grad_out_raw: bytes | None,
-           grads: tuple[bool, bool]) -> _Shapes:
+def _parse(name: str, dims_raw: bytes | None, types_raw: bytes | None, grad_out: tuple[int, ...] | None,
+           grads: tuple[bool, bool], concrete_raw: bytes | None) -> _Shapes:
     """Parse one distinct call; malformed or missing shapes give NaN, never an exception."""
     try:
         dims = json.loads(dims_raw) if dims_raw else []
         types = [type_name(str(t)) for t in json.loads(types_raw)] if types_raw else [""] * len(dims)
-        grad_out = json.loads(grad_out_raw)[0] if grad_out_raw else None
     except (ValueError, IndexError, TypeError):
         return _Shapes(math.nan, math.nan, None)
+    if name in _CONV_BACKWARD:
+        grads = _output_mask(concrete_raw) or grads
     tensors = [i for i, d in enumerate(dims) if isinstance(d, list) and d and i < len(types)]
     dtype = _DTYPES.get(types[tensors[0]]) if tensors else None
     try:
@@ -143,6 +155,63 @@ def _parse(name: str, dims_raw: bytes | None, types_raw: bytes | None, grad_out_
     moved = sum(_prod(dims[i]) * b for i, b in zip(tensors, item))
     moved += out_elems * (item[0] if item else math.nan)
     return _Shapes(flops, moved, dtype)
+
+
+def _concrete(raw: bytes | None) -> list[Any]:
+    """A call's ``Concrete Inputs``, each argument's value parsed ("[2, 2]" -> [2, 2], "1" -> 1,
+    "[False, True, True]" -> [False, True, True]); None for what is not JSON (tensors' "",
+    strings like "same")."""
+    out: list[Any] = []
+    for text in json.loads(raw) if raw else []:
+        text = _PYTHON_BOOL.sub(lambda m: m.group(0).lower(), text) if isinstance(text, str) else text
+        try:
+            out.append(json.loads(text))
+        except (ValueError, TypeError):
+            out.append(None)
+    return out
+
+
+def _output_mask(raw: bytes | None) -> tuple[bool, bool] | None:
+    """Which gradients a convolution's backward computed (input, weight), from the
+    ``output_mask`` its ``Concrete Inputs`` end with; None where it is not recorded."""
+    try:
+        mask = _concrete(raw)[-1]
+    except (ValueError, IndexError, TypeError):
+        return None
+    if isinstance(mask, list) and len(mask) == 3 and all(isinstance(m, bool) for m in mask):
+        return bool(mask[0]), bool(mask[1])
+    return None
+
+
+def _conv_output(name: str, dims_raw: bytes | None, concrete_raw: bytes | None) -> tuple[int, ...] | None:
+    """A forward convolution's output shape [N, K, *spatial], from its input and weight shapes
+    and its stride, padding and dilation (``Concrete Inputs``); None where any is missing,
+    or for a transposed convolution."""
+    positions = _CONV_ARGS.get(name)
+    if positions is None or not dims_raw or not concrete_raw:
+        return None
+    try:
+        dims, args = json.loads(dims_raw), _concrete(concrete_raw)
+        stride, padding, dilation = (args[i] for i in positions[:3])
+        if positions[3] is not None and args[positions[3]] is not False:
+            return None
+        x, w = dims[0], dims[1]
+        spatial = len(w) - 2
+        batch = x[0] if len(x) == len(w) else 1  # an unbatched input has no N
+        size = [(x[-spatial + i] + 2 * _at(padding, i) - _at(dilation, i) * (w[2 + i] - 1) - 1) // _at(stride, i) + 1
+                for i in range(spatial)]
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+    return (int(batch), int(w[0]), *size) if spatial > 0 and min(size) > 0 else None
+
+
+def _at(values: Any, i: int) -> int:
+    """The ``i``-th of a per-dimension argument, given as a list or as one int for all."""
+    value = values[i] if isinstance(values, list) and len(values) > 1 else (
+        values[0] if isinstance(values, list) else values)
+    if type(value) is not int:
+        raise TypeError(f"not an int: {value!r}")
+    return value
 
 
 def _names_matching(names: np.ndarray, test: Any) -> np.ndarray:
@@ -180,11 +249,20 @@ def flop_calls(tree: OperatorTree) -> pd.DataFrame:
     grads = _gradients_computed(t, tree, len(ops))[calls]
     dims = t.input_dims[ops[calls]]
     types = t.input_types[ops[calls]] if t.input_types is not None else np.full(len(calls), None, dtype=object)
-    gout = np.full(len(calls), None, dtype=object)
-    gout[grad_out >= 0] = t.input_dims[grad_out[grad_out >= 0]]
-    key = np.stack([codes[calls], pd.factorize(dims)[0], pd.factorize(types)[0], pd.factorize(gout)[0], grads], 1)
+    concrete = (t.concrete_inputs[ops[calls]] if t.concrete_inputs is not None
+                else np.full(len(calls), None, dtype=object))
+    # The output shape: the autograd node's grad_output, else the chain's own arguments.
+    gout = _conv_outputs_from_args(t, tree, flop_op, top)[calls]
+    node = grad_out >= 0
+    node_dims = t.input_dims[grad_out[node]]
+    codes_of, distinct_dims = pd.factorize(node_dims)
+    shapes = [_first_shape(raw) for raw in distinct_dims]
+    gout[node] = np.array(shapes + [None], dtype=object)[codes_of]
+    key = np.stack([codes[calls], pd.factorize(dims)[0], pd.factorize(types)[0], pd.factorize(gout)[0], grads,
+                    pd.factorize(concrete)[0]], 1)
     distinct, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    parsed = [_parse(str(t.names[row[0]]), dims[i], types[i], gout[i], (bool(row[4] & 1), bool(row[4] & 2)))
+    parsed = [_parse(str(t.names[row[0]]), dims[i], types[i], gout[i], (bool(row[4] & 1), bool(row[4] & 2)),
+                     concrete[i])
               for row, i in zip(distinct.tolist(), first.tolist())]
     inverse = inverse.reshape(-1)
     flops = np.array([p.flops for p in parsed])[inverse]
@@ -239,6 +317,38 @@ def _conv_grad_output(t: EventTable, tree: OperatorTree, flop_op: np.ndarray, to
     out = np.full(n, -1, dtype=np.int64)
     hit = (found >= 0) & (top >= 0)
     np.maximum.at(out, top[hit], found[hit])
+    return out
+
+
+def _first_shape(raw: object) -> tuple[int, ...] | None:
+    """The first input's shape of an autograd node's ``Input Dims`` (its grad_output)."""
+    try:
+        shape = json.loads(raw)[0] if isinstance(raw, (bytes, str)) else None
+    except (ValueError, IndexError, TypeError):
+        return None
+    return tuple(shape) if isinstance(shape, list) and shape else None
+
+
+def _conv_outputs_from_args(t: EventTable, tree: OperatorTree, flop_op: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """Per op position, the output shape of the convolution counted there, computed from the
+    arguments of any op of its chain that records them all (``_conv_output``); None elsewhere."""
+    out = np.full(len(tree.index), None, dtype=object)
+    if t.concrete_inputs is None or t.input_dims is None:
+        return out
+    ops = tree.index
+    conv = np.flatnonzero(flop_op & (top >= 0) & np.isin(t.names, list(_CONV_ARGS))[t.name_code[ops]]
+                          & (t.concrete_inputs[ops] != None))  # noqa: E711 - elementwise on an object array
+    if len(conv) == 0:
+        return out
+    events = ops[conv]
+    key = np.stack([t.name_code[events], pd.factorize(t.input_dims[events])[0],
+                    pd.factorize(t.concrete_inputs[events])[0]], 1)
+    distinct, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    shapes = [_conv_output(str(t.names[row[0]]), t.input_dims[events[i]], t.concrete_inputs[events[i]])
+              for row, i in zip(distinct.tolist(), first.tolist())]
+    found = np.array(shapes + [None], dtype=object)[inverse.reshape(-1)]
+    known = np.array([s is not None for s in found], dtype=bool)
+    out[top[conv[known]]] = found[known]
     return out
 
 

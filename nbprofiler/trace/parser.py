@@ -286,6 +286,7 @@ class _ColumnBuilder:
         # Input shapes and stacks are rare: kept as (row offset, values) only for batches that have any.
         self.dims_parts: list[tuple[int, np.ndarray]] = []
         self.types_parts: list[tuple[int, np.ndarray]] = []
+        self.concrete_parts: list[tuple[int, np.ndarray]] = []
         self.stack_parts: list[tuple[int, np.ndarray]] = []
         self.collective_parts: list[tuple[int, np.ndarray]] = []
         self.comm_dtype_parts: list[tuple[int, np.ndarray]] = []
@@ -363,7 +364,8 @@ class _ColumnBuilder:
             parts.append((self.count, values if ok is None else values[ok]))
 
         for raw, parts in (([a.input_dims for a in args], self.dims_parts),
-                           ([a.input_types for a in args], self.types_parts)):
+                           ([a.input_types for a in args], self.types_parts),
+                           ([a.concrete_inputs for a in args], self.concrete_parts)):
             if any(raw):  # an absent arg is an empty, falsy Raw
                 blobs = list(map(bytes, raw))
                 keep(parts, np.array(list(map(text.setdefault, blobs, blobs)), dtype=object))  # b"" -> None
@@ -468,6 +470,7 @@ class _ColumnBuilder:
             input_types=_sparse(self.types_parts, self.count),
             collective=_sparse(self.collective_parts, self.count),
             comm_dtype=_sparse(self.comm_dtype_parts, self.count),
+            concrete_inputs=_sparse(self.concrete_parts, self.count),
         )
 
 

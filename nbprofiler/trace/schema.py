@@ -52,6 +52,8 @@ class Args(msgspec.Struct, omit_defaults=True):
     # Kept raw: decoded only on demand (shapes, stacks), never for every event.
     input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
     input_types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+    # The values of scalar and list arguments (stride, padding, output_mask...), "" for tensors.
+    concrete_inputs: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Concrete Inputs")
     call_stack: Scalar = msgspec.field(default=None, name="Call stack")
     name: Scalar = None  # metadata events: process_name / thread_name
 

@@ -117,7 +117,9 @@ class EventTable:
     ``input_dims`` and ``call_stack`` hold raw JSON / text only where the
     trace had them (``--shapes`` / 2021-schema stacks), else ``None``; so do
     ``input_types`` (raw JSON: each input's dtype, "Float", "Half"..., with
-    ``--shapes``), ``collective`` and ``comm_dtype`` (a collective's
+    ``--shapes``), ``concrete_inputs`` (raw JSON: the values of scalar and
+    list arguments, "[2, 2]" for a stride, "" for tensors; torch 2.1 and later
+    with ``--shapes``), ``collective`` and ``comm_dtype`` (a collective's
     record_param_comms op: "allreduce", "Float"...).
     """
 
@@ -131,6 +133,7 @@ class EventTable:
     input_types: np.ndarray | None = None
     collective: np.ndarray | None = None
     comm_dtype: np.ndarray | None = None
+    concrete_inputs: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for arr in (self.names, self.kind, self.name_code, *self.columns.values()):
