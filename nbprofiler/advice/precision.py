@@ -98,7 +98,8 @@ def half_precision(cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime, spec
         gain_low=1.0,
         gain_high=max(high, gain),
         code=code,
-        detail=(f"{fp32 / max(dt.utilization, 1e-9):.0%} of kernel time is matmuls and convolutions on fp32 data; "
+        detail=(f"{mix.fp32_simt_share + (mix.fp32_tensor_core_share if bf16 else 0.0):.0%} of kernel time is "
+                "matmuls and convolutions on fp32 data; "
                 f"compute capability {_cc(cc)} runs them in {half} on tensor cores"
                 + ("" if bf16 else ", with loss scaling against fp16's narrow range") + replaced_lines(lines)),
     )
