@@ -172,5 +172,6 @@ def fp8(cc: tuple[int, int], large: pd.DataFrame, dt: M.DeviceTime, spec: Device
         code=fp8_code(model, T.FP8_MIN_SIZE),
         detail=(f"FP8 keeps a scale per tensor and 3 (forward) or 2 (gradients) mantissa bits; torchao converts only "
                 f"the Linear layers of at least {T.FP8_MIN_SIZE:,} features on each side, and the rest stays in "
-                f"{dtype}: compare a few hundred steps' loss with and without it"),
+                f"{dtype}: compare a few hundred steps' loss with and without it. The code installs torchao where it "
+                "is missing; each torchao release supports a range of torch releases (its README lists them)"),
     )
