@@ -74,9 +74,10 @@ def test_loading_the_directory_gives_both_ranks(ddp_dir):
     assert sorted(report.ranks) == [0, 1]
     assert report.table.meta.rank == 0
     for rank, r in report.ranks.items():
-        meta = r.table.meta
+        meta = r.meta
         assert (meta.rank, meta.world_size, meta.backend) == (rank, WORLD, "gloo")
-        assert len(r.trace_steps) == ACTIVE
+        assert len(report.rank(rank).trace_steps) == ACTIVE
+    assert report.rank(0) is report and report.rank(1).table.meta.rank == 1
 
 
 def test_each_rank_counts_its_gloo_allreduce_every_step(ddp_dir):

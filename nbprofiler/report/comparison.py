@@ -21,6 +21,7 @@ from .report import Report, read_only_table
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
+    from .rank_summary import RankSummary
 
 Side = Union[Report, str, "os.PathLike[str]", int]
 
@@ -267,7 +268,8 @@ def _other_cores(report: Report) -> float | None:
     return report.run.other_cores if report.run is not None else None
 
 
-def _avg_ms(report: Report) -> float | None:
+def _avg_ms(report: "Report | RankSummary") -> float | None:
+    """The mean step time in ms, of a report or of a rank's summary (``ranks``)."""
     avg = report.summary.get("avg_step_us")
     return None if avg is None else float(avg) / 1e3
 

@@ -1,17 +1,21 @@
 """``nbprofiler.load``: a Report from trace files, through the same parser as live runs."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import TraceError
-from ..trace.parser import parse_trace
-from ..trace.sources import find_trace_files, read_trace_file
+from ..machine import process_cpus
+from ..trace.sources import find_trace_files
 from ..trace.table import EventTable, Kind
+from .rank_summary import RankSummary, parse_file
 from .report import Report
 from .saved import SUFFIX as SAVED_SUFFIX
 from .saved import read_report
@@ -25,15 +29,22 @@ _LOST_NAME = "unknown"  # what torch's JSON export writes for a name it cannot w
 
 @dataclass
 class _Process:
-    """The traces one process (a worker, as one rank or none) wrote: its latest cycle parsed."""
+    """The traces one process (a worker, as one rank or none) wrote: its latest cycle's summary."""
 
-    latest: Report
+    latest: RankSummary
     path: Path  # the latest cycle's file
     time: int
     earlier: list[Path] = field(default_factory=list)
 
 
-def load(path: str | os.PathLike[str]) -> Report:
+class _Unreadable(NamedTuple):
+    """A rank file that did not parse, and its one-line reason (a TraceError does not pickle)."""
+
+    path: str
+    problem: str
+
+
+def load(path: str | os.PathLike[str], executor: Executor | None = None) -> Report:
     """Load a Chrome trace (``.json``/``.json.gz``), a ``tensorboard_trace_handler`` directory,
     or a report ``Report.save`` wrote (``.nbprof``: the run's data with its trace).
 
@@ -43,14 +54,21 @@ def load(path: str | os.PathLike[str]) -> Report:
     cycle is loaded and the report's notes name the file and the earlier cycles
     (pass a file's path to load one of them). Several processes with distinct
     ranks are one distributed run: the lowest rank's Report, with every rank's
-    Report in ``report.ranks``. Anything else raises rather than guess which
-    run was meant: processes without ``distributedInfo`` are separate runs,
-    never ranks (comparing them would flag a "straggler" that is just another
-    run), and two processes claiming one rank are two runs mixed. Bad input
-    raises ``nbprofiler.TraceError`` naming the file and the problem, except an
-    empty file among others: a rank that crashed before its export, or is still
-    writing, must not hide the ranks that finished, so it is skipped and named in
-    the notes.
+    ``RankSummary`` (the tables the rank comparison needs) in ``report.ranks``
+    and its whole Report from ``report.rank(n)``. Anything else raises rather
+    than guess which run was meant: processes without ``distributedInfo`` are
+    separate runs, never ranks (comparing them would flag a "straggler" that is
+    just another run), and two processes claiming one rank are two runs mixed.
+    Bad input raises ``nbprofiler.TraceError`` naming the file and the problem,
+    except a bad file among others: a rank that crashed before its export, or is
+    still writing, must not hide the ranks that finished, so an empty or
+    unreadable file is skipped and named in the notes.
+
+    A directory's files are parsed in parallel, each reduced to its summary where
+    it was parsed, so that only those tables come back: by default in a process
+    pool as large as the cores this process may use, or by ``executor``, any
+    ``concurrent.futures.Executor`` (a Dask ``client.get_executor()`` spreads the
+    files over a cluster whose workers can read them at the same paths).
     """
     files = find_trace_files(path)
     if files[0].name.endswith(SAVED_SUFFIX):  # only a file named itself: a directory yields trace files
@@ -63,17 +81,65 @@ def load(path: str | os.PathLike[str]) -> Report:
     if len(files) == 1:
         report = _parse(files[0])
         return replace(report, load_notes=notes + _lost_names_note(report.table))
+    summaries, unreadable = _summaries(files, executor)
+    notes += _unreadable_note(path, unreadable, len(summaries))
+    by_rank, processes = _ranks(path, summaries)
+    first = by_rank[min(by_rank)]
+    top = _parse(first.path)
+    notes += _cycles_note(path, processes)
+    ranks = {number: p.latest for number, p in by_rank.items()} if len(by_rank) > 1 else None
+    return replace(Report.from_trace(top.table, str(first.path), ranks=ranks),
+                   load_notes=notes + first.latest.load_notes)
+
+
+def _summaries(files: list[Path], executor: Executor | None) -> tuple[list[RankSummary], list[_Unreadable]]:
+    """Every file's summary, parsed by ``executor`` (see ``load``), and the files that did not parse.
+
+    Raises the first file's error when none parsed, as a load of that file alone would.
+    """
+    paths = [str(f) for f in files]
+    # A daemon process (a multiprocessing or Dask worker calling load) may not start processes of its own.
+    workers = 1 if multiprocessing.current_process().daemon else min(len(paths), process_cpus())
+    if executor is not None:
+        results = list(executor.map(summarize_file, paths))
+    elif workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(summarize_file, paths))
+    else:
+        results = [summarize_file(p) for p in paths]
+    summaries = [r for r in results if isinstance(r, RankSummary)]
+    unreadable = [r for r in results if isinstance(r, _Unreadable)]
+    if not summaries:
+        raise TraceError(unreadable[0].path, unreadable[0].problem)
+    return summaries, unreadable
+
+
+def summarize_file(path: str) -> RankSummary | _Unreadable:
+    """One rank file parsed and reduced to its summary, or why it could not be: what a worker of
+    ``load`` runs (a module-level function, so that any executor can pickle it by name)."""
+    try:
+        report = _parse(Path(path))
+    except TraceError as exc:
+        return _Unreadable(path, exc.problem)
+    rank = report.table.meta.rank
+    return RankSummary.of(0 if rank is None else rank, replace(report, load_notes=_lost_names_note(report.table)))
+
+
+def _ranks(path: str | os.PathLike[str],
+           summaries: list[RankSummary]) -> tuple[dict[int, _Process], dict[tuple[str, int | None], _Process]]:
+    """The files grouped by process (its latest cycle chosen), then by rank; raises for files
+    that are not the ranks of one run (see ``load``)."""
     processes: dict[tuple[str, int | None], _Process] = {}
-    for f in files:
-        report = _parse(f)
+    for summary in summaries:
+        f = Path(summary.source_path)
         worker, time = _worker_and_time(f)
-        key = (worker, report.table.meta.rank)
+        key = (worker, summary.meta.rank)
         seen = processes.get(key)
         if seen is None:
-            processes[key] = _Process(report, f, time)
+            processes[key] = _Process(summary, f, time)
         elif time > seen.time:
             seen.earlier.append(seen.path)
-            seen.latest, seen.path, seen.time = report, f, time
+            seen.latest, seen.path, seen.time = summary, f, time
         else:
             seen.earlier.append(f)
     without_rank = [p for (_, rank), p in processes.items() if rank is None]
@@ -83,26 +149,16 @@ def load(path: str | os.PathLike[str]) -> Report:
                                f"{'has' if len(without_rank) == 1 else 'have'} no distributedInfo, so they are "
                                "separate runs, not ranks of one; pass one file's path to nbprofiler.load")
     by_rank: dict[int, _Process] = {}
-    for (_, rank), p in processes.items():
-        number = 0 if rank is None else rank
-        if number in by_rank:
-            raise TraceError(path, f"two trace files claim rank {number}: {by_rank[number].path} and "
+    for p in processes.values():
+        if p.latest.rank in by_rank:
+            raise TraceError(path, f"two trace files claim rank {p.latest.rank}: {by_rank[p.latest.rank].path} and "
                                    f"{p.path}; load them one at a time")
-        by_rank[number] = p
-    first = by_rank[min(by_rank)]
-    notes += _cycles_note(path, processes)
-    ranks = {number: p.latest for number, p in by_rank.items()} if len(by_rank) > 1 else None
-    return replace(Report.from_trace(first.latest.table, str(first.path), ranks=ranks),
-                   load_notes=notes + _lost_names_note(first.latest.table))
+        by_rank[p.latest.rank] = p
+    return by_rank, processes
 
 
 def _parse(f: Path) -> Report:
-    data = read_trace_file(f).data
-    try:
-        table = parse_trace(data, source=str(f))
-    finally:
-        del data
-    return Report.from_trace(table, str(f))
+    return Report.from_trace(parse_file(f), str(f))
 
 
 def _worker_and_time(f: Path) -> tuple[str, int]:
@@ -121,6 +177,15 @@ def _empty_files_note(path: str | os.PathLike[str], empty: list[Path], loaded: i
         return ()
     return (f"{path}: skipped {_names(empty)}: empty (0 bytes), as when a process stops before its export or is "
             f"still writing; loaded the other {loaded} file(s).",)
+
+
+def _unreadable_note(path: str | os.PathLike[str], unreadable: list[_Unreadable], loaded: int) -> tuple[str, ...]:
+    """Which files a directory load could not parse, each with its reason, so a missing rank is never silent."""
+    if not unreadable:
+        return ()
+    reasons = "; ".join(f"{Path(u.path).name}: {u.problem}" for u in unreadable)
+    return (f"{path}: skipped {len(unreadable)} file(s) that could not be read ({reasons}); loaded the other "
+            f"{loaded} file(s).",)
 
 
 def _lost_names_note(table: EventTable) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from ..analysis.steps import dataloader_names, profiler_steps
 from ..errors import TraceError
 from ..trace.parser import parse_trace
 from ..trace.table import DeviceInfo, EventTable, Kind, TraceMeta
+from .rank_summary import RankSummary, RankTraces
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
@@ -86,10 +87,14 @@ class read_only_table:  # noqa: N801 - used as a decorator, like cached_property
                 if self.slot not in cache:  # not made by another thread meanwhile
                     stored = getattr(report, "stored", None) or {}  # a Comparison keeps none
                     cache[self.slot] = stored[self.name] if self.name in stored else self.build(report)
-        value = cache[self.slot]
-        if isinstance(value, pd.DataFrame):
-            return value.copy(deep=not _copy_on_write())
-        return dict(value)
+        return handed_out(cache[self.slot])
+
+
+def handed_out(value: Any) -> Any:
+    """A table as handed to the user: a copy of its own (see ``read_only_table``)."""
+    if isinstance(value, pd.DataFrame):
+        return value.copy(deep=not _copy_on_write())
+    return dict(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,7 +103,8 @@ class Report:
 
     ``table`` is the recorded trace (None when the run ended before any active
     step); ``run`` holds what a live run measured on every step (None for
-    trace files); ``ranks`` maps rank to Report when a directory held several.
+    trace files); ``ranks`` maps rank to its ``RankSummary`` when a directory held several
+    (``rank(n)`` gives rank n's whole Report, read from where ``rank_traces`` says).
     ``stored`` holds what the run history kept of a run (``nbprofiler.stored_run``): its
     tables, suggestions and notes, served as they were since there is no trace to recompute
     them from; ``lacks`` names the tables it cannot give.
@@ -108,9 +114,10 @@ class Report:
     run: "RunRecord | None" = None
     raw_trace: bytes | None = field(default=None, repr=False)
     source_path: str | None = None
-    ranks: Mapping[int, "Report"] = field(default_factory=dict)
+    ranks: Mapping[int, RankSummary] = field(default_factory=dict)
     load_notes: tuple[str, ...] = ()  # what ``load`` chose in a directory (the latest cycle), for ``notes``
     stored: Mapping[str, Any] = field(default_factory=dict, repr=False)  # see nbprofiler.history.stored
+    rank_traces: RankTraces = field(default_factory=RankTraces, repr=False)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -119,8 +126,26 @@ class Report:
         return cls(parsed=table, run=run, raw_trace=raw_trace)
 
     @classmethod
-    def from_trace(cls, table: EventTable, source_path: str, ranks: Mapping[int, "Report"] | None = None) -> "Report":
-        return cls(parsed=table, source_path=source_path, ranks=dict(ranks or {}))
+    def from_trace(cls, table: EventTable, source_path: str,
+                   ranks: Mapping[int, "RankSummary | Report"] | None = None) -> "Report":
+        """A trace file's report; ``ranks`` given as Reports are kept as their summaries."""
+        summaries = {n: r if isinstance(r, RankSummary) else RankSummary.of(n, r) for n, r in (ranks or {}).items()}
+        return cls(parsed=table, source_path=source_path, ranks=summaries)
+
+    def rank(self, number: int) -> "Report":
+        """Rank ``number``'s complete Report: this report for its own rank (the lowest), any other
+        parsed from its trace on first call and kept, so that only the ranks asked for hold events."""
+        if number not in self.ranks:
+            held = f"ranks {', '.join(map(str, sorted(self.ranks)))}" if self.ranks else "one trace, not several ranks"
+            raise ValueError(f"no rank {number} in this report: it holds {held}")
+        if number == min(self.ranks):
+            return self
+        cache = self.__dict__  # frozen: kept as cached_property keeps its values
+        with _table_lock(cache, "_rank_reports"):
+            reports = cache.setdefault("_rank_reports", {})
+            if number not in reports:
+                reports[number] = self.rank_traces.report(self.ranks[number])
+            return reports[number]
 
     # -- the trace -----------------------------------------------------------------------
     @cached_property
@@ -331,7 +356,8 @@ class Report:
     @read_only_table
     def rank_comparison(self) -> pd.DataFrame:
         """One row per rank of ``ranks``: mean breakdown, communication and compute per step,
-        and straggler flags with a reason. Empty for a single-rank report."""
+        and straggler flags with a reason (from each rank's summary: no rank's events are read).
+        Empty for a single-rank report."""
         from ..analysis.ranks import rank_comparison
 
         return rank_comparison({r: rep.breakdown for r, rep in self.ranks.items()},

@@ -11,9 +11,10 @@ The format (version ``FORMAT_VERSION``) is a zip archive, readable without nbpro
   "<version that wrote it>", "report": REPORT}``, where REPORT is
   ``{"trace": member or null, "source_path", "load_notes": [...], "run": RUN or null,
   "ranks": [{"rank": r, "report": REPORT}, ...]}``;
-- ``trace.json`` (``ranks/<r>/trace.json`` for the other ranks of a distributed load):
-  the Chrome trace exactly as torch.profiler recorded it, so unzipping it gives a
-  file Perfetto and TensorBoard open;
+- ``trace.json`` (``ranks/<r>/trace.json`` for the other ranks of a distributed load,
+  whose REPORT has only ``trace``, ``source_path`` and ``load_notes`` to say, and
+  ``"run": null, "ranks": []``): the Chrome trace exactly as torch.profiler recorded
+  it, so unzipping it gives a file Perfetto and TensorBoard open;
 - ``lines/times_ns.npy``, ``lines/lines.npy``: the ``--stack`` line marks, as
   ``.npy`` arrays of int64 and int32 (read with ``allow_pickle=False``).
 
@@ -36,8 +37,9 @@ import json
 import os
 import zipfile
 import zlib
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -48,6 +50,7 @@ from ..records import LineMarks, LoaderRecord, RunRecord
 from ..trace.parser import parse_trace
 from ..trace.sources import _too_big, max_trace_bytes
 from ..trace.table import DeviceInfo, EventTable
+from .rank_summary import RankSummary, RankTraces
 from .report import Report
 
 SUFFIX = ".nbprof"
@@ -90,10 +93,17 @@ def save_report(report: Report, path: str | os.PathLike[str]) -> Path:
 
 def read_report(path: Path) -> Report:
     """The Report saved in ``path``; anything wrong with the file is a one-line ``TraceError``."""
+    return _reading(path, lambda reader: reader.top(reader.document()["report"]))
+
+
+_T = TypeVar("_T")
+
+
+def _reading(path: Path, read: Callable[["_Reader"], _T]) -> _T:
+    """What ``read`` takes from the archive ``path``, anything wrong with it a one-line ``TraceError``."""
     try:
         with zipfile.ZipFile(path) as zf:
-            reader = _Reader(zf, path)
-            return reader.report(reader.document()["report"])
+            return read(_Reader(zf, path))
     except TraceError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError):
@@ -180,24 +190,36 @@ class _Writer:
             "source_path": report.source_path,
             "load_notes": list(report.load_notes),
             "run": None if report.run is None else self.run(report.run, prefix),
-            "ranks": [{"rank": rank, "report": self.report(r, f"ranks/{rank}/")} for rank, r in report.ranks.items()],
+            "ranks": [{"rank": number, "report": self.rank(report, rank, f"ranks/{number}/")}
+                      for number, rank in report.ranks.items()],
         }
+
+    def rank(self, report: Report, rank: RankSummary, prefix: str) -> dict[str, Any]:
+        """A rank of a distributed load: its trace, read again from where ``report.rank_traces`` says."""
+        return {"trace": self.member(rank.source_path, prefix, lambda: report.rank_traces.data(rank)),
+                "source_path": rank.source_path, "load_notes": list(rank.load_notes), "run": None, "ranks": []}
 
     def trace(self, report: Report, prefix: str) -> str | None:
         """The member holding the trace as recorded; None for a run that ended before any active step."""
         if report.run is not None and report.raw_trace is None:
             return None
-        if report.source_path in self.traces:
-            return self.traces[report.source_path]
-        if report.raw_trace is None and report.source_path is not None and not Path(report.source_path).is_file():
+        if (report.raw_trace is None and report.source_path is not None and report.source_path not in self.traces
+                and not Path(report.source_path).is_file()):
             # A trace file's report reads its bytes from the file again, and a report without
             # its trace could not be rebuilt: refuse rather than save half of it.
             raise TraceError(report.source_path, "this report's trace file is gone (moved or deleted), so the "
                                                  "report cannot be saved; load the trace from where it is now")
+        return self.member(report.source_path, prefix, report._trace_bytes)
+
+    def member(self, source_path: str | None, prefix: str, data: Callable[[], bytes]) -> str:
+        """The member holding the trace from ``source_path``, written once: a distributed load's
+        first rank is its top report."""
+        if source_path in self.traces:
+            return self.traces[source_path]
         member = prefix + "trace.json"
-        self.zf.writestr(member, report._trace_bytes())
-        if report.source_path is not None:
-            self.traces[report.source_path] = member
+        self.zf.writestr(member, data())
+        if source_path is not None:
+            self.traces[source_path] = member
         return member
 
     def run(self, run: RunRecord, prefix: str) -> dict[str, Any]:
@@ -222,7 +244,6 @@ class _Reader:
         self.zf = zf
         self.path = path
         self.limit = max_trace_bytes()
-        self.tables: dict[str, EventTable] = {}  # member -> parsed: a trace two reports share is parsed once
 
     def member(self, name: str) -> bytes:
         """A member's bytes, refused when it decompresses to more than the limit (a lying
@@ -258,24 +279,34 @@ class _Reader:
                                         "upgrade nbprofiler (pip install -U nbprofiler)")
         return doc
 
+    def top(self, doc: dict[str, Any]) -> Report:
+        """The saved report with its ranks' summaries, made one rank at a time so that one rank's
+        events at most are held beside the report's own; ``rank(n)`` reads a rank's trace again."""
+        report = self.report(doc)
+        members = {int(r["rank"]): r["report"]["trace"] for r in doc["ranks"]}
+        ranks = {}
+        for r in doc["ranks"]:
+            number, rank = int(r["rank"]), r["report"]
+            of = report if rank["trace"] == doc["trace"] else self.report(rank)
+            ranks[number] = replace(RankSummary.of(number, of), load_notes=tuple(rank["load_notes"]))
+        return replace(report, ranks=ranks, rank_traces=_ArchivedRanks(self.path, members))
+
     def report(self, doc: dict[str, Any]) -> Report:
+        """One report of the archive without its ranks (``top`` adds them)."""
         run = None if doc["run"] is None else self.run(doc["run"])
         trace = None if doc["trace"] is None else self.member(doc["trace"])
         # A live run parses its trace on first use, as it did when it ran (an unreadable trace
         # is then its ``trace_problem`` again); a trace file's is parsed now, as load does.
         parsed = self.table(doc["trace"], trace, doc["source_path"]) if run is None and trace is not None else None
         return Report(parsed=parsed, run=run, raw_trace=trace, source_path=doc["source_path"],
-                      ranks={int(r["rank"]): self.report(r["report"]) for r in doc["ranks"]},
                       load_notes=tuple(doc["load_notes"]))
 
     def table(self, member: str, trace: bytes, source_path: str | None) -> EventTable:
         """The trace parsed under its original name (the notes quote it), errors naming this file."""
-        if member not in self.tables:
-            try:
-                self.tables[member] = parse_trace(trace, source=source_path or str(self.path))
-            except TraceError as exc:
-                raise TraceError(self.path, f"its {member}: {exc.problem}") from None
-        return self.tables[member]
+        try:
+            return parse_trace(trace, source=source_path or str(self.path))
+        except TraceError as exc:
+            raise TraceError(self.path, f"its {member}: {exc.problem}") from None
 
     def run(self, doc: dict[str, Any]) -> RunRecord:
         marks = doc["line_marks"]
@@ -288,3 +319,20 @@ class _Reader:
             if arrays[key].dtype != dtype or arrays[key].ndim != 1 or len(arrays[key]) != len(arrays["lines"]):
                 raise ValueError(f"line marks {key!r} are not one {dtype} value per mark")
         return LineMarks(**arrays)
+
+
+@dataclass(frozen=True)
+class _ArchivedRanks(RankTraces):
+    """A reopened report's ranks read from its archive, since the files they came from may be gone;
+    each rank's Report keeps its bytes, as the saved report's own does, so it can be exported."""
+
+    path: Path
+    members: Mapping[int, str]
+
+    def data(self, rank: RankSummary) -> bytes:
+        return _reading(self.path, lambda reader: reader.member(self.members[rank.rank]))
+
+    def report(self, rank: RankSummary) -> Report:
+        return _reading(self.path, lambda reader: reader.report(
+            {"trace": self.members[rank.rank], "source_path": rank.source_path, "load_notes": rank.load_notes,
+             "run": None}))
