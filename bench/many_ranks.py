@@ -8,7 +8,8 @@
    that each peak is its own: serially (an executor that runs each file inline, in
    this process, one after another), and in parallel (the default process pool, or
    with ``--dask`` a ``dask.distributed`` LocalCluster's ``client.get_executor()``,
-   one single-threaded worker process per core; its start-up is timed apart).
+   one single-threaded worker process per core; its start-up, and each worker's import of
+   nbprofiler, are timed apart).
 3. Prints, per mode, its best of ``--repeat`` runs (interleaved; the machine may be
    shared): the load's wall time, the peak RSS of the loading process, the
    largest peak of a worker process, the peak of the whole process tree (sampled by
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib
 import json
 import resource
 import subprocess
@@ -127,6 +129,7 @@ def measure(mode: str, directory: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         client = Client(LocalCluster(n_workers=process_cpus(), threads_per_worker=1, processes=True,
                                      dashboard_address=None))
+        client.run(importlib.import_module, "nbprofiler.report.load")  # as on a cluster that already ran it
         executor = client.get_executor()
         cluster_s = time.perf_counter() - t0
     before = psutil.Process().memory_info().rss
