@@ -14,6 +14,7 @@ import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -101,6 +102,23 @@ def test_a_dask_cluster_executor(ranks_dir, serial):
         report = nbprofiler.load(ranks_dir, executor=client.get_executor())
     _same_ranks(report, serial)
     assert _stragglers(report) == {STRAGGLER: _stragglers(serial)[STRAGGLER]}
+
+
+def test_the_default_pool_has_a_worker_per_core_and_no_more_than_files(ranks_dir, monkeypatch):
+    sizes = []
+
+    class Recording(ThreadPoolExecutor):
+        def __init__(self, max_workers: int) -> None:
+            sizes.append(max_workers)
+            super().__init__(max_workers)
+
+    monkeypatch.setattr(load_module, "ProcessPoolExecutor", Recording)
+    for cores in (16, 2, 1):
+        _load(ranks_dir, monkeypatch, cores)
+    assert sizes == [RANKS, 2]  # one core: the files are parsed here, one after another
+    # In a daemon process (a multiprocessing or Dask worker calling load), which may not start processes.
+    monkeypatch.setattr(load_module.multiprocessing, "current_process", lambda: SimpleNamespace(daemon=True))
+    assert sorted(_load(ranks_dir, monkeypatch, 16).ranks) == list(range(RANKS)) and sizes == [RANKS, 2]
 
 
 def test_only_the_summaries_are_kept_per_rank(serial, ranks_dir):
