@@ -190,3 +190,23 @@ def test_a_saved_distributed_report_reopens_its_ranks_without_their_files(serial
     pd.testing.assert_frame_equal(whole.operators, serial.rank(2).operators)
     assert loaded.save(tmp_path / "again.nbprof").is_file()  # saved again, its ranks from its archive
     pd.testing.assert_frame_equal(nbprofiler.load(tmp_path / "again.nbprof").rank_comparison, serial.rank_comparison)
+
+
+def test_ctrl_c_during_a_parallel_load_drops_the_files_not_started(ranks_dir, monkeypatch):
+    """A Ctrl-C while the workers parse reaches the user at once: the pool is shut down without
+    waiting, its files not yet started cancelled, instead of parsing every rank to the end."""
+    shutdowns = []
+
+    class Interrupted(ThreadPoolExecutor):
+        def map(self, fn, *iterables, **kwargs):
+            super().map(fn, *iterables, **kwargs)  # the files are handed to the workers...
+            raise KeyboardInterrupt  # ...and the user presses Ctrl-C while they run
+
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            shutdowns.append((wait, cancel_futures))
+            super().shutdown(wait=wait, cancel_futures=cancel_futures)
+
+    monkeypatch.setattr(load_module, "ProcessPoolExecutor", lambda max_workers: Interrupted(max_workers))
+    with pytest.raises(KeyboardInterrupt):
+        _load(ranks_dir, monkeypatch, cores=2)
+    assert shutdowns == [(False, True)]

@@ -103,8 +103,13 @@ def _summaries(files: list[Path], executor: Executor | None) -> tuple[list[RankS
     if executor is not None:
         results = list(executor.map(summarize_file, paths))
     elif workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        try:
             results = list(pool.map(summarize_file, paths))
+        finally:
+            # On Ctrl-C (or any error) the files not started yet are dropped at once, rather than
+            # parsed to the end while the user waits; the workers finish their file and exit.
+            pool.shutdown(wait=False, cancel_futures=True)
     else:
         results = [summarize_file(p) for p in paths]
     summaries = [r for r in results if isinstance(r, RankSummary)]
