@@ -183,10 +183,10 @@ class KernelMix:
     half_share: float = 0.0
     fp32_matmul_simt_kernels: tuple[str, ...] = ()  # the longest, most time first
 
-    @property
-    def fp32_share(self) -> float:
-        """Matmul/conv kernel time on fp32 data, on either units."""
-        return self.fp32_simt_share + self.fp32_tensor_core_share
+    def fp32_share(self, tf32: bool) -> float:
+        """Matmul/conv kernel time on fp32 data that 16-bit autocast would change: on the FMA
+        units, and with ``tf32`` (compute capability 8.0 and later) on TF32 tensor cores too."""
+        return self.fp32_simt_share + (self.fp32_tensor_core_share if tf32 else 0.0)
 
 
 def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:

@@ -22,12 +22,18 @@ from .step_code import autocast_code, replaced_lines
 from .suggestion import Suggestion, amdahl, estimate_words, severity_for
 
 
-def peak_ratio(spec: DeviceSpec | None, faster: str, slower: str, default: float) -> float:
-    """The spec sheet's peak of ``faster`` over ``slower`` (dtype names of ``DTYPES``), or
-    ``default`` where the device or either figure is not in the spec table."""
+def _peaks(spec: DeviceSpec | None, faster: str, slower: str) -> tuple[float, float] | None:
+    """The spec sheet's peaks of ``faster`` and ``slower`` (dtype names of ``DTYPES``), or None
+    where the device or either figure is not in the spec table."""
     high = spec.peak_flops(faster) if spec is not None else None
     low = spec.peak_flops(slower) if spec is not None else None
-    return high / low if high and low else default
+    return (high, low) if high and low else None
+
+
+def peak_ratio(spec: DeviceSpec | None, faster: str, slower: str, default: float) -> float:
+    """The spec sheet's peak of ``faster`` over ``slower``, or ``default`` where it has none."""
+    peaks = _peaks(spec, faster, slower)
+    return peaks[0] / peaks[1] if peaks else default
 
 
 def _cc(cc: tuple[int, int]) -> str:
@@ -36,11 +42,10 @@ def _cc(cc: tuple[int, int]) -> str:
 
 def _peaks_fact(spec: DeviceSpec | None, faster: str, slower: str, ratio: float) -> str:
     """The peaks a high end rests on, in words, naming where the ratio comes from."""
-    high = spec.peak_flops(faster) if spec is not None else None
-    low = spec.peak_flops(slower) if spec is not None else None
-    if spec is None or not high or not low:
+    peaks = _peaks(spec, faster, slower)
+    if spec is None or peaks is None:
         return f"{faster} peak taken as {ratio:g}× {slower}'s (this GPU's figures are not in the spec table)"
-    return (f"{spec.name}: {faster} {fmt_si(high, 'FLOP/s')}, {slower} {fmt_si(low, 'FLOP/s')} "
+    return (f"{spec.name}: {faster} {fmt_si(peaks[0], 'FLOP/s')}, {slower} {fmt_si(peaks[1], 'FLOP/s')} "
             f"dense peak ({ratio:.3g}×)")
 
 
@@ -98,8 +103,7 @@ def half_precision(cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime, spec
         gain_low=1.0,
         gain_high=max(high, gain),
         code=code,
-        detail=(f"{mix.fp32_simt_share + (mix.fp32_tensor_core_share if bf16 else 0.0):.0%} of kernel time is "
-                "matmuls and convolutions on fp32 data; "
+        detail=(f"{mix.fp32_share(tf32=bf16):.0%} of kernel time is matmuls and convolutions on fp32 data; "
                 f"compute capability {_cc(cc)} runs them in {half} on tensor cores"
                 + ("" if bf16 else ", with loss scaling against fp16's narrow range") + replaced_lines(lines)),
     )

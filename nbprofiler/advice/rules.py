@@ -711,12 +711,12 @@ def amp_rule(f: Facts) -> list[Verdict]:
     TF32 tensor cores, for at least ``AMP_ELIGIBLE_MIN_SHARE`` of the step, on a GPU with tensor
     cores (7.0 and later); a GPU without them has nothing to check."""
     cc, mix, dt = f.report.device.compute_capability, f.kernel_mix, f.device_time
-    why = _why_no_kernels(f) or (None if cc else "the trace does not give the GPU's compute capability")
+    why = _why_no_architecture(f)
     if why is not None or cc is None or mix is None or dt is None:
         return _gpu_not_run(f, KERNELS, why or NO_KERNELS)
     if cc < T.TENSOR_CORE_MIN_CC:
         return []  # no tensor cores to use: nothing to check
-    fp32 = (mix.fp32_simt_share + (mix.fp32_tensor_core_share if cc >= T.BF16_MIN_CC else 0.0)) * dt.utilization
+    fp32 = mix.fp32_share(tf32=cc >= T.BF16_MIN_CC) * dt.utilization
     if fp32 < T.AMP_ELIGIBLE_MIN_SHARE:
         half = f"; {mix.half_share:.0%} of kernel time runs on 16- or 8-bit floats" if mix.half_share else ""
         return [passed(KERNELS, f"matmul/conv kernels on fp32 data take {fp32:.0%} of the step (under "
@@ -730,7 +730,7 @@ def tf32_rule(f: Facts) -> list[Verdict]:
     cc, mix, dt = f.report.device.compute_capability, f.kernel_mix, f.device_time
     if cc is not None and cc < T.TF32_MIN_CC:
         return []  # no TF32 to use
-    why = _why_no_kernels(f) or (None if cc else "the trace does not give the GPU's compute capability")
+    why = _why_no_architecture(f)
     if why is not None or cc is None or mix is None or dt is None:
         return _gpu_not_run(f, TF32, why or NO_KERNELS)
     share = mix.fp32_matmul_simt_share * dt.utilization
@@ -747,7 +747,7 @@ def fp8_rule(f: Facts) -> list[Verdict]:
     cc, dt = f.report.device.compute_capability, f.device_time
     if cc is not None and cc < T.FP8_MIN_CC:
         return []  # no FP8 to use
-    why = _why_no_kernels(f) or (None if cc else "the trace does not give the GPU's compute capability")
+    why = _why_no_architecture(f)
     if why is not None or cc is None or dt is None:
         return _gpu_not_run(f, FP8, why or NO_KERNELS)
     calls = f.report.flops
@@ -1314,6 +1314,13 @@ def _why_no_kernels(f: Facts) -> str | None:
     if kind != "cuda":
         return f"these checks know CUDA devices only, not {kind.upper()}"
     return None if f.kernel_mix is not None and f.device_time is not None else NO_KERNELS
+
+
+def _why_no_architecture(f: Facts) -> str | None:
+    """Why the number-format checks, which need the kernels and the GPU's compute capability,
+    cannot run, or None when they can."""
+    return _why_no_kernels(f) or (None if f.report.device.compute_capability
+                                  else "the trace does not give the GPU's compute capability")
 
 
 def _why_no_steps(f: Facts) -> str | None:

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .thresholds import SEVERITY_HIGH_GAIN, SEVERITY_MEDIUM_GAIN
+
 VerdictState = Literal["fired", "passed", "not_run"]
 
 # What a suggestion's ``gain`` is: a true upper bound ("at most": Amdahl's law on a measured
@@ -122,8 +124,6 @@ def estimate_words(low: float, gain: float, high: float, what: str, assumes: str
 
 def severity_for(gain: float) -> Severity:
     """A speed-up's severity: "high" from ``SEVERITY_HIGH_GAIN``, "medium" from ``SEVERITY_MEDIUM_GAIN``."""
-    from .thresholds import SEVERITY_HIGH_GAIN, SEVERITY_MEDIUM_GAIN
-
     if gain >= SEVERITY_HIGH_GAIN:
         return "high"
     return "medium" if gain >= SEVERITY_MEDIUM_GAIN else "low"

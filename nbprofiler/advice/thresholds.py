@@ -109,8 +109,6 @@ COMPILE_FUSION_SPEEDUP_MAX = 2.0
 # Tensor cores exist from compute capability 7.0 (Volta); bf16 needs 8.0 (Ampere).
 TENSOR_CORE_MIN_CC = (7, 0)
 BF16_MIN_CC = (8, 0)
-# Below 1% of kernel time on tensor-core kernels counts as "no kernel uses tensor cores".
-TENSOR_CORE_SHARE_MAX = 0.01
 # Matmul/conv kernels must be at least 10% of the step for AMP to be worth the change.
 AMP_ELIGIBLE_MIN_SHARE = 0.10
 # Autocast's gain is an estimate: eligible kernels typically get 2-3x faster (2.5x assumed). The

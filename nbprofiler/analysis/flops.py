@@ -430,7 +430,7 @@ def flop_summary(calls: pd.DataFrame, spans: pd.DataFrame, peaks: Mapping[str, f
         return out
     steps = len(spans)
     step_s = float((spans["end_us"] - spans["start_us"]).mean()) / 1e6
-    inside = calls[step_of(calls["start_us"].to_numpy(), spans.sort_values("start_us")) >= 0]
+    inside = calls_in_steps(calls, spans)
     known = inside[np.isfinite(inside["flops"].to_numpy())]
     out["flops_unknown_calls"] = (len(inside) - len(known)) / steps
     if known.empty or step_s <= 0:
@@ -446,6 +446,11 @@ def flop_summary(calls: pd.DataFrame, spans: pd.DataFrame, peaks: Mapping[str, f
     out["mfu"] = float(sum(f / p for f, p in zip(by_dtype.to_numpy(), peak) if p is not None)) / step_s
     out["mfu_peak_is_estimate"] = peak_is_estimate
     return out
+
+
+def calls_in_steps(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``calls`` (``flop_calls``' table) that start inside one of ``spans`` (the steps)."""
+    return calls[step_of(calls["start_us"].to_numpy(), spans.sort_values("start_us")) >= 0]
 
 
 def cpu_peak_flops(cpuinfo: str, cores: int) -> dict[str, float | None] | None:

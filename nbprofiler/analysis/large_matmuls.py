@@ -19,8 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .flops import _MM
-from .steps import step_of
+from .flops import _MM, calls_in_steps
 
 LINEAR_OPS = ("aten::linear", "aten::mm", "aten::addmm", "aten::matmul")
 
@@ -50,7 +49,7 @@ def large_matmuls(calls: pd.DataFrame, spans: pd.DataFrame, min_size: float) -> 
     their rows with ``m, k, n`` added."""
     if calls.empty or spans.empty:
         return calls.iloc[:0].assign(m=[], k=[], n=[])
-    inside = calls[step_of(calls["start_us"].to_numpy(), spans.sort_values("start_us")) >= 0]
+    inside = calls_in_steps(calls, spans)
     sizes = [matmul_sizes(str(name), shapes) for name, shapes in zip(inside["name"], inside["input_shapes"])]
     mkn = np.array([s if s is not None else (math.nan,) * 3 for s in sizes], dtype=np.float64).reshape(-1, 3)
     large = np.all(mkn >= min_size, axis=1)
