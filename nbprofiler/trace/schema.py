@@ -9,6 +9,7 @@ timestamps), and coercion to columns happens in one place, ``parser.py``.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias, Union
 
 import msgspec
 
@@ -58,18 +59,87 @@ class Args(msgspec.Struct, omit_defaults=True):
     name: Scalar = None  # metadata events: process_name / thread_name
 
 
-class Event(msgspec.Struct):
-    """One entry of ``traceEvents``."""
+class _EventFields(msgspec.Struct):
+    """The fields of an event nbprofiler keeps (``ph`` aside)."""
 
-    ph: str = ""
     name: Scalar = ""
     cat: Scalar = None
     pid: Scalar = None
     tid: Scalar = None
     ts: Scalar = ABSENT
     dur: Scalar = ABSENT  # instants have none
-    id: Scalar = None
     args: Args | None = None
+
+
+class Event(_EventFields):
+    """One entry of ``traceEvents``, whatever its phase: read where an event's phase is
+    unknown, and to tell whose trace a refused file is."""
+
+    ph: str = ""
+
+
+# -- events by phase ---------------------------------------------------------------------
+# A tagged union on "ph": msgspec picks each event's struct from its phase, so the
+# phases nbprofiler keeps are decoded whole, and every other phase (a quarter of a
+# torch trace is "s"/"f" flow arrows) is skipped unread, as a struct with no fields.
+# A phase outside this list fails the union, and its batch is decoded event by event.
+# Each struct's ``ph`` is a class attribute, so code reads ``event.ph`` alike on all.
+
+class _Phased(_EventFields, tag_field="ph"):
+    ph: ClassVar[str]
+
+
+class Complete(_Phased, tag="X"):
+    ph: ClassVar[str] = "X"
+
+
+class Instant(_Phased, tag="i"):
+    ph: ClassVar[str] = "i"
+
+
+class GlobalInstant(_Phased, tag="I"):  # the deprecated spelling of an instant
+    ph: ClassVar[str] = "I"
+
+
+class Metadata(_Phased, tag="M"):  # process and thread names
+    ph: ClassVar[str] = "M"
+
+
+class DecodedEvent(Protocol):
+    """An event as the column builder reads it, decoded by phase or whole."""
+
+    @property
+    def ph(self) -> str: ...
+    @property
+    def name(self) -> Scalar: ...
+    @property
+    def cat(self) -> Scalar: ...
+    @property
+    def pid(self) -> Scalar: ...
+    @property
+    def tid(self) -> Scalar: ...
+    @property
+    def ts(self) -> Scalar: ...
+    @property
+    def dur(self) -> Scalar: ...
+    @property
+    def args(self) -> Args | None: ...
+
+
+KEPT_PHASES = frozenset({"X", "i", "I"})
+# Every other phase of the Chrome trace event format: durations (B/E), counters, async and
+# flow events, samples, objects, marks, clock syncs and context markers.
+_SKIPPED_PHASES = ("B", "E", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f", "P", "O", "N", "D", "V", "v",
+                   "R", "c", "(", ")")
+_SKIPPED = tuple(
+    msgspec.defstruct(f"Skipped{i}", [], tag_field="ph", tag=phase, namespace={"ph": phase})
+    for i, phase in enumerate(_SKIPPED_PHASES)
+)
+if TYPE_CHECKING:  # the union is built at run time; code reads every member through _EventFields' names
+    PhasedEvent: TypeAlias = _Phased
+else:
+    PhasedEvent = Union[(Complete, Instant, GlobalInstant, Metadata, *_SKIPPED)]
+KNOWN_PHASES = frozenset({"X", "i", "I", "M", *_SKIPPED_PHASES})
 
 
 class DeviceProperties(msgspec.Struct):
@@ -94,12 +164,23 @@ class DistributedInfo(msgspec.Struct):
     backend: Scalar = None
 
 
-class Header(msgspec.Struct):
-    """Everything but the events, which are decoded separately in batches."""
+class _TraceFields(msgspec.Struct):
+    """Everything of a trace but its events."""
 
-    traceEvents: list[msgspec.Raw] | None = None
     schemaVersion: Scalar = None
     deviceProperties: list[DeviceProperties] | None = None
     distributedInfo: DistributedInfo | None = None
     baseTimeNanoseconds: Scalar = None
     displayTimeUnit: Scalar = None
+
+
+class Header(_TraceFields):
+    """The trace with its events left undecoded, to be decoded in batches."""
+
+    traceEvents: list[msgspec.Raw] | None = None
+
+
+class WholeTrace(_TraceFields):
+    """The trace with its events decoded by phase, in one pass."""
+
+    traceEvents: list[PhasedEvent] | None = None
