@@ -85,20 +85,53 @@ class Event(_EventFields):
 # A phase outside this list fails the union, and its batch is decoded event by event.
 # Each struct's ``ph`` is a class attribute, so code reads ``event.ph`` alike on all.
 
+# Each kept phase decodes only the args torch writes on it: a memory instant's
+# allocation figures, and everything else on complete events. The args a struct
+# leaves out read as absent (class attributes), so every struct answers every
+# ``Args`` name; fewer fields make each event cheaper to build and to free.
+_MEMORY_ARGS = ("mem_device_type", "mem_device_id", "mem_bytes", "total_allocated", "total_reserved", "addr")
+
+
+def _args_with(name: str, decoded: frozenset[str]) -> type[msgspec.Struct]:
+    """``Args`` decoding only the fields in ``decoded``; the others are its defaults, unread."""
+    fields: list[tuple[str, object, object]] = []
+    absent: dict[str, object] = {}
+    for f in msgspec.structs.fields(Args):
+        if f.name in decoded:
+            fields.append((f.name, f.type, msgspec.field(default=f.default, name=f.encode_name)
+                           if f.default is not msgspec.NODEFAULT
+                           else msgspec.field(default_factory=f.default_factory, name=f.encode_name)))
+        else:
+            absent[f.name] = f.default if f.default is not msgspec.NODEFAULT else f.default_factory()
+    return msgspec.defstruct(name, fields, namespace=absent, omit_defaults=True)
+
+
+_ALL_ARGS = frozenset(Args.__struct_fields__)
+if TYPE_CHECKING:  # built at run time; they answer every Args name
+    CompleteArgs: TypeAlias = Args
+    InstantArgs: TypeAlias = Args
+else:
+    CompleteArgs = _args_with("CompleteArgs", _ALL_ARGS - frozenset(_MEMORY_ARGS))
+    InstantArgs = _args_with("InstantArgs", frozenset({*_MEMORY_ARGS, "bytes", "device"}))
+
+
 class _Phased(_EventFields, tag_field="ph"):
     ph: ClassVar[str]
 
 
 class Complete(_Phased, tag="X"):
     ph: ClassVar[str] = "X"
+    args: CompleteArgs | None = None
 
 
 class Instant(_Phased, tag="i"):
     ph: ClassVar[str] = "i"
+    args: InstantArgs | None = None
 
 
 class GlobalInstant(_Phased, tag="I"):  # the deprecated spelling of an instant
     ph: ClassVar[str] = "I"
+    args: InstantArgs | None = None
 
 
 class Metadata(_Phased, tag="M"):  # process and thread names
