@@ -85,11 +85,11 @@ def test_every_arg_of_a_live_trace_reaches_its_column(tmp_path):
 
 
 def test_one_pass_and_batched_decodes_give_the_same_table(monkeypatch):
-    """Traces up to WHOLE_DECODE_BYTES are decoded in one pass, larger ones in batches."""
+    """Traces of up to ONE_PASS_MAX_EVENTS events are decoded in one pass, larger ones in batches."""
     data = gzip.decompress(shared_trace("a100_nccl_distributed.pt.trace.json.gz").read_bytes())
-    assert len(data) <= parser.WHOLE_DECODE_BYTES
+    assert len(json.loads(data)["traceEvents"]) <= parser.ONE_PASS_MAX_EVENTS
     one_pass = parse_trace(data, "trace")
-    monkeypatch.setattr(parser, "WHOLE_DECODE_BYTES", 0)
+    monkeypatch.setattr(parser, "ONE_PASS_MAX_EVENTS", -1)
     monkeypatch.setattr(parser, "BATCH", 997)  # many batches, each of a different mix of kinds
     batched = parse_trace(data, "trace")
     assert one_pass.meta == batched.meta and list(one_pass.names) == list(batched.names)
@@ -106,7 +106,7 @@ def test_events_of_other_phases_are_dropped_and_not_counted_as_malformed(one_pas
     """Flow arrows, duration pairs, a phase outside the format and an event without one are
     not kept, and only the kept event that is broken counts as malformed."""
     if not one_pass:
-        monkeypatch.setattr(parser, "WHOLE_DECODE_BYTES", 0)
+        monkeypatch.setattr(parser, "ONE_PASS_MAX_EVENTS", -1)
     events = [
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "trainer"}},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,

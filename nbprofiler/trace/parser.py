@@ -8,7 +8,7 @@ How it stays fast and small:
 - Events are decoded by phase (``schema.PhasedEvent``): the phases kept are
   typed-decoded into structs of only the fields nbprofiler reads, and the
   others (a quarter of a torch trace is flow arrows) are skipped unread.
-- A trace up to ``WHOLE_DECODE_BYTES`` is decoded in one pass. A larger one is
+- A trace of up to ``ONE_PASS_MAX_EVENTS`` is decoded in one pass. A larger one is
   decoded in batches of ``BATCH``: its header first, with ``traceEvents`` as a
   list of ``msgspec.Raw`` slices (no objects per event), then one batch at a
   time, each batch's slices let go once decoded, so that only one batch of
@@ -41,9 +41,11 @@ from .schema import DecodedEvent, Event, Header, PhasedEvent, WholeTrace
 from .table import DeviceInfo, EventTable, TraceMeta
 
 BATCH = 20_000
-# Traces up to this size are decoded in one pass (a batched decode first lists every event's
-# raw slice, a second pass over the bytes); larger ones in batches, to keep memory low.
-WHOLE_DECODE_BYTES = 64 * 1024 * 1024
+# Traces of up to about this many events are decoded in one pass (a batched decode first lists
+# every event's raw slice, a second pass over the bytes); larger ones in batches, to keep memory
+# low: every event decoded at once holds about half a kilobyte until the columns are built.
+ONE_PASS_MAX_EVENTS = 100_000
+_SAMPLE_BYTES = 2 * 1024 * 1024
 
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError, OverflowError,
                   ValueError)
@@ -70,7 +72,7 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         data = memoryview(data)[3:]
     if _NON_BLANK.search(data) is None:  # stops at the first byte of any real trace, however much whitespace leads
         raise TraceError(source, "the file is empty; export the trace again (prof.export_chrome_trace or --trace)")
-    whole = _decode_whole(data) if len(data) <= WHOLE_DECODE_BYTES else None
+    whole = _decode_whole(data) if _about_how_many_events(data) <= ONE_PASS_MAX_EVENTS else None
     if whole is not None:
         header: Header | WholeTrace = whole
         builder, repaired = _build_from_events(whole), 0
@@ -98,6 +100,15 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         else (as_int(header.baseTimeNanoseconds) or 0),
     )
     return builder.table(meta)
+
+
+def _about_how_many_events(data: bytes | memoryview) -> float:
+    """The events in ``data``, estimated from the ``"ph"`` keys in 2 MB of its middle (past any
+    long header), or counted where it is smaller: a trace's bytes per event vary fivefold."""
+    if len(data) <= _SAMPLE_BYTES:
+        return bytes(data).count(b'"ph"')
+    start = (len(data) - _SAMPLE_BYTES) // 2
+    return bytes(data[start:start + _SAMPLE_BYTES]).count(b'"ph"') * len(data) / _SAMPLE_BYTES
 
 
 def _decode_whole(data: bytes | memoryview) -> WholeTrace | None:
