@@ -130,7 +130,7 @@ class ColumnBuilder:
                 out[column] = args.spread(rows, list(map(text.setdefault, blobs, blobs)))  # b"" -> None
         for column, kinds in TEXT_KINDS.items():
             rows, strings = args.values(kinds, column)
-            if strings.count(None) + strings.count("") == len(strings):  # most batches have none
+            if not any(strings):  # no text, as in most batches: None, "" (and numbers, no text either)
                 continue
             if set(map(type, strings)) <= {str, type(None)}:
                 out[column] = args.spread(rows, list(map(text.setdefault, strings, strings)))
