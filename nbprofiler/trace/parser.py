@@ -72,13 +72,14 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         data = memoryview(data)[3:]
     if _NON_BLANK.search(data) is None:  # stops at the first byte of any real trace, however much whitespace leads
         raise TraceError(source, "the file is empty; export the trace again (prof.export_chrome_trace or --trace)")
-    whole = _decode_whole(data) if _about_how_many_events(data) <= ONE_PASS_MAX_EVENTS else None
-    if whole is not None:
-        header: Header | WholeTrace = whole
-        builder, repaired = _build_from_events(whole), 0
-    else:
-        header, data, repaired = _decode_header_mending_names(data, source)
-        builder = _build_from_batches(header, source)
+    with _gc_paused():  # until every decoded event is freed again
+        whole = _decode_whole(data) if _about_how_many_events(data) <= ONE_PASS_MAX_EVENTS else None
+        if whole is not None:
+            header: Header | WholeTrace = whole
+            builder, repaired = _build_from_events(whole), 0
+        else:
+            header, data, repaired = _decode_header_mending_names(data, source)
+            builder = _build_from_batches(header, source)
     if builder.count == 0:
         raise TraceError(source, "the trace holds no profiler events (was the profiler stopped before any step?)")
     # torch writes schemaVersion and deviceProperties; a trace without them (cut by hand, or very old) is still
@@ -115,11 +116,10 @@ def _decode_whole(data: bytes | memoryview) -> WholeTrace | None:
     """The trace with every event decoded in one pass, or None where that fails: bad JSON,
     an event that is malformed or of a phase outside the format, or no event list. The
     batched path then decodes it again, and drops, mends or refuses what it must."""
-    with _gc_paused():
-        try:
-            whole = _whole_decoder.decode(data)
-        except _DECODE_ERRORS:
-            return None
+    try:
+        whole = _whole_decoder.decode(data)
+    except _DECODE_ERRORS:
+        return None
     return whole if whole.traceEvents is not None else None
 
 
@@ -128,9 +128,8 @@ def _build_from_events(whole: WholeTrace) -> ColumnBuilder:
     events = cast("list[DecodedEvent]", whole.traceEvents)
     whole.traceEvents = None
     builder = ColumnBuilder(capacity=len(events))
-    with _gc_paused():
-        for start in range(0, len(events), BATCH):
-            builder.add(events[start:start + BATCH])
+    for start in range(0, len(events), BATCH):
+        builder.add(events[start:start + BATCH])
     return builder
 
 
@@ -157,22 +156,22 @@ def _build_from_batches(header: Header, source: str) -> ColumnBuilder:
                                  "prof.export_chrome_trace or tensorboard_trace_handler wrote")
     header.traceEvents = None
     builder = ColumnBuilder(capacity=len(raws))
-    with _gc_paused():
-        for start in range(0, len(raws), BATCH):
-            stop = min(start + BATCH, len(raws))
-            builder.add(_decode_batch(raws[start:stop]))
-            raws[start:stop] = [_FREED] * (stop - start)
+    for start in range(0, len(raws), BATCH):
+        stop = min(start + BATCH, len(raws))
+        builder.add(_decode_batch(raws[start:stop]))
+        raws[start:stop] = [_FREED] * (stop - start)
     return builder
 
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while batches are decoded.
+    """Pause the cyclic garbage collector while events are decoded and read.
 
     Every decoded event is a tracked object, so each batch triggers collections
     that traverse all the batch's events again: more than half the decode time.
     Decoding creates no reference cycles, so reference counting frees everything
-    the collector would have.
+    the collector would have. The pause lasts until the events are freed: resumed
+    while they live, the collector traverses them all once more at its next run.
     """
     enabled = gc.isenabled()
     gc.disable()
