@@ -4,7 +4,7 @@ msgspec decodes only the fields declared here and skips the rest without
 building Python objects for them, which is what keeps loading fast and small.
 Types are deliberately loose (``int | float | str``): real traces disagree on
 them (``"tid": "stream 7"``, ``"stream": "0x0"`` on ROCm, integer or fractional
-timestamps), and coercion to columns happens in one place, ``parser.py``.
+timestamps), and coercion to columns happens in one place, ``columns.py``.
 """
 from __future__ import annotations
 
