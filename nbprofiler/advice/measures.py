@@ -196,15 +196,17 @@ def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:
     total = float(kernels["total_us"].sum())
     if total <= 0:
         return None
-    op = kernels["operator"].astype(object).fillna("").astype(str)
-    eligible = op.map(lambda name: ELIGIBLE_OP.search(name) is not None).astype(bool)
-    conv = op.str.contains(CONV_OP)
-    names = kernels["name"].astype(str)
-    transpose = names.str.contains(LAYOUT_TRANSPOSE_KERNEL)
-    tc = kernels["tensor_cores"].astype(bool)
-    half = names.map(half_precision_kernel).astype(bool)
+    # Plain arrays and one regex pass per name: the kernel table has tens of rows, where
+    # pandas' per-call overhead on a dozen masked Series cost more than the work (7 ms).
+    op = kernels["operator"].astype(object).fillna("").astype(str).tolist()
+    names = kernels["name"].astype(str).tolist()
+    eligible = _matches(ELIGIBLE_OP, op)
+    conv = _matches(CONV_OP, op)
+    transpose = _matches(LAYOUT_TRANSPOSE_KERNEL, names)
+    tc = kernels["tensor_cores"].to_numpy(dtype=bool)
+    half = np.array([half_precision_kernel(n) for n in names], dtype=bool)
     # Layout conversions and split-K reductions launched by a matmul/conv are not its arithmetic.
-    arithmetic = eligible & ~transpose & ~names.str.contains(_NOT_ARITHMETIC_KERNEL)
+    arithmetic = eligible & ~transpose & ~_matches(_NOT_ARITHMETIC_KERNEL, names)
     simt = arithmetic & ~tc & ~half
     matmul_simt = simt & ~conv
     t = report.table
@@ -212,21 +214,30 @@ def kernel_mix(report: "Report", tiny_us: float) -> KernelMix | None:
     if not on.any():
         on = t.kind == Kind.KERNEL
     dur = t["dur"][on]
-    time = kernels["total_us"]
-    top = kernels[matmul_simt].sort_values("total_us", ascending=False, kind="stable")["name"].head(3)
+    time = kernels["total_us"].to_numpy(dtype=np.float64)
+
+    def share(mask: np.ndarray) -> float:
+        return float(np.nansum(time[mask])) / total  # NaN skipped, as Series.sum does
+
+    longest = np.flatnonzero(matmul_simt)[np.argsort(-time[matmul_simt], kind="stable")[:3]]
     return KernelMix(
-        eligible_share=float(time[eligible].sum()) / total,
-        conv_share=float(time[conv].sum()) / total,
-        layout_transpose_share=float(time[transpose].sum()) / total,
-        tensor_core_share=float(time[tc].sum()) / total,
+        eligible_share=share(eligible),
+        conv_share=share(conv),
+        layout_transpose_share=share(transpose),
+        tensor_core_share=share(tc),
         tiny_share=float((dur < tiny_us).mean()) if len(dur) else 0.0,
         kernels=int(on.sum()),
-        fp32_simt_share=float(time[simt].sum()) / total,
-        fp32_matmul_simt_share=float(time[matmul_simt].sum()) / total,
-        fp32_tensor_core_share=float(time[arithmetic & tc & ~half].sum()) / total,
-        half_share=float(time[arithmetic & half].sum()) / total,
-        fp32_matmul_simt_kernels=tuple(str(n) for n in top),
+        fp32_simt_share=share(simt),
+        fp32_matmul_simt_share=share(matmul_simt),
+        fp32_tensor_core_share=share(arithmetic & tc & ~half),
+        half_share=share(arithmetic & half),
+        fp32_matmul_simt_kernels=tuple(names[i] for i in longest),
     )
+
+
+def _matches(pattern: re.Pattern[str], texts: list[str]) -> np.ndarray:
+    """Whether ``pattern`` occurs in each text."""
+    return np.array([pattern.search(x) is not None for x in texts], dtype=bool)
 
 
 @dataclass(frozen=True)
