@@ -65,9 +65,10 @@ def allocation_table(tree: OperatorTree, allocations: Allocations, timeline: pd.
     names = list(table.names)
     none = names.index(NO_OPERATOR) if NO_OPERATOR in names else len(names)  # allocations outside any operator
     owner = allocations.owner[made]
-    name_code = np.where(owner >= 0, table.name_code[tree.index][np.maximum(owner, 0)], none)
+    name_code = np.where(owner >= 0, table.name_code[tree.index[np.maximum(owner, 0)]], none)
     operators = pd.Index(names if none < len(names) else [*names, NO_OPERATOR], dtype=object)
-    line = pd.array(np.full(len(made), pd.NA), dtype="Int64")
+    # All missing, built from its mask: pd.array of an object array of NA converts each one.
+    line = pd.arrays.IntegerArray(np.zeros(len(made), dtype=np.int64), np.ones(len(made), dtype=bool))
     if marks is not None:
         at = line_at(marks, ts[made], base_ns)
         line = pd.array(np.where(at == NOT_IN_CELL, 0, at), dtype="Int64")

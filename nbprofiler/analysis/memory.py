@@ -199,7 +199,7 @@ def memory_by_operator(tree: OperatorTree, steps: pd.DataFrame, allocations: "Al
     held = ~(free_ts[alloc] < ends)  # never freed in the trace, or freed after its step ended
     owner = allocations.owner[alloc]
     # Grouped by name code and device code (integers hash far faster than strings), named after.
-    name = np.where(owner >= 0, table.name_code[tree.index][np.maximum(owner, 0)], -1)
+    name = np.where(owner >= 0, table.name_code[tree.index[np.maximum(owner, 0)]], -1)
     frame = pd.DataFrame({"name": name, "device": device[alloc], "allocated_bytes": delta[alloc],
                           "held_bytes": np.where(held, delta[alloc], 0.0)})
     grouped = frame.groupby(["name", "device"], sort=False)
