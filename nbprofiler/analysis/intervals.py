@@ -118,12 +118,20 @@ def has_ancestor(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:
     return climb(parent, parent, lambda _, nodes: ~flag[nodes])[0] >= 0
 
 
-def accumulate_to_ancestors(values: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """Each node's value plus the values of all its descendants."""
-    total = values.astype(np.float64, copy=True)
+def levels_deepest_first(parent: np.ndarray) -> list[np.ndarray]:
+    """The nodes at each depth (ascending within one), deepest first, down to depth 1: the
+    order ``accumulate_to_ancestors`` adds in. Finding them is most of a sum's cost (the
+    depths, then a pass over every node per depth), so a tree asked several sums keeps them."""
     level = depth(parent)
-    for d in range(int(level.max(initial=0)), 0, -1):
-        idx = np.flatnonzero(level == d)
+    return [np.flatnonzero(level == d) for d in range(int(level.max(initial=0)), 0, -1)]
+
+
+def accumulate_to_ancestors(values: np.ndarray, parent: np.ndarray,
+                            levels: list[np.ndarray] | None = None) -> np.ndarray:
+    """Each node's value plus the values of all its descendants; ``levels`` is
+    ``levels_deepest_first(parent)`` where the caller has it."""
+    total = values.astype(np.float64, copy=True)
+    for idx in levels_deepest_first(parent) if levels is None else levels:
         np.add.at(total, parent[idx], total[idx])
     return total
 

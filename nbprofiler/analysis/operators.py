@@ -27,7 +27,8 @@ import pandas as pd
 from ..trace.module_names import RANGE_PREFIX as MODULE_RANGE_PREFIX
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
 from .event_kinds import of_kind
-from .intervals import accumulate_to_ancestors, children_sum, climb, innermost_around, parent_index
+from .intervals import (accumulate_to_ancestors, children_sum, climb, innermost_around, levels_deepest_first,
+                        parent_index)
 from .links import launching_runtime, lookup
 
 OPERATOR_COLUMNS = ["name", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
@@ -69,6 +70,11 @@ class OperatorTree:
     @cached_property
     def parent(self) -> np.ndarray:
         return parent_index(self.start, self.end, self.thread)
+
+    @cached_property
+    def levels(self) -> list[np.ndarray]:
+        """``levels_deepest_first(parent)``, kept for every sum up the tree (device time, phases)."""
+        return levels_deepest_first(self.parent)
 
     @cached_property
     def dur(self) -> np.ndarray:
@@ -151,7 +157,7 @@ class OperatorTree:
 
     @cached_property
     def device_total_us(self) -> np.ndarray:
-        return accumulate_to_ancestors(self.device_self_us, self.parent)
+        return accumulate_to_ancestors(self.device_self_us, self.parent, self.levels)
 
 
 def operator_table(tree: OperatorTree, by_shape: bool = False,

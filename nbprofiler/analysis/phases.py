@@ -119,7 +119,7 @@ def _phase_masks(tree: OperatorTree, loop: int) -> list[tuple[str, np.ndarray]]:
 
     parent = tree.parent
     marked = is_dl | is_opt | is_bwd
-    holds_dl_or_opt = accumulate_to_ancestors((is_dl | is_opt).astype(np.float64), parent) > 0
+    holds_dl_or_opt = accumulate_to_ancestors((is_dl | is_opt).astype(np.float64), parent, tree.levels) > 0
     candidates = np.flatnonzero(on_loop & ~marked & ~holds_dl_or_opt)
     waits = np.zeros(len(thread), dtype=bool)
     if len(candidates) and on_autograd.any():
@@ -127,7 +127,7 @@ def _phase_masks(tree: OperatorTree, loop: int) -> list[tuple[str, np.ndarray]]:
                                      tree.start[candidates], tree.end[candidates])
         waits[candidates] = covered > BACKWARD_WAIT_COVERAGE * tree.dur[candidates]
 
-    holds_marked = accumulate_to_ancestors((marked | waits).astype(np.float64), parent) > 0
+    holds_marked = accumulate_to_ancestors((marked | waits).astype(np.float64), parent, tree.levels) > 0
     is_fwd = on_loop & ~holds_marked
     return [("dataloader", is_dl), ("backward", is_bwd), ("optimizer", is_opt), ("forward", is_fwd),
             ("backward", waits)]
