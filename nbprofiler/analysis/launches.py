@@ -71,14 +71,18 @@ QUEUE_COLUMNS = ("device", "stream", "mean", "max", "p25", "p50", "p75")
 # HTA's ``launch_delay_cutoff``: a launch that waited longer than this (µs) to start counts as delayed.
 DELAY_THRESHOLD_US = 100.0
 
+# (activity, launch call) event indices of every launched activity, by activity start: ``launch_pairs``.
+LaunchPairs = tuple[np.ndarray, np.ndarray]
+
 _KIND_LABEL = np.full(max(Kind) + 1, "", dtype=object)
 _KIND_LABEL[[Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET]] = ["kernel", "memcpy", "memset"]
 
 
-def _launch_pairs(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
+def launch_pairs(table: EventTable) -> LaunchPairs:
     """(activity, launch call) event indices of every launched activity, by activity start.
 
     Ties keep the table's order (a stable sort), so the result is the same on every call.
+    The launch table and the queue lengths both start from it: a report computes it once.
     """
     work = np.flatnonzero(of_kind(table.kind, DEVICE_WORK_KINDS))
     call = launching_runtime(table, work)
@@ -91,16 +95,17 @@ def _launch_pairs(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
     return work[order], call[order]
 
 
-def launch_table(table: EventTable) -> pd.DataFrame:
+def launch_table(table: EventTable, pairs: LaunchPairs | None = None) -> pd.DataFrame:
     """One row per launched activity, in order of start (module doc: what counts).
 
     ``runtime_us`` is the launch call's duration, ``kernel_us`` the activity's (a
     copy's or memset's too), ``launch_delay_us`` HTA's launch delay: activity start
     − call end, clipped at 0 (a trace's clocks can put the start a little before
     the call's end). ``start_us`` is the activity's start on the trace clock,
-    ``runtime`` the launch call's name. Names are the trace's text.
+    ``runtime`` the launch call's name. Names are the trace's text. ``pairs``:
+    ``launch_pairs(table)``, where the caller has it.
     """
-    work, call = _launch_pairs(table)
+    work, call = launch_pairs(table) if pairs is None else pairs
     ts, dur = table["ts"], table["dur"]
     delay = np.maximum(ts[work] - (ts[call] + dur[call]), 0.0)
     return pd.DataFrame({
@@ -116,9 +121,9 @@ def launch_table(table: EventTable) -> pd.DataFrame:
     }, columns=list(LAUNCH_COLUMNS))
 
 
-def _queue_steps(table: EventTable) -> pd.DataFrame:
-    """Every change of every stream's queue: ``device, stream, ts, outstanding``, grouped
-    by stream, in time order within each.
+def _queue_steps(table: EventTable, pairs: LaunchPairs | None = None) -> dict[str, np.ndarray]:
+    """Every change of every stream's queue: ``device, stream, ts, outstanding`` as arrays
+    (read as arrays, never as a frame), grouped by stream, in time order within each.
 
     Each launch is two events on its activity's stream: +1 at the call's start and −1
     at the activity's start. At equal times the +1 goes first (HTA leaves such ties
@@ -126,33 +131,31 @@ def _queue_steps(table: EventTable) -> pd.DataFrame:
     many +1 as −1, so one running sum over the streams one after another starts each
     stream at 0.
     """
-    work, call = _launch_pairs(table)
+    work, call = launch_pairs(table) if pairs is None else pairs
     device = np.tile(table["device"][work], 2)
     stream = np.tile(table["stream"][work], 2)
     ts = np.concatenate([table["ts"][call], table["ts"][work]])
     delta = np.repeat(np.array([1, -1], dtype=np.int64), len(work))
     order = np.lexsort((-delta, ts, stream, device))
-    return pd.DataFrame({"device": device[order], "stream": stream[order], "ts": ts[order],
-                         "outstanding": np.cumsum(delta[order])})
+    return {"device": device[order], "stream": stream[order], "ts": ts[order], "outstanding": np.cumsum(delta[order])}
 
 
-def queue_length(table: EventTable) -> pd.DataFrame:
+def queue_length(table: EventTable, pairs: LaunchPairs | None = None) -> pd.DataFrame:
     """Per device and stream, the launches waiting to start (module doc: HTA's queue length):
     the mean, the maximum and the quartiles of the count after each change.
 
     A mean in the tens to hundreds means the host is far ahead and the device is the
     bottleneck; a mean below 1 means every launch starts almost at once, and the
     device waits for the host. Not weighted by time: a quick burst of launches counts
-    as much as a long wait, as in HTA.
+    as much as a long wait, as in HTA. ``pairs``: ``launch_pairs(table)``, where the caller has it.
     """
-    steps = _queue_steps(table)
-    if steps.empty:
+    steps = _queue_steps(table, pairs)
+    if len(steps["ts"]) == 0:
         return pd.DataFrame({c: pd.Series(dtype=np.int64 if c in ("device", "stream", "max") else np.float64)
                              for c in QUEUE_COLUMNS})
     # The steps come sorted by (device, stream): each stream is one run of rows, summarised in
     # numpy (a groupby's quantiles cost ten times more on a million-event trace).
-    device, stream = steps["device"].to_numpy(), steps["stream"].to_numpy()
-    count = steps["outstanding"].to_numpy()
+    device, stream, count = steps["device"], steps["stream"], steps["outstanding"]
     starts = np.flatnonzero(np.concatenate(([True], (device[1:] != device[:-1]) | (stream[1:] != stream[:-1]))))
     rows = []
     for a, b in zip(starts, np.append(starts[1:], len(count))):
@@ -166,8 +169,8 @@ def queue_length_series(table: EventTable, device: int, stream: int) -> pd.DataF
     """One stream's queue length over time (``ts``, trace clock; ``outstanding``): a step
     function that holds each value until the next row, for a chart."""
     steps = _queue_steps(table)
-    mine = steps[(steps["device"] == device) & (steps["stream"] == stream)]
-    return mine[["ts", "outstanding"]].reset_index(drop=True)
+    mine = (steps["device"] == device) & (steps["stream"] == stream)
+    return pd.DataFrame({"ts": steps["ts"][mine], "outstanding": steps["outstanding"][mine]})
 
 
 @dataclass(frozen=True)

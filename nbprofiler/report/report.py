@@ -28,7 +28,7 @@ from .rank_summary import RankSummary, RankTraces
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
     from ..analysis.device_specs import DeviceSpec
-    from ..analysis.launches import LaunchSummary
+    from ..analysis.launches import LaunchPairs, LaunchSummary
     from ..analysis.memory import Allocations
     from ..analysis.step_window import StepWindow
     from ..records import RunRecord
@@ -463,7 +463,7 @@ class Report:
         as Holistic Trace Analysis counts them (``analysis.launches``)."""
         from ..analysis.launches import launch_table
 
-        return launch_table(self.table)
+        return launch_table(self.table, self._launch_pairs)
 
     def launch_summary(self, delay_threshold_us: float = DELAY_THRESHOLD_US) -> "LaunchSummary":
         """How many launches, how many waited over ``delay_threshold_us`` (HTA's default) to
@@ -478,7 +478,14 @@ class Report:
         ``device, stream, mean, max, p25, p50, p75`` over the queue's changes."""
         from ..analysis.launches import queue_length
 
-        return queue_length(self.table)
+        return queue_length(self.table, self._launch_pairs)
+
+    @cached_property
+    def _launch_pairs(self) -> "LaunchPairs":
+        """``analysis.launches.launch_pairs``: the launches and the queue lengths share it."""
+        from ..analysis.launches import launch_pairs
+
+        return launch_pairs(self.table)
 
     @cached_property
     def device_spec(self) -> "DeviceSpec | None":
