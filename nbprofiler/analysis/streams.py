@@ -126,14 +126,17 @@ def kernel_overlap(table: EventTable, spans: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=OVERLAP_COLUMNS)
     lo = spans["start_us"].to_numpy(dtype=np.float64)
     hi = spans["end_us"].to_numpy(dtype=np.float64)
-    ts, end = table["ts"], table["ts"] + table["dur"]
+    # Only the device work, in table order: the masks below then span it, not every event.
+    work = np.flatnonzero(any_work)
+    kinds = {t: m[work] for t, m in kinds.items()}
+    ts, end, work_device = table["ts"][work], table["ts"][work] + table["dur"][work], table["device"][work]
 
     def busy(mask: np.ndarray) -> float:
         return float(covered_in_windows(ts[mask], end[mask], lo, hi).sum())
 
     rows = []
-    for device in np.unique(table["device"][any_work]):
-        on = table["device"] == device
+    for device in np.unique(work_device):
+        on = work_device == device
         alone = {t: busy(m & on) for t, m in kinds.items()}
         matrix = {(t, t): alone[t] for t in OVERLAP_TYPES}
         for i, a in enumerate(OVERLAP_TYPES):
