@@ -149,10 +149,11 @@ def _kernel_time(tree: OperatorTree, is_collective: np.ndarray) -> tuple[np.ndar
     k, owner = dev[mine], op[mine]
     start, end = table["ts"][k], table["ts"][k] + table["dur"][k]
     overlapped = np.zeros(len(k))
-    compute = part_masks(table)["kernel"]
+    compute = np.flatnonzero(part_masks(table)["kernel"])  # in table order, as a mask would take them
+    compute_device = table["device"][compute]
     for device in np.unique(table["device"][k]):
         on = table["device"][k] == device
-        busy = compute & (table["device"] == device)
+        busy = compute[compute_device == device]
         overlapped[on] = covered_in_windows(table["ts"][busy], table["ts"][busy] + table["dur"][busy],
                                             start[on], end[on])
     dur = table["dur"][k]
