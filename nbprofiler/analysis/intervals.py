@@ -23,42 +23,51 @@ def parent_index(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.nd
     -duration), a range's parent is the last range before it in its group still
     open where it starts (``end > start``): what a walk with a stack finds, found
     here for every range at once (``_last_open_before``): a Python loop over the
-    300k operators of a 1M-event trace took 0.4 s, this 35 ms.
+    300k operators of a 1M-event trace took 0.4 s, this about 50 ms, in log2(n)
+    numpy passes whatever the ranges: a walk from candidate to candidate, faster on
+    real traces, takes a pass per range of a chain of overlapping ones (1.3 s for
+    100k of them on one thread, against 15 ms here).
     """
     n = len(start)
     parent = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return parent
     order = np.lexsort((-(end - start), start, group))
-    before = _last_open_before(start[order], end[order], group[order])
+    s, e, g = start[order], end[order], group[order]
+    before = _last_open_before(s, e)
     has = before >= 0
+    has[has] = g[before[has]] == g[has]  # an earlier group's range is no parent
     parent[order[has]] = order[before[has]]
     return parent
 
 
-def _last_open_before(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """For each i of ranges sorted by (group, start), the largest j < i of its group with
-    ``end[j] > start[i]``, or -1.
+def _last_open_before(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For each i, the largest j < i with ``end[j] > start[i]``, or -1.
 
-    Each i starts at i - 1 and, while its candidate c is closed at ``start[i]``, jumps to
-    c's own candidate: every range between those two ended by ``start[c] <= start[i]``,
-    so none is skipped that could answer. All ranges jump at once, and a candidate's candidate
-    has jumped too, so a run of closed siblings is crossed in log2(length) numpy passes,
-    without the log2(n) arrays of running maxima a sparse table would allocate and fill.
+    The range just before is the answer for most (a first child). The others step
+    left over whole windows of ranges that all close by ``start[i]``, largest window
+    first, reading a sparse table of running maxima of ``end`` (level k: the max of
+    the 2**k positions ending at p): log2(n) numpy passes.
     """
     n = len(start)
-    at = np.arange(-1, n, dtype=np.int64)  # at[n]: -1, the answer "none", reached as at[-1]
-    at[-1] = -1
-    at[1:n][group[1:] != group[:-1]] = -1  # a group's first range has nothing before it
-    never_closed = np.append(end, np.inf)  # candidate -1 stops every walk
-    seek = np.flatnonzero(at[:n] >= 0)
-    seek_start = start[seek]
-    while len(seek):
-        candidate = at[seek]
-        closed = never_closed[candidate] <= seek_start
-        seek, seek_start = seek[closed], seek_start[closed]
-        at[seek] = at[candidate[closed]]
-    return at[:n]
+    levels = [end]
+    width = 1
+    while width * 2 <= n:
+        wider = levels[-1].copy()
+        np.maximum(wider[width:], levels[-1][:-width], out=wider[width:])
+        levels.append(wider)
+        width *= 2
+    at = np.arange(-1, n - 1, dtype=np.int64)  # scanning left from i - 1
+    seek = np.flatnonzero(at >= 0)
+    seek = seek[end[at[seek]] <= start[seek]]
+    at[seek] -= 1
+    for k in range(len(levels) - 1, -1, -1):
+        table = levels.pop()
+        seek = seek[at[seek] >= 0]
+        closed = seek[table[at[seek]] <= start[seek]]  # nothing in the window is open at start[i]
+        at[closed] -= 1 << k
+    at[at < 0] = -1
+    return at
 
 
 def climb(parent: np.ndarray, start: np.ndarray,
