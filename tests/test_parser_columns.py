@@ -84,29 +84,58 @@ def test_every_arg_of_a_live_trace_reaches_its_column(tmp_path):
     assert _check_every_arg(data) > 100
 
 
-def test_one_pass_and_batched_decodes_give_the_same_table(monkeypatch):
-    """Traces of up to ONE_PASS_MAX_EVENTS events are decoded in one pass, larger ones in batches."""
+def _force(path: str, monkeypatch) -> None:
+    """Make parse_trace take ``path``: "one pass", "chunks" (of 50 kB) or "batches"."""
+    if path != "one pass":
+        monkeypatch.setattr(parser, "ONE_PASS_MAX_EVENTS", -1)
+        monkeypatch.setattr(parser, "CHUNK_BYTES", 50_000)
+        monkeypatch.setattr(parser, "BATCH", 997)  # many batches, each of a different mix of kinds
+    if path == "batches":
+        monkeypatch.setattr(parser, "_build_from_chunks", lambda data, estimate: None)
+
+
+def _assert_same_table(a, b) -> None:
+    assert a.meta == b.meta and list(a.names) == list(b.names)
+    assert np.array_equal(a.kind, b.kind) and np.array_equal(a.name_code, b.name_code)
+    for column, values in a.columns.items():
+        assert np.array_equal(values, b[column], equal_nan=values.dtype.kind == "f"), column
+    for column in (*JSON_ARGS.values(), *TEXT_ARGS.values()):
+        x, y = getattr(a, column), getattr(b, column)
+        assert (x is None and y is None) or list(x) == list(y), column
+
+
+@pytest.mark.parametrize("path", ["chunks", "batches"])
+def test_every_decode_path_gives_the_same_table(path, monkeypatch):
+    """Traces of up to ONE_PASS_MAX_EVENTS events are decoded in one pass; larger ones in
+    chunks cut at line starts, or in batches of raw events where they cannot be cut."""
     data = gzip.decompress(shared_trace("a100_nccl_distributed.pt.trace.json.gz").read_bytes())
     assert len(json.loads(data)["traceEvents"]) <= parser.ONE_PASS_MAX_EVENTS
     one_pass = parse_trace(data, "trace")
-    monkeypatch.setattr(parser, "ONE_PASS_MAX_EVENTS", -1)
-    monkeypatch.setattr(parser, "BATCH", 997)  # many batches, each of a different mix of kinds
-    batched = parse_trace(data, "trace")
-    assert one_pass.meta == batched.meta and list(one_pass.names) == list(batched.names)
-    assert np.array_equal(one_pass.kind, batched.kind) and np.array_equal(one_pass.name_code, batched.name_code)
-    for column, values in one_pass.columns.items():
-        assert np.array_equal(values, batched[column], equal_nan=values.dtype.kind == "f"), column
-    for column in (*JSON_ARGS.values(), *TEXT_ARGS.values()):
-        a, b = getattr(one_pass, column), getattr(batched, column)
-        assert (a is None and b is None) or list(a) == list(b), column
+    _force(path, monkeypatch)
+    _assert_same_table(one_pass, parse_trace(data, "trace"))
 
 
-@pytest.mark.parametrize("one_pass", [True, False])
-def test_events_of_other_phases_are_dropped_and_not_counted_as_malformed(one_pass, monkeypatch):
+def test_a_chunk_cut_inside_an_event_is_read_again_in_batches(monkeypatch):
+    """A list of objects inside an event's args, one per line, looks like the start of an event:
+    a chunk cut there does not decode, and the trace is read in batches instead."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5,
+               "args": {"External id": i, "extra": [{"a": 1}, {"b": 2}]}} for i in range(50)]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1).encode()
+    one_pass = parse_trace(text, "t.json")
+    _force("chunks", monkeypatch)
+    monkeypatch.setattr(parser, "CHUNK_BYTES", 1)
+    cut = parser._EVENT_AT_LINE_START.search(text, text.index(b'"traceEvents"'))
+    assert b'"b": 2' in text[cut.end():cut.end() + 20]  # the first cut falls inside the first event's args
+    assert parser._build_from_chunks(text, 50) is None
+    _assert_same_table(one_pass, parse_trace(text, "t.json"))
+    assert list(one_pass.name)[:3] == ["op0", "op1", "op2"] and one_pass["external_id"][49] == 49
+
+
+@pytest.mark.parametrize("path", ["one pass", "chunks", "batches"])
+def test_events_of_other_phases_are_dropped_and_not_counted_as_malformed(path, monkeypatch):
     """Flow arrows, duration pairs, a phase outside the format and an event without one are
     not kept, and only the kept event that is broken counts as malformed."""
-    if not one_pass:
-        monkeypatch.setattr(parser, "ONE_PASS_MAX_EVENTS", -1)
+    _force(path, monkeypatch)
     events = [
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "trainer"}},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
@@ -122,7 +151,7 @@ def test_events_of_other_phases_are_dropped_and_not_counted_as_malformed(one_pas
         {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 21,
          "args": {"Bytes": 512, "Total Allocated": 1024, "Addr": 99, "Device Type": 0, "Device Id": -1}},
     ]
-    table = parse_trace(json.dumps({"schemaVersion": 1, "traceEvents": events}).encode(), "t.json")
+    table = parse_trace(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1).encode(), "t.json")
     assert list(table.name) == ["aten::mm", "custom", "[memory]"]
     assert table.meta.skipped_events == 1  # aten::broken
     assert table.meta.thread_names == ((1, "trainer"),)

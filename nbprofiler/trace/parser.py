@@ -37,7 +37,7 @@ import msgspec
 
 from ..errors import TraceError
 from .columns import ColumnBuilder, as_int, as_str
-from .schema import DecodedEvent, Event, Header, PhasedEvent, WholeTrace
+from .schema import DecodedEvent, Event, EventsUnread, Header, PhasedEvent, WholeTrace
 from .table import DeviceInfo, EventTable, TraceMeta
 
 BATCH = 20_000
@@ -64,6 +64,13 @@ _phased_decoder = msgspec.json.Decoder(PhasedEvent)
 _event_decoder = msgspec.json.Decoder(Event)
 _event_batch_decoder = msgspec.json.Decoder(list[Event])
 _FREED = msgspec.Raw()  # stands in for each event's raw JSON once its batch is decoded
+_events_unread_decoder = msgspec.json.Decoder(EventsUnread)
+# A large trace is decoded in chunks of about this many bytes, cut where an event starts a line.
+CHUNK_BYTES = 4 * 1024 * 1024
+# The start of an event on a new line, after the comma that ends the one before. JSON strings hold
+# no raw newline, so this is never inside one; and a cut inside an event (in a list of objects of
+# its args) leaves a chunk that is not valid JSON: a chunk that decodes was cut between events.
+_EVENT_AT_LINE_START = re.compile(rb",[ \t\r]*\n[ \t\r\n]*\{")
 
 
 def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
@@ -73,13 +80,18 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
     if _NON_BLANK.search(data) is None:  # stops at the first byte of any real trace, however much whitespace leads
         raise TraceError(source, "the file is empty; export the trace again (prof.export_chrome_trace or --trace)")
     with _gc_paused():  # until every decoded event is freed again
-        whole = _decode_whole(data) if _about_how_many_events(data) <= ONE_PASS_MAX_EVENTS else None
+        estimate = _about_how_many_events(data)
+        whole = _decode_whole(data) if estimate <= ONE_PASS_MAX_EVENTS else None
         if whole is not None:
-            header: Header | WholeTrace = whole
+            header: Header | WholeTrace | EventsUnread = whole
             builder, repaired = _build_from_events(whole), 0
         else:
-            header, data, repaired = _decode_header_mending_names(data, source)
-            builder = _build_from_batches(header, source)
+            chunked = _build_from_chunks(data, estimate)
+            if chunked is not None:
+                (header, builder), repaired = chunked, 0
+            else:
+                header, data, repaired = _decode_header_mending_names(data, source)
+                builder = _build_from_batches(header, source)
     if builder.count == 0:
         raise TraceError(source, "the trace holds no profiler events (was the profiler stopped before any step?)")
     # torch writes schemaVersion and deviceProperties; a trace without them (cut by hand, or very old) is still
@@ -131,6 +143,40 @@ def _build_from_events(whole: WholeTrace) -> ColumnBuilder:
     for start in range(0, len(events), BATCH):
         builder.add(events[start:start + BATCH])
     return builder
+
+
+def _build_from_chunks(data: bytes | memoryview, estimate: float) -> tuple[EventsUnread, ColumnBuilder] | None:
+    """The columns of a large trace decoded a chunk at a time: its event list, read as one raw
+    slice, is cut at line starts into chunks of about ``CHUNK_BYTES``, each decoded whole, so
+    that no object per event is made first (a batched decode's list of raw slices, which its
+    memory keeps). None where the list cannot be cut so, or a chunk does not decode, or holds
+    more events than estimated: the batched path then reads the trace."""
+    try:
+        header = _events_unread_decoder.decode(data)
+    except _DECODE_ERRORS:
+        return None
+    events = memoryview(header.traceEvents)
+    header.traceEvents = _FREED
+    end = len(events) - 1  # the closing bracket
+    if end < 1 or events[0] != ord("[") or events[end] != ord("]"):
+        return None
+    # Rows past the last one written are never touched: a generous capacity costs no memory.
+    builder = ColumnBuilder(capacity=int(2 * estimate) + BATCH)
+    capacity = len(builder.columns["kind"])
+    start = 1
+    while start < end:
+        cut = _EVENT_AT_LINE_START.search(events, start + CHUNK_BYTES, end) if start + CHUNK_BYTES < end else None
+        stop = end if cut is None else cut.start()
+        try:
+            chunk = _phased_batch_decoder.decode(b"".join((b"[", events[start:stop], b"]")))
+        except _DECODE_ERRORS:
+            return None
+        if builder.count + len(chunk) > capacity:
+            return None
+        for first in range(0, len(chunk), BATCH):
+            builder.add(chunk[first:first + BATCH])
+        start = end if cut is None else cut.start() + 1  # past the comma
+    return header, builder
 
 
 def _decode_header_mending_names(data: bytes | memoryview, source: str) -> tuple[Header, bytes | memoryview, int]:
@@ -314,7 +360,7 @@ def _decode_whole_event(raw: msgspec.Raw) -> DecodedEvent | None:
         return None  # counted as skipped by the builder
 
 
-def _devices(header: Header | WholeTrace, saw_hip: bool) -> tuple[DeviceInfo, ...]:
+def _devices(header: Header | WholeTrace | EventsUnread, saw_hip: bool) -> tuple[DeviceInfo, ...]:
     out: list[DeviceInfo] = []
     for i, p in enumerate(header.deviceProperties or ()):
         name = as_str(p.name) or f"device {i}"

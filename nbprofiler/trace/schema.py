@@ -213,6 +213,12 @@ class Header(_TraceFields):
     traceEvents: list[msgspec.Raw] | None = None
 
 
+class EventsUnread(_TraceFields):
+    """The trace with its event list kept as one raw slice, to be cut into chunks."""
+
+    traceEvents: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+
+
 class WholeTrace(_TraceFields):
     """The trace with its events decoded by phase, in one pass."""
 

@@ -58,7 +58,9 @@ def read_trace_file(path: Path, limit: int | None = None) -> TraceFile:
     limit = max_trace_bytes() if limit is None else limit
     try:
         size = path.stat().st_size
-        with path.open("rb") as fh:
+        # Unbuffered: a buffered reader's read() after a peek joins its buffer to the rest,
+        # holding the whole file twice for a moment (2x its size at the load's peak).
+        with path.open("rb", buffering=0) as fh:
             head = fh.read(2)
             if head == b"\x1f\x8b":
                 fh.seek(0)
