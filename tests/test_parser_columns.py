@@ -131,6 +131,17 @@ def test_a_chunk_cut_inside_an_event_is_read_again_in_batches(monkeypatch):
     assert list(one_pass.name)[:3] == ["op0", "op1", "op2"] and one_pass["external_id"][49] == 49
 
 
+def test_a_trace_on_one_line_is_read_in_batches(monkeypatch):
+    """No line breaks, no cuts: rather than one chunk of the whole list, batches of raw events."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5}
+              for i in range(200)]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events}).encode()
+    _force("chunks", monkeypatch)
+    monkeypatch.setattr(parser, "CHUNK_BYTES", 1000)
+    assert parser._build_from_chunks(text, 200) is None
+    assert list(parse_trace(text, "t.json").name) == [f"op{i}" for i in range(200)]
+
+
 @pytest.mark.parametrize("path", ["one pass", "chunks", "batches"])
 def test_events_of_other_phases_are_dropped_and_not_counted_as_malformed(path, monkeypatch):
     """Flow arrows, duration pairs, a phase outside the format and an event without one are
