@@ -1,8 +1,7 @@
 """Decoded events -> the event table's columns, a batch at a time.
 
-Each batch is read column by column: one C-level ``map`` of an attribute getter
-per column (no Python loop per event), converted by numpy; names and categories
-are coded through dict lookups. An arg is read only on the kinds of event that
+Each batch is read column by column: one comprehension per column (``_reader``),
+converted by numpy; names and categories are coded through dict lookups. An arg is read only on the kinds of event that
 carry it (``arg_columns``): the events are grouped by kind once per batch, and
 each column reads only its kinds' groups.
 """
@@ -244,13 +243,16 @@ class _ArgsByKind:
             args = [_EMPTY_ARGS if a is None else a for a in maybe_args]
         self.count = len(args)
         self.present = [Kind(k) for k in np.unique(kinds)]
-        self.rows = {k: np.flatnonzero(kinds == k) for k in self.present} if len(self.present) > 1 else {}
-        self.args = {k: args for k in self.present}
-        if self.rows:
+        self.all_args = args
+        # Each kind's rows and args; of one kind only, every selection is all rows or none.
+        self.rows: dict[Kind, np.ndarray] = {}
+        self.args: dict[Kind, list[Args]] = {}
+        if len(self.present) > 1:
             as_array = np.empty(len(args), dtype=object)
             as_array[:] = args
-            self.args = {k: as_array[rows].tolist() for k, rows in self.rows.items()}
-        self.all_args = args
+            for k in self.present:
+                self.rows[k] = np.flatnonzero(kinds == k)
+                self.args[k] = as_array[self.rows[k]].tolist()
         self._selected: dict[tuple[Kind, ...], tuple[np.ndarray | None, list[Args]]] = {}
 
     def select(self, kinds: tuple[Kind, ...]) -> tuple[np.ndarray | None, list[Args]]:

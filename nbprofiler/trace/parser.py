@@ -24,8 +24,8 @@ How it stays fast and small:
 
 A batch that fails validation is retried event by event and the malformed
 events are dropped and counted, never allowed to crash the load; a trace that
-fails the one-pass decode goes the batched way, which also mends names with
-unescaped quotes and says what is wrong with a file it refuses.
+fails the one-pass or chunked decode goes the batched way, which also mends
+names with unescaped quotes and says what is wrong with a file it refuses.
 """
 from __future__ import annotations
 
@@ -43,9 +43,9 @@ from .schema import DecodedEvent, Event, EventsUnread, Header, PhasedEvent, Whol
 from .table import DeviceInfo, EventTable, TraceMeta
 
 BATCH = 20_000
-# Traces of up to about this many events are decoded in one pass (a batched decode first lists
-# every event's raw slice, a second pass over the bytes); larger ones in batches, to keep memory
-# low: every event decoded at once holds about half a kilobyte until the columns are built.
+# Traces of up to about this many events are decoded in one pass (the other ways first scan the
+# bytes for the event list, a second pass); larger ones in chunks, to keep memory low: every
+# event decoded at once holds about half a kilobyte until the columns are built.
 ONE_PASS_MAX_EVENTS = 100_000
 _SAMPLE_BYTES = 2 * 1024 * 1024
 
@@ -83,17 +83,13 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         raise TraceError(source, "the file is empty; export the trace again (prof.export_chrome_trace or --trace)")
     with _gc_paused():  # until every decoded event is freed again
         estimate = _about_how_many_events(data)
-        whole = _decode_whole(data) if estimate <= ONE_PASS_MAX_EVENTS else None
-        if whole is not None:
-            header: Header | WholeTrace | EventsUnread = whole
-            builder, repaired = _build_from_events(whole), 0
+        built = _build_in_one_pass(data) if estimate <= ONE_PASS_MAX_EVENTS else _build_from_chunks(data, estimate)
+        header: Header | WholeTrace | EventsUnread
+        if built is not None:
+            (header, builder), repaired = built, 0
         else:
-            chunked = _build_from_chunks(data, estimate)
-            if chunked is not None:
-                (header, builder), repaired = chunked, 0
-            else:
-                header, data, repaired = _decode_header_mending_names(data, source)
-                builder = _build_from_batches(header, source)
+            listed, data, repaired = _decode_header_mending_names(data, source)
+            builder, header = _build_from_batches(listed, source), listed
     if builder.count == 0:
         raise TraceError(source, "the trace holds no profiler events (was the profiler stopped before any step?)")
     # torch writes schemaVersion and deviceProperties; a trace without them (cut by hand, or very old) is still
@@ -126,25 +122,27 @@ def _about_how_many_events(data: bytes | memoryview) -> float:
     return bytes(data[start:start + _SAMPLE_BYTES]).count(b'"ph"') * len(data) / _SAMPLE_BYTES
 
 
-def _decode_whole(data: bytes | memoryview) -> WholeTrace | None:
-    """The trace with every event decoded in one pass, or None where that fails: bad JSON,
-    an event that is malformed or of a phase outside the format, or no event list. The
-    batched path then decodes it again, and drops, mends or refuses what it must."""
+def _build_in_one_pass(data: bytes | memoryview) -> tuple[WholeTrace, ColumnBuilder] | None:
+    """The columns of a trace with every event decoded in one pass, or None where that decode
+    fails: bad JSON, an event that is malformed or of a phase outside the format, or no event
+    list. The batched path then decodes it again, and drops, mends or refuses what it must."""
     try:
         whole = _whole_decoder.decode(data)
     except _DECODE_ERRORS:
         return None
-    return whole if whole.traceEvents is not None else None
-
-
-def _build_from_events(whole: WholeTrace) -> ColumnBuilder:
-    """The columns of a trace decoded whole; its events are let go as they are read."""
+    if whole.traceEvents is None:
+        return None
     events = cast("list[DecodedEvent]", whole.traceEvents)
     whole.traceEvents = None
     builder = ColumnBuilder(capacity=len(events))
+    _add_in_batches(builder, events)
+    return whole, builder
+
+
+def _add_in_batches(builder: ColumnBuilder, events: list[DecodedEvent]) -> None:
+    """``BATCH`` events at a time, so that each column's temporaries stay small."""
     for start in range(0, len(events), BATCH):
         builder.add(events[start:start + BATCH])
-    return builder
 
 
 def _build_from_chunks(data: bytes | memoryview, estimate: float) -> tuple[EventsUnread, ColumnBuilder] | None:
@@ -177,8 +175,7 @@ def _build_from_chunks(data: bytes | memoryview, estimate: float) -> tuple[Event
             return None
         if builder.count + len(chunk) > capacity:
             return None
-        for first in range(0, len(chunk), BATCH):
-            builder.add(chunk[first:first + BATCH])
+        _add_in_batches(builder, cast("list[DecodedEvent]", chunk))
         start = end if cut is None else cut.start() + 1  # past the comma
     return header, builder
 

@@ -172,7 +172,6 @@ if TYPE_CHECKING:  # the union is built at run time; code reads every member thr
     PhasedEvent: TypeAlias = _Phased
 else:
     PhasedEvent = Union[(Complete, Instant, GlobalInstant, Metadata, *_SKIPPED)]
-KNOWN_PHASES = frozenset({"X", "i", "I", "M", *_SKIPPED_PHASES})
 
 
 class DeviceProperties(msgspec.Struct):
