@@ -10,7 +10,8 @@
 # 2. pytest: the cuda-marked tests (`pytest -m cuda`, the test files that mark any).
 # 3. workloads: bench/device_check.py (a CNN and a Transformer under %%torchprofile, checked
 #    against torch.cuda's own counters; device_check.json and the two traces).
-# 4. overhead: bench/overhead.py's measurement with its workload on the device.
+# 4. overhead: bench/overhead.py's measurement with its workload on the device, then the
+#    magic's costliest functions (cProfile) in one more run.
 #
 # Each step has a time budget (timeout); a step that fails or runs out is recorded and the
 # next one runs, so that one call brings back every figure. Without CUDA everything runs on
@@ -26,6 +27,7 @@ WHEELS="$ROOT/bench/wheels"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$PYTHON" ] || PYTHON="$(command -v python3)"
 OVERHEAD_RUNS="${OVERHEAD_RUNS:-5}"
+OVERHEAD_PROFILE="${OVERHEAD_PROFILE:-45}"  # the magic's costliest functions printed after the overhead
 # Seconds per step (each can be set from the environment); the device tool allows 600 s a command.
 SETUP_S="${SETUP_S:-60}" PYTEST_S="${PYTEST_S:-100}" WORKLOADS_S="${WORKLOADS_S:-210}" OVERHEAD_S="${OVERHEAD_S:-100}"
 # Keep in step with REQUIREMENTS in bench/device_wheels.sh (torch, numpy, pandas and
@@ -143,7 +145,7 @@ run_step setup "$SETUP_S" "$OUT_DIR/setup.log" bash -c 'install_missing "$@"' _ 
 run_step pytest_cuda "$PYTEST_S" "$OUT_DIR/pytest_cuda.log" bash -c pytest_cuda
 run_step workloads "$WORKLOADS_S" "$OUT_DIR/device_check.log" "$PYTHON" bench/device_check.py "$OUT_DIR"
 run_step overhead "$OVERHEAD_S" "$OUT_DIR/overhead.log" \
-  "$PYTHON" bench/device_check.py "$OUT_DIR" --overhead "$OVERHEAD_RUNS"
+  "$PYTHON" bench/device_check.py "$OUT_DIR" --overhead "$OVERHEAD_RUNS" --profile "$OVERHEAD_PROFILE"
 
 {
   echo "["

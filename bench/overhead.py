@@ -4,10 +4,15 @@ Both run the same training cell with the identical schedule and options
 (wait=1, warmup=1, active=3, memory on) and export one Chrome trace; the
 magic also builds the Report. Prints the median wall-time ratio over 5 runs
 of each, interleaved, measured in one process. Target: <= 1.05.
+
+    .venv/bin/python bench/overhead.py [RUNS] [PROFILE]   # PROFILE: print that many costliest
+                                                            # functions of one more magic run
 """
 from __future__ import annotations
 
+import cProfile
 import os
+import pstats
 import statistics
 import sys
 import tempfile
@@ -37,7 +42,9 @@ with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=
 """
 
 
-def main(runs: int = 5) -> None:
+def main(runs: int = 5, profile: int = 0) -> None:
+    """Prints the medians and their ratio; with ``profile`` > 0, then runs the magic's cell once
+    more under cProfile and prints its ``profile`` costliest functions by cumulative time."""
     ip = start_ipython()
     ip.run_line_magic("load_ext", "nbprofiler")
     ip.run_cell(SETUP).raise_error()
@@ -59,7 +66,12 @@ def main(runs: int = 5) -> None:
     m, h = statistics.median(magic), statistics.median(hand)
     print(f"%%torchprofile median {m * 1e3:.1f} ms, hand-written torch.profiler median {h * 1e3:.1f} ms")
     print(f"overhead ratio (median of {runs}): {m / h:.3f}  (target <= 1.05)")
+    if profile > 0:
+        profiler = cProfile.Profile()
+        with capture_output():
+            profiler.runcall(ip.run_cell_magic, "torchprofile", "-q", BODY)
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(profile)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5, int(sys.argv[2]) if len(sys.argv) > 2 else 0)
