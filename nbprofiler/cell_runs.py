@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import OptionError
+from .option_names import is_variable_name
 
 if TYPE_CHECKING:
     from .report import Report
@@ -40,6 +41,9 @@ def baseline(namespace: dict[str, Any], variable: str | None, cell: str) -> Base
     from .report import Report
 
     if variable:
+        if not is_variable_name(variable):  # never offered as `-o NAME` to paste
+            raise OptionError("--compare", f"{variable!r} is not a valid variable name: name the variable a run's "
+                                           "report was stored in with -o")
         if variable not in namespace:
             raise OptionError("--compare", f"there is no variable {variable!r} in the notebook; store a run's "
                                            f"report in it with -o {variable}")

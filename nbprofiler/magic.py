@@ -5,7 +5,6 @@ import argparse
 import ast
 import asyncio
 import inspect
-import keyword
 import re
 import sys
 from collections.abc import Coroutine
@@ -25,6 +24,8 @@ from .capture.session import ProfileRun, ctrl_c_held
 from .cell_identity import cell_key, notebook_path
 from .cell_runs import Baseline, baseline, compared, finished
 from .errors import NbprofilerError, OptionError
+from .advice.suggestion import SUGGESTION_KINDS
+from .option_names import check_output, check_tried, is_variable_name
 from .options import DEVICE_CHOICES, SORT_KEYS, STEP_ON_CHOICES, ProfileOptions
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class TorchProfileMagics(Magics):
                    "kernel or in the history) and show whether it got faster, beyond noise.")
     @argument("--tried", default=None, metavar="KIND",
               help="The suggestion this run tries (its kind): the comparison puts its stated gain beside the "
-                   "measured one. Implies --compare.")
+                   f"measured one. Implies --compare. KIND: {'|'.join(SUGGESTION_KINDS)}.")
     @argument("--no-history", action="store_true",
               help="Do not keep this run in the local history (nbprofiler.history(); file: NBPROFILER_HISTORY).")
     @argument("--sort", default=None, help=f"Sort the operator table by one of: {', '.join(SORT_KEYS)}.")
@@ -153,12 +154,12 @@ class TorchProfileMagics(Magics):
                 modules=args.modules, trace=args.trace, tensorboard=args.tensorboard, sort=args.sort,
                 top=args.top, quiet=args.quiet, history=not args.no_history,
             )
+            check_output(args.output)
+            check_tried(args.tried)
             key = cell_key(self._ipython, source)
             request = _Request(args.output, key, self._baseline(args, key), args.tried)
         except OptionError as exc:
             raise UsageError(f"{name} {exc}") from None
-        if args.output is not None and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
-            raise UsageError(f"{name} -o: {args.output!r} is not a valid variable name")
         return self._run(source, options, request)
 
     def _baseline(self, args: argparse.Namespace, key: str) -> "Baseline | None":
@@ -535,7 +536,7 @@ def _names_a_value(word: str, rest: str) -> bool:
     does not itself start the statement (``--compare y = model(x)`` profiles ``y = ...``)."""
     follows = rest.lstrip()
     starts_code = follows[:1] in ("=", "(", ".", "[", ",", ":") or follows[:2] in ("+=", "-=", "*=", "/=")
-    return word.isidentifier() and not keyword.iskeyword(word) and bool(follows) and not starts_code
+    return is_variable_name(word) and bool(follows) and not starts_code
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -20,9 +20,6 @@ from nbprofiler.history.record import TOP_ROWS
 from nbprofiler.history.schema import SCHEMA_VERSION
 from nbprofiler.render.views import ranked_suggestions
 
-NOTE = "nbprofiler: run history not kept:"
-
-
 @pytest.fixture()
 def history_file(tmp_path, monkeypatch) -> Path:
     """A history file of this test's own (not yet created)."""
@@ -152,24 +149,28 @@ def damaged_database(path: Path) -> str:
 
 
 @pytest.mark.parametrize("damage", [garbage_file, damaged_database])
-def test_a_corrupt_history_costs_one_line_and_never_the_run(shell, history_file, damage):
+def test_a_corrupt_history_costs_a_note_per_run_and_never_the_run(shell, history_file, damage):
     why = damage(history_file)
     damaged = history_file.read_bytes()
     with capture_output() as captured:
         shell.run_cell_magic("torchprofile", "-o run", TRAIN_CELL)
-        kept = [keep(shell.user_ns["run"]) for _ in range(2)]
+        run = shell.user_ns["run"]
+        kept = [keep(run) for _ in range(2)]
         assert previous_run("train-cell") is None
     assert kept == [None, None]
     assert "nbprofiler report" in captured.outputs[-1].data["text/plain"]  # the report is shown as ever
-    # One line for the file, however often it is met in this process.
-    notes = [line for line in captured.stderr.splitlines() if "history" in line]
-    assert notes == [f"{NOTE} {history_file} is not a readable database ({why}); profiling is unaffected "
-                     "(set NBPROFILER_HISTORY to use another file)"]
+    # Each time the run is not kept, its report's notes and one line on stderr say so, and why.
+    problem = (f"the run history {history_file} is not a readable database ({why}); "
+               "set NBPROFILER_HISTORY to use another file")
+    lost = [note for note in run.notes if "was not kept" in note]
+    assert len(lost) == 3 and all(note.endswith(f" UTC) was not kept: {problem}.") for note in lost)
+    lines = [line for line in captured.stderr.splitlines() if "history" in line]
+    assert lines == [*(f"nbprofiler: {note}" for note in lost),
+                     f"nbprofiler: --compare could not read the previous run: {problem}"]
     # Asked for the history, the user gets the reason as a one-line error; the file is left as it was.
     with pytest.raises(HistoryError) as raised:
         nbprofiler.history()
-    assert str(raised.value) == (f"the run history {history_file} is not a readable database ({why}); "
-                                 "set NBPROFILER_HISTORY to use another file")
+    assert str(raised.value) == problem
     assert history_file.read_bytes() == damaged
 
 
@@ -181,8 +182,9 @@ def test_a_history_from_a_newer_nbprofiler_is_left_alone(shell, history_file):
         shell.run_cell_magic("torchprofile", "-o run", TRAIN_CELL)
         assert keep(shell.user_ns["run"]) is None
     assert "nbprofiler report" in captured.outputs[-1].data["text/plain"]
-    (line,) = [line for line in captured.stderr.splitlines() if line.startswith(NOTE)]
-    assert f"was written by a newer nbprofiler (schema version {SCHEMA_VERSION + 98}" in line
+    lines = [line for line in captured.stderr.splitlines() if "was not kept" in line]
+    assert len(lines) == 2  # the cell's run, and the same run kept again
+    assert all(f"was written by a newer nbprofiler (schema version {SCHEMA_VERSION + 98}" in line for line in lines)
     with sqlite3.connect(history_file) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 98
         assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'runs'").fetchone() is None
@@ -218,7 +220,7 @@ def test_two_processes_keeping_runs_at_once_lose_none(shell, history_file, tmp_p
     go.touch()
     results = [w.communicate(timeout=120) for w in writers]
     for (out, err), writer in zip(results, writers):
-        assert writer.returncode == 0 and NOTE not in err, err
+        assert writer.returncode == 0 and "not kept" not in err, err
     ids = [json.loads(out.strip().splitlines()[-1]) for out, _ in results]
     assert all(isinstance(i, int) for i in ids[0] + ids[1])
     assert sorted(ids[0] + ids[1]) == list(range(1, 2 * runs + 1))

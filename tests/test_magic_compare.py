@@ -2,6 +2,7 @@
 previous run of a cell found by the id JupyterLab sends, in a real kernel."""
 from __future__ import annotations
 
+import ast
 import sys
 
 import pytest
@@ -9,6 +10,7 @@ from conftest import ROOT, SETUP_CELL, TRAIN_CELL
 from IPython.core.error import UsageError
 
 import nbprofiler
+from nbprofiler.advice.suggestion import SUGGESTION_KINDS
 from nbprofiler.magic import TorchProfileMagics, _split_statement
 
 # A loop whose steps are mostly a sleep: two runs of it take the same time, within noise.
@@ -61,16 +63,45 @@ def test_a_cell_with_no_earlier_run_runs_and_says_so(shell, capsys):
 
 
 @pytest.mark.parametrize("variable, message", [
-    ("nothing_here", "there is no variable 'nothing_here'"),
-    ("model", "holds a Sequential, not an nbprofiler Report"),
+    ("nothing_here", "there is no variable 'nothing_here' in the notebook; store a run's report in it with "
+                     "-o nothing_here"),
+    ("model", "'model' holds a Sequential, not an nbprofiler Report (store one with -o model)"),
+    # Not a name: quoted as given, and never offered as an -o to paste.
+    ("'base; print(1)'", "'base; print(1)' is not a valid variable name: name the variable a run's report was "
+                         "stored in with -o"),
+    ("class", "'class' is not a valid variable name: name the variable a run's report was stored in with -o"),
 ])
 def test_compare_with_a_wrong_variable_is_a_one_line_error_before_the_cell_runs(shell, variable, message):
     shell.user_ns.pop("nothing_here", None)
     latest = nbprofiler.last()
     with pytest.raises(UsageError) as caught:
-        shell.run_cell_magic("torchprofile", f"--compare {variable}", TRAIN_CELL)
-    assert message in str(caught.value) and "\n" not in str(caught.value)
-    assert nbprofiler.last() is latest  # the cell did not run
+        shell.run_cell_magic("torchprofile", f"--compare {variable}", TRAIN_CELL + "ran_anyway = True\n")
+    said = str(caught.value)
+    assert said == f"%%torchprofile --compare: {message}"
+    assert nbprofiler.last() is latest and "ran_anyway" not in shell.user_ns  # the cell did not run
+
+
+def test_tried_accepts_only_the_kinds_of_suggestions_before_the_cell_runs(shell):
+    latest = nbprofiler.last()
+    with pytest.raises(UsageError) as caught:
+        shell.run_cell_magic("torchprofile", "-q --tried faster", TRAIN_CELL + "ran_anyway = True\n")
+    assert str(caught.value) == ("%%torchprofile --tried: 'faster' is not the kind of a suggestion; the kinds are "
+                                 + ", ".join(SUGGESTION_KINDS))
+    assert nbprofiler.last() is latest and "ran_anyway" not in shell.user_ns  # the cell did not run
+    with pytest.raises(UsageError, match="'nothing_to_improve' is not the kind of a suggestion"):
+        shell.run_cell_magic("torchprofile", "-q --tried nothing_to_improve", TRAIN_CELL)
+
+
+def test_the_kinds_tried_are_every_kind_the_rules_make():
+    """Each ``Suggestion(kind=...)`` the advice modules write is a kind ``--tried`` accepts, and
+    each kind it accepts is made by some rule (``nothing_to_improve`` being no change to try)."""
+    made = set()
+    for module in (ROOT / "nbprofiler" / "advice").glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Suggestion":
+                (kind,) = [k.value for k in node.keywords if k.arg == "kind"]
+                made.add(kind.value if isinstance(kind, ast.Constant) else kind.id)
+    assert made == {*SUGGESTION_KINDS, "NOTHING_TO_IMPROVE"} and len(SUGGESTION_KINDS) == len(set(SUGGESTION_KINDS))
 
 
 def test_tried_puts_the_stated_gain_beside_the_measured_one(shell):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..report.saved import frame_to_json, run_to_json
-from .store import HistoryError, tell_once, transaction
+from .store import HistoryError, transaction
 
 if TYPE_CHECKING:
     from ..options import ProfileOptions
@@ -42,24 +42,37 @@ RunId = int
 
 
 def keep(report: "Report", *, cell: str | None, notebook: str | None) -> RunId | None:
-    """Keep ``report``'s run in the history and return its run id. Never raises: a history that
-    cannot be written, or a run that cannot be encoded, is one line on stderr and None, and the
-    run and its report are as they were."""
+    """Keep ``report``'s run in the history and return its run id. Never raises, and waits for
+    another process's lock ``HISTORY_WAIT_S`` at most: a run that cannot be kept (a history that
+    cannot be written, a value it cannot encode) gets a note in its report that names it and
+    says why, printed on stderr too, each time, and None."""
+    ran_at = datetime.now(timezone.utc)
     try:
-        row = run_row(report, cell, notebook)
+        row = run_row(report, cell, notebook, ran_at)
     except Exception as exc:  # a value the encoding does not know must not cost the user the run
-        print(f"nbprofiler: this run was not kept in the run history ({type(exc).__name__}: {exc}); profiling "
-              "is unaffected", file=sys.stderr)
+        _not_kept(report, ran_at, f"it could not be encoded for the run history ({type(exc).__name__}: {exc})")
         return None
     try:
         return transaction(lambda conn: _insert(conn, row), write=True)
     except HistoryError as exc:
-        tell_once(exc)
+        _not_kept(report, ran_at, str(exc))
         return None
 
 
-def run_row(report: "Report", cell: str | None, notebook: str | None) -> dict[str, Any]:
-    """The ``runs`` row for ``report`` (a live run's: only a live run has a RunRecord to keep)."""
+def _not_kept(report: "Report", ran_at: datetime, why: str) -> None:
+    """Say that ``report``'s run was not kept, and ``why``: in the report's notes (the run's own,
+    where its caveats go), which are made again with it, and as one line on stderr, which the
+    user sees under a report already drawn."""
+    note = f"This run (ended {ran_at:%Y-%m-%d %H:%M:%S} UTC) was not kept: {why}."
+    if report.run is not None:
+        report.run.notes.append(note)
+        report.__dict__.pop("notes", None)  # Report.notes is a cached_property: drop it, to be made with this note
+    print(f"nbprofiler: {note}", file=sys.stderr)
+
+
+def run_row(report: "Report", cell: str | None, notebook: str | None, ran_at: datetime) -> dict[str, Any]:
+    """The ``runs`` row for ``report``, ended at ``ran_at`` (a live run's: only a live run has a
+    RunRecord to keep)."""
     from .. import __version__
     from ..render.views import ranked_suggestions
 
@@ -69,7 +82,7 @@ def run_row(report: "Report", cell: str | None, notebook: str | None) -> dict[st
     summary = report.summary
     top = ranked_suggestions(report)
     return {
-        "ran_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        "ran_at": ran_at.isoformat(timespec="milliseconds"),
         "notebook": notebook,
         "cell": cell,
         "cell_source": run.cell_source,

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from .atomic import atomic
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE runs (
@@ -85,8 +87,7 @@ def upgrade(conn: sqlite3.Connection) -> None:
     have migrated the file in between."""
     if schema_version(conn) == SCHEMA_VERSION:
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with atomic(conn, "BEGIN IMMEDIATE"):
         version = schema_version(conn)
         if version > SCHEMA_VERSION:
             raise NewerSchema(version)
@@ -94,7 +95,3 @@ def upgrade(conn: sqlite3.Connection) -> None:
             for statement in migration:
                 conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

@@ -9,12 +9,13 @@ exists, how to load the full report from it.
 
 ``history()`` and ``stored_run()`` are called by the user, who asked for the history: an
 unusable file raises its one-line ``HistoryError``. ``previous_run()`` is called by the
-magic for ``--compare``: there an unusable file is the one-line note, and None.
+magic for ``--compare``: there an unusable file is a one-line note, and None.
 """
 from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from ..report.report import Report, read_only_table
 from ..report.saved import frame_from_json, run_from_json
 from .location import history_path
 from .record import TOP_ROWS
-from .store import HistoryError, tell_once, transaction
+from .store import HistoryError, transaction
 
 if TYPE_CHECKING:
     from .record import RunId
@@ -78,7 +79,7 @@ def previous_run(cell: str, before: "RunId | None" = None) -> Report | None:
     try:
         row = transaction(latest, write=False, path=path)
     except HistoryError as exc:
-        tell_once(exc)
+        print(f"nbprofiler: --compare could not read the previous run: {exc}", file=sys.stderr)
         return None
     return None if row is None else _report(row)
 

@@ -41,15 +41,14 @@ def _copy_on_write() -> bool:
     return int(pd.__version__.split(".")[0]) >= 3 or pd.get_option("mode.copy_on_write") is True
 
 
-_LOCKS_GUARD = threading.Lock()
-
-
 def _table_lock(cache: dict[str, Any], slot: str) -> threading.RLock:
-    """The lock of one table of one report, kept in the report's own cache. Re-entrant: a table's
-    build may ask for another table, never for itself, so one thread never waits on itself."""
-    with _LOCKS_GUARD:
-        locks = cache.setdefault("_table_locks", {})
-        return locks.setdefault(slot, threading.RLock())
+    """The lock of one table of one report, kept in the report's own cache: a report's table is
+    built once, and no report ever waits on another's. ``dict.setdefault`` is atomic (one call
+    into C, under the GIL, or the dict's own lock in a free-threaded build), so two threads asking
+    at once get the same lock, with no lock shared between reports to make it. Re-entrant: a
+    table's build may ask for another table, never for itself, so one thread never waits on itself."""
+    locks: dict[str, threading.RLock] = cache.setdefault("_table_locks", {})
+    return locks.setdefault(slot, threading.RLock())
 
 
 class read_only_table:  # noqa: N801 - used as a decorator, like cached_property
