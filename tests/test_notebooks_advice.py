@@ -1,11 +1,11 @@
-"""Tutorials 02 (DataLoader bottleneck) and 04 (batch size) run headless, each in under 90 s,
-and show what they promise: the suggestion, the measurement, and the change compared with the run before it."""
+"""Tutorials 02 (DataLoader bottleneck) and 04 (batch size) run headless and show what they promise:
+the suggestion, the measurement, and the change compared with the run before it. Their run time is
+bench/notebook_times.py's figure, never a test's."""
 from __future__ import annotations
 
 import html
 import os
 import re
-import time
 
 import pytest
 
@@ -13,7 +13,7 @@ from conftest import ROOT, cell_outputs, execute_notebook
 from nbprofiler.render.bundle import COMPARISON_MIME
 
 pytestmark = pytest.mark.slow
-BUDGET_S = 90
+CELL_TIMEOUT_S = 300  # a hang guard for one cell, not a speed target
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
@@ -23,9 +23,7 @@ def _run(name: str):
     with pytest.MonkeyPatch.context() as mp:
         path = os.environ.get("PYTHONPATH")
         mp.setenv("PYTHONPATH", str(ROOT) + (os.pathsep + path if path else ""))
-        start = time.perf_counter()
-        nb = execute_notebook(name, timeout=BUDGET_S)
-        return nb, time.perf_counter() - start
+        return execute_notebook(name, timeout=CELL_TIMEOUT_S)
 
 
 def _text(outputs: list[dict]) -> str:
@@ -52,12 +50,8 @@ def batch_tutorial():
     return _run("04_batch_size.ipynb")
 
 
-def test_02_runs_in_budget(dataloader_tutorial):
-    assert dataloader_tutorial[1] < BUDGET_S
-
-
 def test_02_profile_suggests_workers_for_the_users_loader(dataloader_tutorial):
-    nb, _ = dataloader_tutorial
+    nb = dataloader_tutorial
     text = _text(cell_outputs(nb, "for s in before.suggestions"))
     assert "DataLoader `train_loader` keeps each step waiting" in text
     assert "train_loader = DataLoader(\n        train_ds,\n        batch_size=32,\n        shuffle=True," in text
@@ -66,7 +60,7 @@ def test_02_profile_suggests_workers_for_the_users_loader(dataloader_tutorial):
 
 
 def test_02_tuner_measures_plots_and_recommends(dataloader_tutorial):
-    nb, _ = dataloader_tutorial
+    nb = dataloader_tutorial
     outputs = cell_outputs(nb, "def train_step(batch)")
     assert _has_image(outputs)
     text = _text(outputs)
@@ -96,7 +90,7 @@ def _verdict(line: str) -> tuple[str, float, float]:
 def test_02_the_comparison_is_shown_as_it_renders(dataloader_tutorial):
     """Headless, ``comparison`` in a cell shows the static comparison: text, HTML, and the
     payload the JupyterLab extension draws; no widget, which needs a front end."""
-    nb, _ = dataloader_tutorial
+    nb = dataloader_tutorial
     (shown,) = [o["data"] for o in cell_outputs(nb, "comparison = nbprofiler.compare(") if "data" in o]
     verdict = shown[COMPARISON_MIME]["verdict"]
     _verdict(verdict)
@@ -111,7 +105,7 @@ def test_02_the_comparison_is_shown_as_it_renders(dataloader_tutorial):
 def test_02_compare_measures_the_change_against_the_claim(dataloader_tutorial):
     """The printed verdict agrees with its interval; the claim is beside the measured speed-up,
     said to be within, below or beyond it as the figures say; the steps no longer wait for data."""
-    nb, _ = dataloader_tutorial
+    nb = dataloader_tutorial
     verdict, stated, method, loader = _text(cell_outputs(nb, "print(comparison.verdict)")).splitlines()[:4]
     words, low, high = _verdict(verdict)
     assert "bootstrap" in method and "step" in method  # the interval says how it was made
@@ -133,7 +127,7 @@ def test_02_compare_measures_the_change_against_the_claim(dataloader_tutorial):
 def test_02_the_same_loop_profiled_again_gets_a_verdict_that_agrees_with_its_interval(dataloader_tutorial):
     """Nothing changed between ``after`` and the last run: the magic shows the comparison under the
     report, and the printed verdict and sentence agree with its interval, whichever way the machine moved."""
-    nb, _ = dataloader_tutorial
+    nb = dataloader_tutorial
     shown = [o["data"] for o in cell_outputs(nb, "%%torchprofile --compare after") if "data" in o]
     assert "nbprofiler report" in shown[0]["text/plain"]
     (comparison,) = [b for b in shown if COMPARISON_MIME in b]
@@ -145,18 +139,15 @@ def test_02_the_same_loop_profiled_again_gets_a_verdict_that_agrees_with_its_int
                         "The interval excludes 1: with no change made, the machine's load moved between the runs.")
 
 
-def test_04_runs_in_budget(batch_tutorial):
-    assert batch_tutorial[1] < BUDGET_S
-
 
 def test_04_tiny_batch_gets_a_larger_batch_suggestion(batch_tutorial):
-    nb, _ = batch_tutorial
+    nb = batch_tutorial
     text = _text(cell_outputs(nb, "advice = next("))
     assert "Fixed per-step cost is" in text and "batch_size=8,  # changed: was 2" in text
 
 
 def test_04_curve_is_measured_plotted_and_applied(batch_tutorial):
-    nb, _ = batch_tutorial
+    nb = batch_tutorial
     outputs = cell_outputs(nb, "def train_step")
     assert _has_image(outputs)
     assert "Recommended batch_size=" in _text(outputs)
