@@ -258,13 +258,13 @@ COMPUTES = ["loss = F.cross_entropy(net(xb), yb)", "for i, (x, y) in enumerate(s
             "with torch.no_grad():\n    total += loss.item()", "history.append(loss.detach())",
             "writer.add_scalar('loss', loss.item(), i)", "for _ in range(3):\n    x = x.type(torch.float16)",
             "    logits = net(xb)\n    loss = lf(logits, yb)"]
-REACHES = ['__import__("os").system("x")', 'torch.os.system("x")', 'exec("x")', 'eval("1")',
-           'compile("1", "", "eval")', 'getattr(torch, "o" + "s")', 'open("f", "w").close()', 'subprocess.run(["x"])',
-           '(lambda: 0)()', 'import os', 'def f():\n    pass', '(x for x in ()).gi_frame.f_globals',
-           'np.load("f.npy", allow_pickle=True)', 'torch.hub.load("a/b", "c")',
-           'model.save_pretrained("d")', 'np.savetxt("f", x)', '!touch x',
-           '%system touch x', 'x = 1\x0cy = 2', 'y = x.__class__', 'torch._C', 'pd.read_csv("x")', 'torch.load("x")',
-           'logging.config.dictConfig({})', 'dist.broadcast_object_list(objs)', 'display(HTML("<b>"))', 'vars(x)']
+REACHES = ['__import__("os").system("x")', 'torch.os.system("x")', 'ｏｓ.system("x")', 'exec("x")', 'eval("1")',
+           'compile("1", "", "eval")', 'getattr(torch, "o" + "s")', 'vars(x)', 'y = x.__class__', 'torch._C',
+           'open("f", "w").close()', 'subprocess.run(["x"])', '(lambda: 0)()', 'import os', 'def f():\n    pass',
+           '(x for x in ()).gi_frame.f_globals', 'np.load("f.npy", allow_pickle=True)', 'torch.load("x")',
+           'torch.hub.load("a/b", "c")', 'model.save_pretrained("d")', 'np.savetxt("f", x)', 'pd.read_csv("x")',
+           'logging.config.dictConfig({})', 'dist.broadcast_object_list(objs)', 'display(HTML("<b>"))',
+           '!touch x', '%system touch x', 'x = 1\x0cy = 2']
 
 
 @pytest.mark.parametrize("lines, ok", [(c, True) for c in COMPUTES] + [(r, False) for r in REACHES])
@@ -310,6 +310,10 @@ def test_only_a_live_run_of_this_kernel_carries_a_token_it_confirms(shell, tmp_p
     # A token this process did not issue, or not a token at all, is not one of its reports.
     assert not origin.made_here("0" * 32) and not origin.made_here(token.upper())
     assert not origin.made_here(f"{token}') or True or ('")
+    # As the extension asks (labextension/src/try/card.ts, madeHereExpression): silently, through IPython.
+    asked = "__import__('nbprofiler.render.origin', fromlist=['made_here']).made_here('{}')"
+    answers = shell.user_expressions({"ours": asked.format(token), "other": asked.format("f" * 32)})
+    assert [answers[k]["data"]["text/plain"] for k in ("ours", "other")] == ["True", "False"]
 
 
 def test_the_try_it_button_carries_the_token_only_on_a_report_made_here(tmp_path, monkeypatch):

@@ -36,20 +36,23 @@ name that gives one:
   ``__globals__``) and no attribute beginning with ``_`` (``torch._C``,
   ``os._exit``): Python's and libraries' internals;
 * no builtin that runs text, reads or writes files, asks for input or hands out
-  namespaces (``_BUILTINS_REFUSED``), and no name or attribute in ``REFUSED``: the
+  namespaces (``_BUILTINS_REFUSED``), and no name or attribute in ``_REFUSED``: the
   modules that run processes, reach files, the network or the interpreter (``os``,
   ``subprocess``, ``sys``, ``pickle``; as attributes too, since ``torch.os`` is the
-  ``os`` module), those that import by a dotted string (``pydoc``, ``logging``'s
-  ``dictConfig``), and the verbs that run, load, save or delete (``system``,
-  ``popen``, ``load``, ``save``, ``hub``, ``remove``) or reach frames
-  (``f_globals``, ``gi_frame``).
+  ``os`` module), IPython's display of HTML and JavaScript (which runs in the page),
+  those that import by a dotted string (``pydoc``, ``logging``'s ``dictConfig``),
+  and the verbs that run, load, save or delete (``system``, ``popen``, ``load``,
+  ``save``, ``hub``, ``remove``) or reach frames (``f_globals``, ``gi_frame``).
 
-These lists are the rule's edge: they name what a step never needs, and a call
-they do not name is refused no further. They are the second of three defences.
-The first is that a report made by this kernel is the only one whose cell is
-copied unchecked (``Report.made_here``); the third is that "Try it" inserts the
-code of any other report without running it, and every card shows its code whole,
-wrapped, so that nothing in it hides past the card's edge.
+String literals are not judged: only what a name reaches can interpret them. Names
+are judged after Python's own normalisation (``ｏｓ`` is parsed as ``os``).
+
+The lists name what a step never needs; what they do not name passes. So they are
+the second of three defences, not the only one. The first is that a report made by
+this kernel is the only one whose cell is copied unchecked (``Report.made_here``);
+the third is that "Try it" inserts the code of any other report without running it,
+and every card shows its code whole, wrapped, so that nothing in it hides past the
+card's edge.
 """
 from __future__ import annotations
 
@@ -71,7 +74,7 @@ _BUILTINS_REFUSED = frozenset({
 })
 
 # Refused as a name and as an attribute (``torch.os`` is the os module, ``np.ctypeslib`` ctypes).
-REFUSED = frozenset({
+_REFUSED = frozenset({
     # modules that run processes, reach files, the network, the interpreter or native code
     "os", "posix", "nt", "sys", "subprocess", "shutil", "pathlib", "Path", "io", "tempfile", "glob", "fileinput",
     "socket", "ssl", "urllib", "http", "requests", "ftplib", "smtplib", "webbrowser", "ctypes",
@@ -133,9 +136,9 @@ def _refused(node: ast.AST) -> bool:
     if isinstance(node, _REFUSED_NODES):
         return True
     if isinstance(node, ast.Name):
-        return node.id.startswith("__") or node.id in _BUILTINS_REFUSED or node.id in REFUSED
+        return node.id.startswith("__") or node.id in _BUILTINS_REFUSED or node.id in _REFUSED
     if isinstance(node, ast.Attribute):
-        return (node.attr.startswith("_") or node.attr in REFUSED
+        return (node.attr.startswith("_") or node.attr in _REFUSED
                 or (node.attr.startswith(_REFUSED_PREFIXES) and node.attr not in _NOUNS))
     return False
 
