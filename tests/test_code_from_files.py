@@ -365,3 +365,19 @@ def declared(element, prop: str) -> str | None:
 def _specificity(selector: str) -> tuple[int, int, int]:
     return (selector.count("#"), len(re.findall(r"[.:\[]", selector)),
             len(re.findall(r"(?:^|[\s>+~])[a-z]", selector.strip())))
+
+
+def test_a_range_a_trace_names_like_a_cell_line_is_no_line_of_the_cell(traces, tmp_path):
+    """The sync advice places a sync on "cell line N" from the trace's names: a file's range named
+    so, past the cell's end, is a range, and the advice still shows, with the fix's pattern."""
+    trace, raw = traces["a100_train"]
+    renamed = raw.replace(b"## all2all_tw_data:init ##", b"cell line 9999: all2all")
+    assert renamed != raw
+    active = trace.steps[["step", "phase", "wall_ms", "dataloader_ms"]]
+    before = pd.DataFrame({"step": range(int(active["step"].min())), "phase": "wait", "wall_ms": 76.0,
+                           "dataloader_ms": 0.0})  # the trace's steps are numbered from 1009
+    record = RunRecord(options=ProfileOptions(), device=trace.device, steps=pd.concat([before, active]),
+                       loaders=(), step_source="optimizer", cell_source=CELL, cpu_count=8)
+    sync = next(s for s in loaded(Report.from_live(None, record, renamed), tmp_path).suggestions if s.kind == "sync")
+    assert sync.evidence["top_where"].startswith("cell line 9999: all2all") and "line" not in sync.evidence
+    assert all(line.startswith("#") for line in sync.code.splitlines())

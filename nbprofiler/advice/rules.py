@@ -895,11 +895,12 @@ def _sync_line(f: Facts, cause: str, where: str) -> tuple[SyncLine | None, str]:
     statement of the cell's source that makes this kind of sync. (None, "") where neither finds it."""
     run = f.report.run
     lines = sync_lines(run.cell_source) if run is not None and run.cell_source else []
+    source = (run.cell_source or "").splitlines() if run is not None else []
     marked = re.match(r"cell line (\d+):", where)
-    if marked is not None:
-        n = int(marked.group(1))
-        text = (run.cell_source or "").splitlines()[n - 1] if run is not None else ""
-        return next((s for s in lines if s.line <= n <= s.end_line), SyncLine(n, n, text, frozenset(), None)), "trace"
+    n = int(marked.group(1)) if marked is not None else 0
+    if 0 < n <= len(source):  # else no line of the cell: a range the trace itself names so
+        placed = next((s for s in lines if s.line <= n <= s.end_line), SyncLine(n, n, source[n - 1], frozenset(), None))
+        return placed, "trace"
     if not where.startswith("aten::"):  # inside another operator or range, or in a module's file
         return None, ""
     found = next((s for s in lines if cause in s.causes), None)
