@@ -278,8 +278,8 @@ def _loader_suggestion(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> 
     changes, preamble = _loader_changes(p, args)
     evidence, facts = _loader_figures(f, p, record, args.loader_name)
     evidence["changed"] = sorted(changes)
-    name = "of this trace" if record is None else (f"`{args.loader_name}`" if "loader" not in args.placeholders
-                                                    and record.name else f"over {record.dataset_type}")
+    name = "of this trace" if record is None else (f"`{args.loader_name}`" if code_name(record.name)
+                                                    else f"over {record.dataset_type}")
     return Suggestion(
         kind="dataloader",
         title=f"DataLoader {name} keeps each step waiting {p.waiting.wait.share:.0%} of its time: "
