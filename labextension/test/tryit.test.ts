@@ -3,7 +3,9 @@
  * card, and what it does in the notebook (a marked cell below, run, then the
  * profiled cell re-run with `--compare --tried KIND`), against a fake notebook
  * and kernel. JupyterLab's cell runner, output area and notifications are
- * replaced by recorders; the extension's own code runs as it is.
+ * replaced by recorders; the extension's own code runs as it is. The code runs
+ * only for a report the kernel made (it confirms the card's token); any other
+ * card's code is inserted without running, with a line saying why.
  */
 import { readFileSync } from 'fs';
 import { join } from 'path';
@@ -23,12 +25,17 @@ import { PromiseDelegate } from '@lumino/coreutils';
 
 import { parseReport } from '../src/report/types';
 import { ReportView } from '../src/report/view';
-import { LAB_CLASS, readTryRequest, triedMarker, tryFlags } from '../src/try/card';
+import { LAB_CLASS, madeHereExpression, readTryRequest, triedMarker, tryFlags } from '../src/try/card';
 import { onTryClick, tryClickListener } from '../src/try/run';
 
 const HOSTILE_SCRIPT = '</script><script>alert("nbp")</script>';
 const v100 = JSON.parse(readFileSync(join(__dirname, 'fixtures', 'report_v100_trace.json'), 'utf-8'));
 const loaderSuggestion = v100.suggestions.find((s: any) => s.kind === 'dataloader_workers');
+/** The token the fake kernel issued: the report of a live run in this kernel. */
+const TOKEN = '0123456789abcdef0123456789abcdef';
+const madeHere = { ...v100, made_here: true, report_token: TOKEN, origin: null };
+const LOADED = 'this report was loaded from a saved report file';
+const loaded = { ...v100, made_here: false, report_token: null, origin: LOADED };
 
 function okReply(count: number) {
   return { content: { status: 'ok', execution_count: count } };
@@ -51,17 +58,29 @@ function fakeCell(source: string, metadata: { [k: string]: unknown } = {}) {
   return { node, model, outputArea: { future: null }, isDisposed: false, outputHidden: false, source, metadata };
 }
 
-/** A notebook of code cells, its panel, its kernel (Python, nbprofiler ready) and a tracker that finds it. */
+/**
+ * A notebook of code cells, its panel, its kernel (Python, nbprofiler ready; it made the report of
+ * TOKEN, as nbprofiler.render.origin.made_here answers) and a tracker that finds it.
+ */
 function fakeNotebook(sources: string[]) {
   const widgets = sources.map(s => fakeCell(s));
   const node = document.createElement('div');
   widgets.forEach(w => node.appendChild(w.node));
+  const asked: string[] = [];
+  const answer = (text: string) => ({
+    done: Promise.resolve({ content: { status: 'ok', user_expressions: { nbprofiler: { status: 'ok', data: { 'text/plain': text } } } } })
+  });
   const kernel = {
     name: 'python3',
     info: Promise.resolve({ language_info: { name: 'python' } }),
-    requestExecute: () => ({
-      done: Promise.resolve({ content: { status: 'ok', user_expressions: { nbprofiler: { status: 'ok', data: { 'text/plain': "'ok'" } } } } })
-    })
+    requestExecute: (request: { user_expressions: { nbprofiler: string } }) => {
+      const expression = request.user_expressions.nbprofiler;
+      asked.push(expression);
+      if (expression.includes('made_here')) {
+        return answer(expression === madeHereExpression(TOKEN) ? 'True' : 'False');
+      }
+      return answer("'ok'");
+    }
   };
   const sessionContext = { ready: Promise.resolve(), session: { kernel }, hasNoKernel: false };
   const panel = {
@@ -80,12 +99,13 @@ function fakeNotebook(sources: string[]) {
   };
   document.body.appendChild(node);
   const tracker = { find: (fn: (p: unknown) => boolean) => [panel].find(fn) };
-  return { panel, widgets, tracker: tracker as any, sessionContext };
+  return { panel, widgets, tracker: tracker as any, sessionContext, asked };
 }
 
-/** The saved-report view of the V100 run, as an output of `cell`; its "Try it" button for `kind`. */
-function showReport(cell: { node: HTMLElement }, kind = 'dataloader_workers'): HTMLButtonElement {
-  const view = new ReportView(parseReport(v100));
+/** The saved-report view of the V100 run (by default as this kernel made it), as an output of `cell`;
+ * its "Try it" button for `kind`. */
+function showReport(cell: { node: HTMLElement }, kind = 'dataloader_workers', payload: object = madeHere): HTMLButtonElement {
+  const view = new ReportView(parseReport(payload));
   cell.node.appendChild(view.node);
   return view.node.querySelector(`.nbp-card[data-kind="${kind}"] button.nbp-try`) as HTMLButtonElement;
 }
@@ -146,10 +166,17 @@ describe('the "Try it" button', () => {
     }
   });
 
-  it('reads the kind, the title and the code from the extension\'s card', () => {
-    const view = new ReportView(parseReport(v100));
+  it('reads the kind, the title, the code and the report\'s token or origin from the extension\'s card', () => {
+    const view = new ReportView(parseReport(madeHere));
     const request = readTryRequest(view.node.querySelector('.nbp-card[data-kind="dataloader_workers"] .nbp-try')!);
-    expect(request).toEqual({ kind: 'dataloader_workers', title: loaderSuggestion.title, code: loaderSuggestion.code });
+    expect(request).toEqual({ kind: 'dataloader_workers', title: loaderSuggestion.title, code: loaderSuggestion.code, token: TOKEN, origin: '' });
+    for (const [payload, origin] of [
+      [loaded, LOADED],
+      [v100, ''] // written before the payload said where its report came from
+    ] as const) {
+      const card = new ReportView(parseReport(payload)).node.querySelector('.nbp-card[data-kind="dataloader_workers"] .nbp-try')!;
+      expect(readTryRequest(card)).toMatchObject({ token: null, origin });
+    }
     const hostile = readTryRequest(view.node.querySelector('.nbp-card[data-kind="hostile"] .nbp-try')!) as { title: string };
     expect(hostile.title).toBe(v100.suggestions.find((s: any) => s.kind === 'hostile').title);
   });
@@ -161,13 +188,15 @@ describe('the "Try it" button', () => {
     host.innerHTML =
       '<div class="card high"><b>Load batches &lt;b&gt;in workers&lt;/b&gt;</b> <span class="how">[high]</span>' +
       '<div>Expected gain: up to 1.4×</div><div><button class="nbp-copy-code" type="button">Copy</button>' +
-      '<button class="nbp-try" type="button" data-nbp-kind="dataloader_workers">Try it</button>' +
+      '<button class="nbp-try" type="button" data-nbp-kind="dataloader_workers" data-nbp-report="' + TOKEN + '">Try it</button>' +
       '<pre>train_loader = DataLoader(ds, &lt;num_workers&gt;=4)\n</pre></div><div class="nbp-try-line">To try it: …</div></div>';
     document.body.appendChild(host);
     expect(readTryRequest(host.querySelector('.nbp-try')!)).toEqual({
       kind: 'dataloader_workers',
       title: 'Load batches <b>in workers</b>',
-      code: 'train_loader = DataLoader(ds, <num_workers>=4)\n'
+      code: 'train_loader = DataLoader(ds, <num_workers>=4)\n',
+      token: TOKEN,
+      origin: ''
     });
     host.querySelector('pre')!.remove();
     expect(readTryRequest(host.querySelector('.nbp-try')!)).toBe('This suggestion card has no code to try.');
@@ -288,5 +317,98 @@ describe('clicking "Try it"', () => {
     tryClickListener(tracker)(event);
     expect(event.defaultPrevented).toBe(false);
     expect(calls.executeCell).not.toHaveBeenCalled();
+  });
+});
+
+describe('"Try it" on a report this kernel did not make', () => {
+  const notRun = (why: string) => `Inserted, not run: ${why}; read the code, then run the cell.`;
+
+  it('inserts the code of a loaded report\'s card without running it, and says why in the cell and a notification', async () => {
+    const { widgets, tracker, asked } = fakeNotebook([TRAINING]);
+    const button = showReport(widgets[0], 'dataloader_workers', loaded);
+    await onTryClick(tracker, button);
+
+    expect(widgets.map(w => w.source.split('\n')[0])).toEqual(['%%torchprofile --active 3', `# nbprofiler: trying "${loaderSuggestion.title}"`]);
+    expect(widgets[1].source).toBe(
+      `# nbprofiler: trying "${loaderSuggestion.title}"\n# nbprofiler: ${notRun(LOADED)}\n${loaderSuggestion.code.trimEnd()}`
+    );
+    expect(widgets[1].metadata).toEqual({ nbprofiler: { tried: 'dataloader_workers' } });
+    // Nothing ran: not the new cell, not the profiled cell; the kernel was not even asked (no token to confirm).
+    expect(calls.executeCell).not.toHaveBeenCalled();
+    expect(calls.executeOutput).not.toHaveBeenCalled();
+    expect(asked).toEqual([]);
+    expect(calls.notify).toEqual([['info', notRun(LOADED)]]);
+    expect(button.disabled).toBe(false);
+  });
+
+  it('runs nothing for a token the kernel did not issue (an earlier kernel\'s card, or a forged one)', async () => {
+    const { widgets, tracker, asked } = fakeNotebook([TRAINING]);
+    const other = 'fedcba9876543210fedcba9876543210';
+    await onTryClick(tracker, showReport(widgets[0], 'dataloader_workers', { ...madeHere, report_token: other }));
+    expect(asked).toContain(madeHereExpression(other));
+    expect(calls.executeCell).not.toHaveBeenCalled();
+    expect(calls.executeOutput).not.toHaveBeenCalled();
+    const why = 'this report was not made by this kernel (an earlier kernel, or another notebook, made it)';
+    expect(widgets[1].source.split('\n')[1]).toBe(`# nbprofiler: ${notRun(why)}`);
+    expect(calls.notify).toEqual([['info', notRun(why)]]);
+  });
+
+  it('sends the kernel nothing but a token of 32 hex digits', async () => {
+    const { widgets, tracker, asked } = fakeNotebook([TRAINING]);
+    const forged = "0123456789abcdef0123456789abcdef') or __import__('os').system('touch pwned'"; // starts with TOKEN
+    await onTryClick(tracker, showReport(widgets[0], 'dataloader_workers', { ...madeHere, report_token: forged }));
+    expect(asked).toEqual([]);
+    expect(calls.executeCell).not.toHaveBeenCalled();
+    expect(widgets[1].source.split('\n')[1]).toBe(`# nbprofiler: ${notRun('this report was not made by this kernel')}`);
+    expect(() => madeHereExpression(forged)).toThrow();
+    // What tests/test_code_from_files.py has IPython evaluate: nbprofiler.render.origin.made_here.
+    expect(madeHereExpression(TOKEN)).toBe(`__import__('nbprofiler.render.origin', fromlist=['made_here']).made_here('${TOKEN}')`);
+  });
+
+  it('keeps the line saying why on one line of the cell, whatever the card says', async () => {
+    const { widgets, tracker } = fakeNotebook([TRAINING]);
+    const origin = 'loaded from x\n__import__("os").system("touch pwned")\r\u2028y';
+    await onTryClick(tracker, showReport(widgets[0], 'dataloader_workers', { ...loaded, origin }));
+    const lines = widgets[1].source.split(/\r\n|\r|\n/);
+    expect(lines[1]).toBe(`# nbprofiler: ${notRun('loaded from x __import__("os").system("touch pwned") y')}`);
+    expect(lines.slice(2).join('\n')).toBe(loaderSuggestion.code.trimEnd());
+  });
+
+  it('reads the same from a card of nbprofiler\'s HTML: runs with the kernel\'s token, not with an origin', async () => {
+    const card = (attrs: string) =>
+      '<div class="nbp"><div class="card high"><b>Use workers</b><div>' +
+      `<button class="nbp-try" type="button" data-nbp-kind="dataloader_workers" ${attrs}>Try it</button>` +
+      '<pre>train_loader = DataLoader(train_ds, num_workers=2)\n</pre></div></div></div>';
+    for (const [attrs, runs] of [
+      [`data-nbp-report="${TOKEN}"`, true],
+      ['data-nbp-origin="this report was loaded from the trace file v100.json"', false]
+    ] as const) {
+      calls.executeCell.mockClear();
+      const { widgets, tracker } = fakeNotebook([TRAINING]);
+      widgets[0].node.insertAdjacentHTML('beforeend', card(attrs));
+      await onTryClick(tracker, widgets[0].node.querySelector('button.nbp-try') as HTMLButtonElement);
+      expect(calls.executeCell).toHaveBeenCalledTimes(runs ? 1 : 0);
+      expect(widgets[1].source.includes('Inserted, not run: this report was loaded from the trace file v100.json')).toBe(!runs);
+    }
+  });
+});
+
+describe('the card\'s code', () => {
+  it('wraps inside the card, with the buttons above it rather than over it', () => {
+    const style = document.createElement('style');
+    style.textContent = readFileSync(join(__dirname, '..', 'style', 'base.css'), 'utf-8');
+    document.head.appendChild(style);
+    try {
+      const view = new ReportView(parseReport(madeHere));
+      document.body.appendChild(view.node);
+      const code = view.node.querySelector('.nbp-card[data-kind="dataloader_workers"] .nbp-code') as HTMLElement;
+      for (const element of [code.querySelector('pre')!, code.querySelector('pre code')!]) {
+        const computed = getComputedStyle(element);
+        expect([computed.whiteSpace, computed.overflowWrap]).toEqual(['pre-wrap', 'anywhere']);
+      }
+      expect(getComputedStyle(code.querySelector('.nbp-code-actions')!).position).not.toBe('absolute');
+    } finally {
+      style.remove();
+    }
   });
 });

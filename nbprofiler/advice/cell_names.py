@@ -16,6 +16,8 @@ its names is what, so each is read from how the cell uses it:
 
 Without a cell, or where it does not show a name, the code uses a generic name
 behind a guard, or says the edit in comments, so that pasting it never raises NameError.
+A name goes into code only as ``safe_names.code_name`` allows; ``TrainingStep.copied``
+names the lines its edits copy, which ``rules.Facts.may_copy`` judges.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import builtins
 from dataclasses import dataclass
 
 from ..analysis.cell_source import own_lines, parse_cell
+from .safe_names import code_name
 
 # Methods only an nn.Module has among what a training cell calls.
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "modules", "named_modules", "eval", "train",
@@ -36,7 +39,7 @@ COMPILE_COST = "the first call compiles: seconds to a minute, paid once per inpu
 
 
 def model_name(cell_source: str | None) -> str | None:
-    """The cell's name for its model, or None when the cell does not show one."""
+    """The cell's name for its model, or None when the cell does not show one that may go into code."""
     tree = parse_cell(cell_source or "")
     if tree is None:
         return None
@@ -44,11 +47,11 @@ def model_name(cell_source: str | None) -> str | None:
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MODULE_METHODS
                 and isinstance(node.func.value, ast.Name)):
-            return node.func.value.id
+            return code_name(node.func.value.id)
     called = sorted(_called_names(tree, 0), key=lambda c: (-c[0], c[1], c[2]))
     for _, _, _, name in called:
         if name not in _BUILTINS and name not in local and not name[:1].isupper():
-            return name
+            return code_name(name)
     return None
 
 
@@ -96,6 +99,11 @@ class TrainingStep:
     @property
     def lines(self) -> list[str]:
         return self.source.splitlines()
+
+    @property
+    def copied(self) -> tuple[int, int]:
+        """The first and last cell line an edit may copy: the loop's, or without one the loss's statements."""
+        return (self.loop.lineno, self.loop.end_lineno or self.loop.lineno) if self.loop else self.forward
 
 
 def training_step(cell_source: str | None) -> TrainingStep | None:

@@ -3,7 +3,9 @@
 A suggestion is only paste-able when it uses the user's names: their loader
 variable, their dataset variable and the arguments they already pass. Each
 argument we change carries a trailing ``# changed: was ...`` comment, so the
-user sees exactly what differs from their code.
+user sees exactly what differs from their code. A recorded name goes into the
+code only where ``safe_names.code_name`` allows it; otherwise the code uses a
+generic name and a comment asks for the user's own (``placeholders``).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any, Mapping
 
 from ..capture.loaders import name_in
 from ..records import LoaderRecord
+from .safe_names import code_name
 
 # Arguments a snippet can show, in the order a DataLoader call usually lists them.
 ARG_ORDER = ("batch_size", "shuffle", "sampler", "drop_last", "num_workers", "pin_memory", "persistent_workers",
@@ -29,6 +32,11 @@ DEFAULTS: dict[str, Any] = {
 }
 ONE_LINE_MAX = 100
 CHANGED = "# changed: was "
+# The comment above a call whose recorded name may not go into code (the name itself never does).
+_PLACEHOLDER_NOTES = {
+    "loader": "# the report's name for this DataLoader is not a Python name: put yours in place of `loader`",
+    "dataset": "# the report's name for its dataset is not a Python name: put yours in place of `dataset`",
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,8 @@ class LoaderArgs:
     ``shuffle`` is None when the loader uses a sampler of its own. Arguments in
     ``unknown`` (a trace does not say how many workers a loader had) are left
     out unless changed, and then marked ``# changed`` without an old value.
+    ``placeholders`` names what stands in for a recorded name that may not go into code
+    (``"loader"``, ``"dataset"``): the call then says to put the user's own name there.
     """
 
     loader_name: str
@@ -64,23 +74,29 @@ class LoaderArgs:
     prefetch_factor: int | None = None
     extra: tuple[tuple[str, Expr], ...] = field(default_factory=tuple)
     unknown: frozenset[str] = frozenset()
+    placeholders: tuple[str, ...] = ()
 
     def value(self, arg: str) -> Any:
         return getattr(self, arg)
 
 
 def args_from_record(record: LoaderRecord) -> LoaderArgs:
-    """What a profiled run recorded about a loader, with the user's variable names."""
-    loader_name = record.name or "loader"
-    if record.dataset_name:
-        dataset = Expr(record.dataset_name)
-    elif record.name:
-        dataset = Expr(f"{record.name}.dataset")
+    """What a profiled run recorded about a loader, with the user's variable names where they
+    may go into code (``safe_names.code_name``), generic ones in place of those that may not."""
+    loader_name, dataset_name = code_name(record.name), code_name(record.dataset_name)
+    if dataset_name:
+        dataset = Expr(dataset_name)
+    elif loader_name:
+        dataset = Expr(f"{loader_name}.dataset")
     else:
         dataset = Expr("dataset")
+    refused: tuple[str, ...] = ("loader",) if record.name and not loader_name else ()
+    if dataset.text == "dataset" and (refused or record.dataset_name):
+        refused += ("dataset",)
     return LoaderArgs(
-        loader_name=loader_name,
+        loader_name=loader_name or "loader",
         dataset=dataset,
+        placeholders=refused,
         batch_size=record.batch_size,
         shuffle=record.shuffle,
         drop_last=record.drop_last,
@@ -108,7 +124,7 @@ def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) ->
     record.name = name_in(ns, loader)
     record.dataset_name = name_in(ns, loader.dataset)
     base = args_from_record(record)
-    owner = record.name or "loader"
+    owner = base.loader_name
     passed_on = {
         # a sampler of the user's own (the default ones follow from shuffle)
         "sampler": not isinstance(loader.sampler, (RandomSampler, SequentialSampler))
@@ -133,7 +149,8 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
     DataLoader would reject together are dropped: ``persistent_workers`` and
     ``prefetch_factor`` without workers, ``shuffle`` beside a new ``sampler``
     (which then says so), ``drop_last`` without a batch size. Unchanged calls
-    that fit stay on one line.
+    that fit stay on one line. Generic names standing in for recorded ones that may
+    not go into code are named in a comment above the call.
     """
     changes = dict(changes or {})
     bad = set(changes) - set(ARG_ORDER)
@@ -168,6 +185,7 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
         lines += [f"    {text},{'  ' + note if note else ''}" for text, note in items]
         lines.append(")")
         body = "\n".join(lines)
+    body = "".join(f"{_PLACEHOLDER_NOTES[name]}\n" for name in args.placeholders) + body
     return f"{preamble.rstrip()}\n{body}" if preamble else body
 
 

@@ -50,12 +50,13 @@ def _peaks_fact(spec: DeviceSpec | None, faster: str, slower: str, ratio: float)
 
 
 def half_precision(cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime, spec: DeviceSpec | None, step: str,
-                   training: TrainingStep | None) -> Suggestion:
+                   training: TrainingStep | None, not_copied: bool) -> Suggestion:
     """torch.autocast to bf16 where the GPU has it (8.0 and later), else fp16 with loss scaling.
 
     The fp32 matmul/conv kernels on the FMA units get ``TENSOR_CORE_SPEEDUP_TYPICAL`` faster,
     those already on TF32 tensor cores ``TF32_TO_HALF_SPEEDUP_TYPICAL``; the high end takes
     them at the peak ratios and the GPU's other work twice as fast on half-size values.
+    ``training``: the cell's step, or None; ``not_copied``: the cell shows one whose lines may not be copied.
     """
     bf16 = cc >= T.BF16_MIN_CC
     half = "bf16" if bf16 else "fp16"
@@ -70,7 +71,7 @@ def half_precision(cc: tuple[int, int], mix: M.KernelMix, dt: M.DeviceTime, spec
                      - tf32 * (1.0 - 1.0 / T.TF32_TO_HALF_SPEEDUP_TYPICAL), 1e-9)
     high = 1.0 / max(1.0 - simt * (1.0 - 1.0 / simt_peak) - tf32 * (1.0 - 1.0 / tf32_peak)
                      - rest * (1.0 - 1.0 / T.HALF_PRECISION_MEMORY_SPEEDUP), 1e-9)
-    code, lines = autocast_code(training, "bfloat16" if bf16 else "float16")
+    code, lines = autocast_code(training, "bfloat16" if bf16 else "float16", not_copied)
     units = (f"{simt:.0%} on the fp32 units" + (f", {tf32:.0%} on TF32 tensor cores" if tf32 > 0 else ""))
     peaks = [_peaks_fact(spec, half, "fp32", simt_peak)]
     if tf32 > 0:

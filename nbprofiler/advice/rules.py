@@ -36,6 +36,7 @@ from . import thresholds as T
 from .cell_names import COMPILE_COST, TrainingStep, compile_code, model_code, model_name, training_step
 from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
+from .safe_names import code_name, commented, copyable
 from . import precision
 from ..analysis.large_matmuls import large_matmuls
 from .step_code import accumulation_code, replaced_lines
@@ -110,9 +111,30 @@ class Facts:
         return M.h2d_copies(self.report)
 
     @cached_property
-    def training_step(self) -> TrainingStep | None:
-        """The cell's training step, for code in its own names; None for trace files (no cell)."""
+    def cell_step(self) -> TrainingStep | None:
+        """The training step the cell shows; None for trace files (no cell)."""
         return training_step(self.report.run.cell_source if self.report.run is not None else None)
+
+    @property
+    def training_step(self) -> TrainingStep | None:
+        """The cell's training step, for code in its own names: ``cell_step`` where the lines its
+        edits copy may be copied (``may_copy``), else None (``step_not_copied`` says which)."""
+        step = self.cell_step
+        return step if step is not None and self.may_copy(*step.copied) else None
+
+    @property
+    def step_not_copied(self) -> bool:
+        """Whether the cell shows a training step whose lines may not be copied."""
+        return self.cell_step is not None and self.training_step is None
+
+    def may_copy(self, first: int, last: int) -> bool:
+        """Whether cell lines ``first`` to ``last`` may be copied into code: all of a cell this
+        kernel ran (``Report.made_here``: the user's own), those ``safe_names.copyable`` allows
+        of any other (a file's or the history's, written by whoever made it)."""
+        source = self.report.run.cell_source if self.report.run is not None else None
+        if not source:
+            return False
+        return self.report.made_here or copyable(source, first, last)
 
     @cached_property
     def main_loader(self) -> LoaderRecord | None:
@@ -256,7 +278,7 @@ def _loader_suggestion(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> 
     changes, preamble = _loader_changes(p, args)
     evidence, facts = _loader_figures(f, p, record, args.loader_name)
     evidence["changed"] = sorted(changes)
-    name = "of this trace" if record is None else (f"`{args.loader_name}`" if record.name
+    name = "of this trace" if record is None else (f"`{args.loader_name}`" if code_name(record.name)
                                                     else f"over {record.dataset_type}")
     return Suggestion(
         kind="dataloader",
@@ -346,7 +368,7 @@ def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None,
             evidence["loading_cpu_share"] = round(record.wait_cpu_share, 3)
             facts.append(f"while it waited for batches, the loop's thread computed {record.wait_cpu_share:.0%} of "
                          "the time" + (": the loading waits on I/O" if p.io_bound else ""))
-        facts.append(f"{loader_name} = DataLoader({record.dataset_name or record.dataset_type}, "
+        facts.append(f"{loader_name} = DataLoader({code_name(record.dataset_name) or record.dataset_type}, "
                      f"batch_size={record.batch_size}, num_workers={record.num_workers}, "
                      f"persistent_workers={record.persistent_workers}, pin_memory={record.pin_memory})")
     elif p.workers == 0:
@@ -551,10 +573,12 @@ def _accumulation(f: Facts, mem: M.DeviceMemory) -> Suggestion:
     record = f.main_loader
     batch = record.batch_size if record is not None else None
     half = batch // 2 if batch and batch >= 2 else None
-    loader = (record.name or "", dataloader_call(args_from_record(record), {"batch_size": half},
-                                                 preamble="from torch.utils.data import DataLoader")) \
-        if record and half else None
-    code, lines = accumulation_code(f.training_step, loader, 2)
+    loader = None
+    if record is not None and half:
+        call = dataloader_call(args_from_record(record), {"batch_size": half},
+                               preamble="from torch.utils.data import DataLoader")
+        loader = (code_name(record.name) or "", call)
+    code, lines = accumulation_code(f.training_step, loader, 2, f.step_not_copied)
     code += ("\n# or keep the batch and recompute activations in backward instead of storing them:\n"
              "# from torch.utils.checkpoint import checkpoint\n"
              "# out = checkpoint(block, x, use_reentrant=False)")
@@ -721,7 +745,8 @@ def amp_rule(f: Facts) -> list[Verdict]:
         half = f"; {mix.half_share:.0%} of kernel time runs on 16- or 8-bit floats" if mix.half_share else ""
         return [passed(KERNELS, f"matmul/conv kernels on fp32 data take {fp32:.0%} of the step (under "
                                 f"{T.AMP_ELIGIBLE_MIN_SHARE:.0%}){half}", fp32_matmul_conv_step_share=round(fp32, 4))]
-    return [fired(KERNELS, [precision.half_precision(cc, mix, dt, f.report.device_spec, f.step, f.training_step)])]
+    return [fired(KERNELS, [precision.half_precision(cc, mix, dt, f.report.device_spec, f.step, f.training_step,
+                                                     f.step_not_copied)])]
 
 
 def tf32_rule(f: Facts) -> list[Verdict]:
@@ -835,7 +860,7 @@ def _sync_suggestion(f: Facts, dt: M.DeviceTime, skip_h2d: bool) -> Suggestion |
     per_step = len(points) / dt.steps
     gain = amdahl(share)
     line, found_in = _sync_line(f, cause, where)
-    code, detail = _sync_fix(cause, where, line)
+    code, detail = _sync_fix(cause, where, line, line is not None and f.may_copy(line.line, line.end_line))
     listing = [f"{_SYNC_CAUSES[r.cause]} at {r.where}: {r.calls / dt.steps:g} per step, "
                f"GPU idle {r.idle_us / dt.steps / 1e3:.2f} ms per step after it" for r in places.head(5).itertuples()]
     evidence: dict[str, Any] = {"syncs_per_step": round(per_step, 2),
@@ -870,21 +895,23 @@ def _sync_line(f: Facts, cause: str, where: str) -> tuple[SyncLine | None, str]:
     statement of the cell's source that makes this kind of sync. (None, "") where neither finds it."""
     run = f.report.run
     lines = sync_lines(run.cell_source) if run is not None and run.cell_source else []
+    source = (run.cell_source or "").splitlines() if run is not None else []
     marked = re.match(r"cell line (\d+):", where)
-    if marked is not None:
-        n = int(marked.group(1))
-        text = (run.cell_source or "").splitlines()[n - 1] if run is not None else ""
-        return next((s for s in lines if s.line <= n <= s.end_line), SyncLine(n, n, text, frozenset(), None)), "trace"
+    n = int(marked.group(1)) if marked is not None else 0
+    if 0 < n <= len(source):  # else no line of the cell: a range the trace itself names so
+        placed = next((s for s in lines if s.line <= n <= s.end_line), SyncLine(n, n, source[n - 1], frozenset(), None))
+        return placed, "trace"
     if not where.startswith("aten::"):  # inside another operator or range, or in a module's file
         return None, ""
     found = next((s for s in lines if cause in s.causes), None)
     return found, "" if found is None else "source"
 
 
-def _sync_fix(cause: str, where: str, line: SyncLine | None) -> tuple[str | None, str]:
+def _sync_fix(cause: str, where: str, line: SyncLine | None, copy: bool) -> tuple[str | None, str]:
     """The code for the worst sync and why: the cell's own statement kept on the device where
-    that edit is safe (``total += loss.item()``), else the pattern for its cause, headed by the line."""
-    if line is not None and line.fixed is not None and cause == "item":
+    that edit is safe (``total += loss.item()``) and its lines may be copied (``copy``), else the
+    pattern for its cause, headed by the line in comments."""
+    if line is not None and line.fixed is not None and cause == "item" and copy:
         span = f"line {line.line}" if line.end_line == line.line else f"lines {line.line}-{line.end_line}"
         return line.fixed, (f"`.detach()` keeps the value on the GPU, so the host does not wait for it every step; "
                             f"read it once after the loop (`float(...)`, `.item()`). The code replaces {span} of "
@@ -892,7 +919,7 @@ def _sync_fix(cause: str, where: str, line: SyncLine | None) -> tuple[str | None
     if line is None and cause == "explicit" and not (where.startswith("cell line") or ".py" in where):
         return None, f"the wait happens inside {where}, not in your code: the library synchronizes there"
     # The pattern's names are not the cell's: as comments, it shows the change and still runs when pasted.
-    head = "" if line is None else f"# cell line {line.line}: {line.text.strip()}\n"
+    head = "" if line is None else commented(f"cell line {line.line}: {line.text.strip()}") + "\n"
     pattern = "\n".join(s if s.startswith("#") else f"# {s}" for s in _SYNC_FIXES[cause].splitlines())
     return head + pattern, (f"{_SYNC_CAUSES[cause]} makes the host wait until the GPU has finished all queued work; "
                             "the code is the pattern of the fix, in comments: write it with the cell's names")
@@ -1217,7 +1244,8 @@ def _leak_fact(leak: LeakLine) -> str:
 def _leak_fix(f: Facts, leak: LeakLine | None) -> tuple[str | None, str]:
     """The edit for the line, in the cell's names (to paste in place of the statement), and why it
     works; with no statement to edit, no code (generic names would not run) and the fixes in words."""
-    if leak is None or leak.kept is None or f.report.run is None or not f.report.run.cell_source:
+    if (leak is None or leak.kept is None or f.report.run is None or not f.report.run.cell_source
+            or not f.may_copy(leak.kept.line, leak.kept.end_line)):
         where = "on this line" if leak is not None else "in the loop"
         return None, (f"tensors made {where} outlive their step; the usual cause is a tensor that carries its "
                       "autograd graph, kept across steps: a running total (`total += loss`), a list of outputs, "

@@ -7,7 +7,9 @@ cell's own lines, edited: the statements that compute the loss under
 the accumulation steps; the optimizer's ``.step()`` through the scaler or once
 per accumulation. Each ``Edit`` says which cell lines it replaces, indented as
 there. Where the cell does not show its step (a trace file has no cell; a loop
-inside a function it calls), the edit is given in comments, which run when pasted.
+inside a function it calls), or its lines may not be copied (a cell from a file that
+``safe_names.copyable`` refuses: ``not_copied``), the edit is given in comments, which
+run when pasted, after a comment saying which.
 """
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ import ast
 from dataclasses import dataclass
 
 from .cell_names import TrainingStep
+
+# Why the code gives the edit in comments where the cell shows a step whose lines may not be copied.
+NOT_COPIED = "this report's cell came from a file and uses names its code may not copy"
 
 
 @dataclass(frozen=True)
@@ -131,13 +136,15 @@ def _indent(line: str) -> str:
     return line[:len(line) - len(line.lstrip())]
 
 
-def autocast_code(step: TrainingStep | None, dtype: str) -> tuple[str, dict[str, object]]:
+def autocast_code(step: TrainingStep | None, dtype: str, not_copied: bool = False) -> tuple[str, dict[str, object]]:
     """The autocast edit of the cell's step and the evidence naming the lines it replaces; where
-    the cell shows no step to edit, the edit in comments (generic names would not run) and no lines."""
+    the cell shows no step to edit, or its lines may not be copied (``not_copied``), the edit in
+    comments (generic names would not run), saying which, and no lines."""
     edit = autocast_edit(step, dtype)
     if edit is not None:
         return edit.code, edit.evidence
-    lines = ["# the cell shows no training step to edit: in yours, compute the forward pass and the loss under",
+    why = NOT_COPIED if not_copied else "the cell shows no training step to edit"
+    lines = [f"# {why}: in yours, compute the forward pass and the loss under",
              f"# with torch.autocast(device_type=\"cuda\", dtype=torch.{dtype}):",
              "#     loss = loss_fn(model(x), y)"]
     if dtype == "float16":
@@ -148,12 +155,13 @@ def autocast_code(step: TrainingStep | None, dtype: str) -> tuple[str, dict[str,
     return "\n".join(lines), {}
 
 
-def accumulation_code(step: TrainingStep | None, loader: tuple[str, str] | None,
-                      steps: int) -> tuple[str, dict[str, object]]:
+def accumulation_code(step: TrainingStep | None, loader: tuple[str, str] | None, steps: int,
+                      not_copied: bool = False) -> tuple[str, dict[str, object]]:
     """Gradient accumulation over ``steps`` micro-batches in the cell's loop, and the evidence naming
     the lines it replaces; ``loader``: the loader's name and its call with the smaller batch, made
-    above the loop where the loop iterates that name. Where the cell shows no loop to edit, the edits
-    in comments (generic names would not run) and no lines."""
+    above the loop where the loop iterates that name. Where the cell shows no loop to edit, or its
+    lines may not be copied (``not_copied``), the edits in comments (generic names would not run),
+    saying which, and no lines."""
     call = [] if loader is None else loader[1].splitlines()
     uses_loader = (step is not None and step.loop is not None and loader is not None
                    and any(isinstance(n, ast.Name) and n.id == loader[0] for n in ast.walk(step.loop.iter)))
@@ -162,7 +170,8 @@ def accumulation_code(step: TrainingStep | None, loader: tuple[str, str] | None,
     edit = accumulation_edit(step, shown, steps)
     if edit is not None:
         return edit.code, edit.evidence
-    return "\n".join([f"# the cell shows no training loop to edit: in yours, accumulate gradients over {steps} batches",
+    why = NOT_COPIED if not_copied else "the cell shows no training loop to edit"
+    return "\n".join([f"# {why}: in yours, accumulate gradients over {steps} batches",
                       f"# of 1/{steps} the size: the same effective batch, less activation memory",
                       "# 1. the loader with the smaller batch:", *("# " + s for s in call or ["batch_size=..."]),
                       f"# 2. in place of loss.backward(): (loss / {steps}).backward()",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from . import origin
 from .charts import chart_svg
 from .escape import esc
 from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text, hardware_view, with_kernel_figures
@@ -144,7 +145,7 @@ def device_html(report: "Report") -> str:
     return "<div>Device: " + " · ".join(facts) + "</div>"
 
 
-def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
+def suggestion_card(s: "Suggestion", copy_button: bool, report: "Report") -> str:
     parts = [f'<div class="card {esc(s.severity)}"><b>{esc(s.title)}</b> <span class="how">[{esc(s.severity)}]</span>']
     if s.detail:
         parts.append(f"<div>{esc(s.detail)}</div>")
@@ -156,21 +157,26 @@ def suggestion_card(s: "Suggestion", copy_button: bool) -> str:
     if s.code:
         button = (f'<button class="nbp-copy-code" type="button" onclick="{esc(_COPY_ONCLICK)}">Copy</button>'
                   if copy_button else "")
-        parts.append(f"<div>{button}{try_button(s.kind)}<pre>{esc(s.code)}</pre></div>{TRY_LINE}")
+        parts.append(f"<div>{button}{try_button(s.kind, report)}<pre>{esc(s.code)}</pre></div>{TRY_LINE}")
     parts.append("</div>")
     return "".join(parts)
 
 
 # "Try it" re-profiles a suggestion: in JupyterLab the labextension (which puts ``nbp-lab`` on
 # the page's body) shows the button and handles its click; everywhere else STYLE hides the button
-# and shows the line, which says how to do the same by hand.
+# and shows the line, which says how to do the same by hand. The button of a report made by this
+# kernel carries its token, which the extension checks with the kernel before it runs the code;
+# any other says where its report came from, and its code is inserted without running (``origin``).
 TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell below, run it, then re-run this '
             "cell with <code>%%torchprofile --compare</code>.</div>")
 
 
-def try_button(kind: str) -> str:
-    """The "Try it" button of a card whose suggestion is ``kind``; the code it tries is the card's ``<pre>``."""
-    return f'<button class="nbp-try" type="button" data-nbp-kind="{esc(kind)}">Try it</button>'
+def try_button(kind: str, report: "Report") -> str:
+    """The "Try it" button of a card of ``report`` whose suggestion is ``kind``; the code it tries is the
+    card's ``<pre>``."""
+    token = origin.token(report)
+    made = f' data-nbp-report="{token}"' if token else f' data-nbp-origin="{esc(origin.words(report) or "")}"'
+    return f'<button class="nbp-try" type="button" data-nbp-kind="{esc(kind)}"{made}>Try it</button>'
 
 
 def overview_section(report: "Report") -> str:
@@ -397,8 +403,9 @@ def suggestions_section(report: "Report", copy_button: bool) -> str:
     ranked = ranked_suggestions(report)
     if not ranked:
         return ""
+    cards = "".join(suggestion_card(s, copy_button, report) for s in ranked)
     return ("<h4>Suggestions</h4>" + how("Largest expected gain first; each with the measurements behind it and code "
-                                          "to paste.") + "".join(suggestion_card(s, copy_button) for s in ranked))
+                                          "to paste.") + cards)
 
 
 def communication_section(report: "Report") -> str:

@@ -6,7 +6,8 @@ partial, notes, device, summary, breakdown{kind,columns,rows},
 operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
 growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
-saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections}``.
+saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections},
+made_here, report_token, origin``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
 
@@ -26,6 +27,11 @@ cap keeps it near 160 KB, the rows beyond it (the cheapest in the ``--sort``
 order) are left out, and ``total`` says how many there were. ``kernels`` is
 capped the same way (``MAX_KERNEL_ROWS``, by total time), and ``modules`` as
 the HTML report's tree (``MAX_MODULE_ROWS``).
+
+``made_here`` says whether this kernel made the report (``Report.made_here``), ``report_token``
+is its token (``origin.token``: null for a report made elsewhere) and ``origin`` where a report not
+made here came from, in words (null for one made here): "Try it" runs a card's code only after the
+kernel confirms the token, and otherwise inserts it without running, saying why.
 
 ``hardware`` is the Hardware tab (``hardware.hardware_view``): ``how`` how to read it, ``absent`` the one
 line of a run without device work (null otherwise), the device's and the
@@ -48,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.kernel_kinds import kernel_kinds
+from . import origin
 from .charts import chart_spec
 from .hardware import HOW, KERNEL_ROOFLINE_HELP, hardware_view, with_kernel_figures
 from .html import MAX_MODULE_ROWS, line_rows
@@ -215,4 +222,7 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "modules": modules_payload(report),
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
+        "made_here": report.made_here,
+        "report_token": origin.token(report),
+        "origin": origin.words(report),
     }

@@ -58,6 +58,7 @@ STYLE = THEME + """
 .nbp pre{background:var(--nbp-code-bg);color:var(--nbp-fg);padding:6px 8px;border-radius:4px;overflow-x:auto;
   margin:4px 0;font-size:12px}
 .nbp pre,.nbp code,.nbp pre code{font-family:""" + MONOSPACE + """}
+.nbp .card pre,.nbp .card pre code{white-space:pre-wrap;overflow-wrap:anywhere}
 .nbp .bar{display:inline-block;height:10px;vertical-align:middle}.nbp img{max-width:100%}
 .nbp .bar.track{background:var(--nbp-rule)}.nbp .bar.heat{background:var(--nbp-error)}
 .nbp td.src{white-space:pre}

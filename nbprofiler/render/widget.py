@@ -79,7 +79,7 @@ def frame_label(frame: str) -> str:
 
 def copy_cards(report: "Report", limit: int | None = None) -> str:
     """Suggestion cards, largest gain first, with Copy buttons on their code."""
-    return "".join(suggestion_card(s, copy_button=True) for s in ranked_suggestions(report)[:limit])
+    return "".join(suggestion_card(s, True, report) for s in ranked_suggestions(report)[:limit])
 
 
 # -- a paged, sortable, filterable table ---------------------------------------------------------

@@ -106,7 +106,9 @@ class Report:
     (``rank(n)`` gives rank n's whole Report, read from where ``rank_traces`` says).
     ``stored`` holds what the run history kept of a run (``nbprofiler.stored_run``): its
     tables, suggestions and notes, served as they were since there is no trace to recompute
-    them from; ``lacks`` names the tables it cannot give.
+    them from; ``lacks`` names the tables it cannot give. ``made_here`` is True only for a
+    live run captured by this process (``from_live``): the only report whose names and cell
+    are the user's own, which suggestion code may copy unchecked and "Try it" may run.
     """
 
     parsed: EventTable | None = None  # the trace when it came parsed (files); else see ``table``
@@ -117,12 +119,13 @@ class Report:
     load_notes: tuple[str, ...] = ()  # what ``load`` chose in a directory (the latest cycle), for ``notes``
     stored: Mapping[str, Any] = field(default_factory=dict, repr=False)  # see nbprofiler.history.stored
     rank_traces: RankTraces = field(default_factory=RankTraces, repr=False)
+    made_here: bool = False
 
     # -- construction ------------------------------------------------------------------
     @classmethod
     def from_live(cls, table: EventTable | None, run: "RunRecord", raw_trace: bytes | None) -> "Report":
         """A live run's report; with ``table`` None, ``raw_trace`` is parsed on first use."""
-        return cls(parsed=table, run=run, raw_trace=raw_trace)
+        return cls(parsed=table, run=run, raw_trace=raw_trace, made_here=True)
 
     @classmethod
     def from_trace(cls, table: EventTable, source_path: str,

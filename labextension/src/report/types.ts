@@ -107,6 +107,16 @@ export interface IOptionalTable extends ICappedTable {
   why: string | null;
 }
 
+/**
+ * Whether "Try it" may run the report's code (payload `report_token`, `origin`): `token`, issued by
+ * the kernel that made the report, which the kernel confirms before anything runs; or `origin`, where
+ * a report made elsewhere came from, in words. Null both for a payload written before they existed.
+ */
+export interface ITrial {
+  token: string | null;
+  origin: string | null;
+}
+
 /** What the report was made from (payload `saved_from`), which its tag says. */
 export interface ISavedFrom {
   /** "live run", "trace file" or "saved file". */
@@ -146,6 +156,8 @@ export interface IReport {
   savedFrom: ISavedFrom | null;
   /** The Hardware tab (hardware.ts); null in payloads written before it existed. */
   hardware: IHardware | null;
+  /** Whether "Try it" may run the code of this report's cards (try/card.ts). */
+  trial: ITrial;
 }
 
 /** Raised when the payload is not a report this renderer understands. */
@@ -333,6 +345,7 @@ export function parseReport(data: unknown): IReport {
     lines: optionalTable(data.lines, 'lines'),
     modules: optionalTable(data.modules, 'modules'),
     savedFrom: savedFrom(data.saved_from),
-    hardware: parseHardware(data.hardware)
+    hardware: parseHardware(data.hardware),
+    trial: { token: optStr(data.report_token), origin: optStr(data.origin) }
   };
 }

@@ -19,6 +19,7 @@ import { linesPanel, modulesPanel } from './attribution';
 import { hardwarePanel } from './hardware';
 import { columnLabel, DataTable, formatCell, isDeviceColumn, isNumericColumn, rowFigures, SortDir } from './table';
 import { Cell, IGrowth, IReport, ISuggestion, ITable } from './types';
+import { trialAttributes } from '../try/card';
 import { disposeTimeline, renderTimeline } from '../timeline';
 import { colorOf, IChartSpec, renderChart, specFromTable } from './charts';
 
@@ -740,7 +741,11 @@ export class ReportView {
         );
       });
       // "Try it" has no handler here: the extension's one click handler serves every card (try/run.ts).
-      const tryIt = h('button', { type: 'button', class: 'nbp-try', 'data-nbp-kind': sug.kind, title: TRY_TITLE }, 'Try it');
+      const tryIt = h(
+        'button',
+        { type: 'button', class: 'nbp-try', 'data-nbp-kind': sug.kind, title: TRY_TITLE, ...trialAttributes(this.report.trial) },
+        'Try it'
+      );
       children.push(
         h('div', { class: 'nbp-code' }, h('div', { class: 'nbp-code-actions' }, tryIt, button), h('pre', null, h('code', null, code))),
         h(

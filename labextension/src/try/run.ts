@@ -5,20 +5,34 @@
  * --tried KIND`, so its second output measures the gain beside the stated one.
  * The profiled cell's source is not changed, and the new cell stays in the
  * notebook: what was tried is written down where the user can read it.
+ *
+ * Only the code of a report this kernel made runs at once (card.ts says how the
+ * kernel confirms it). Any other card's code, built from names and lines its
+ * report's maker wrote, is inserted without running, with a line saying why.
  */
 import { Notification } from '@jupyterlab/apputils';
 import { CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { KernelMessage } from '@jupyterlab/services';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
 
 import { executeProfiled, prepareKernel, ProfileError, readyKernel } from '../kernel';
 import { exclusively } from '../profile';
-import { ITryRequest, readTryRequest, triedMetadata, triedSource, TRY_SELECTOR, tryFlags } from './card';
+import {
+  ITryRequest,
+  madeHereExpression,
+  notRunLine,
+  readTryRequest,
+  triedMetadata,
+  triedSource,
+  TRY_SELECTOR,
+  tryFlags
+} from './card';
 
 const BUSY_LABEL = 'Trying…';
 
-/** Insert the marked cell with the suggestion's code right below `cell`; returns its widget. */
-export function insertTriedCell(panel: NotebookPanel, cell: CodeCell, request: ITryRequest): CodeCell {
+/** Insert the marked cell with the suggestion's code right below `cell` (with `notRun`, the line saying
+ * why it is not run); returns its widget. */
+export function insertTriedCell(panel: NotebookPanel, cell: CodeCell, request: ITryRequest, notRun = ''): CodeCell {
   const notebook = panel.content;
   const model = panel.model;
   const index = notebook.widgets.indexOf(cell);
@@ -27,7 +41,7 @@ export function insertTriedCell(panel: NotebookPanel, cell: CodeCell, request: I
   }
   model.sharedModel.insertCell(index + 1, {
     cell_type: 'code',
-    source: triedSource(request),
+    source: triedSource(request, notRun),
     metadata: triedMetadata(request.kind)
   });
   return notebook.widgets[index + 1] as CodeCell;
@@ -48,11 +62,41 @@ function failure(reply: KernelMessage.IExecuteReplyMsg | void): string {
   return 'it was aborted';
 }
 
-/** Insert and run the suggestion's cell, then re-run the profiled cell to compare. */
+/** Whether `kernel` made the report of the card whose token is `token`. */
+export async function madeByKernel(kernel: Kernel.IKernelConnection, token: string): Promise<boolean> {
+  const future = kernel.requestExecute({
+    code: '',
+    silent: true,
+    store_history: false,
+    allow_stdin: false,
+    stop_on_error: false,
+    user_expressions: { nbprofiler: madeHereExpression(token) }
+  });
+  const reply = (await future.done) as KernelMessage.IExecuteReplyMsg;
+  const result = (reply.content.status === 'ok' ? reply.content.user_expressions ?? {} : {}).nbprofiler as
+    | { status: string; data?: { 'text/plain'?: string } }
+    | undefined;
+  return result?.status === 'ok' && result.data?.['text/plain'] === 'True';
+}
+
+/**
+ * Insert and run the suggestion's cell, then re-run the profiled cell to compare; where the kernel did
+ * not make the report, insert it without running and say why.
+ */
 export async function trySuggestion(panel: NotebookPanel, cell: CodeCell, request: ITryRequest): Promise<void> {
   const { sessionContext } = panel;
-  const kernel = await readyKernel(sessionContext);
-  await prepareKernel(kernel);
+  let madeHere = false;
+  if (request.token) {
+    const kernel = await readyKernel(sessionContext);
+    await prepareKernel(kernel);
+    madeHere = await madeByKernel(kernel, request.token);
+  }
+  if (!madeHere) {
+    const line = notRunLine(request);
+    insertTriedCell(panel, cell, request, line);
+    Notification.info(line, { autoClose: false });
+    return;
+  }
   const tried = insertTriedCell(panel, cell, request);
   const why = failure(await CodeCell.execute(tried, sessionContext));
   if (why) {
