@@ -30,7 +30,6 @@ import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -40,11 +39,14 @@ from nbprofiler.report.saved import MAX_DOCUMENT_BYTES
 SECRET_MARKER = "nbprofiler-secret-5c1e7a"
 DOCUMENT = "nbprofiler.json"
 TRACE, LINES, TIMES = "trace.json", "lines/lines.npy", "lines/times_ns.npy"  # the other members of the base file
+TRACE_LIMIT = 24 << 20  # NBPROFILER_MAX_TRACE_BYTES while the corpus is loaded: the bombs stay quick to make
 # Names a sender can give a loader, a dataset, a cell or a range: code to run, markup, quotes, line breaks.
 INJECTED = "slow_loader" + " " * 160 + ";__import__('os').system('touch PWNED')"
 MARKUP = '</script><script>alert("x")</script><img src=x onerror=alert(1)>'
 QUOTES = 'it\'s "quoted"\\\nand on two lines'
 HOSTILE_NAMES = (INJECTED, MARKUP, QUOTES)
+# Where members named with ``..`` or an absolute path would land if anything extracted them.
+OUTSIDE = (Path("/tmp/nbprofiler-escaped"), Path("/tmp/nbprofiler-absolute"))
 
 
 @dataclass(frozen=True)
@@ -113,18 +115,16 @@ def zipped(entries: Iterable[tuple[str | zipfile.ZipInfo, bytes]],
     return buffer.getvalue()
 
 
-def archive(base: Base, doc: dict[str, Any] | bytes | None = None, members: Mapping[str, bytes] = MappingProxyType({})
-            ) -> bytes:
+def archive(base: Base, doc: dict[str, Any] | bytes | None = None, members: Mapping[str, bytes] | None = None) -> bytes:
     """The base archive with its document replaced by ``doc`` (a dict, or raw bytes) and the
     ``members`` given added or replaced."""
     entries = {name: data for name, data in base.members.items() if name != DOCUMENT}
-    entries.update(members)
+    entries.update(members or {})
     text = doc if isinstance(doc, bytes) else json.dumps(base.doc if doc is None else doc).encode()
     return zipped([*entries.items(), (DOCUMENT, text)])
 
 
-def changed(base: Base, change: Callable[[dict[str, Any]], Any],
-            members: Mapping[str, bytes] = MappingProxyType({})) -> bytes:
+def changed(base: Base, change: Callable[[dict[str, Any]], Any], members: Mapping[str, bytes] | None = None) -> bytes:
     """The base archive with ``change`` applied to a copy of its document, and ``members`` added."""
     doc = copy.deepcopy(base.doc)
     change(doc)
@@ -146,7 +146,7 @@ def central_entry(data: bytes, member: str) -> int:
 
 def patched(data: bytes, member: str, offset: int, value: bytes) -> bytes:
     """``data`` with ``value`` written at ``offset`` of ``member``'s central directory entry
-    (6: its flags, 10: its compression method, 24: its uncompressed size)."""
+    (8: its flags, 10: its compression method, 24: its uncompressed size)."""
     at = central_entry(data, member) + offset
     return data[:at] + value + data[at + len(value):]
 
@@ -201,20 +201,24 @@ def _steps_column(run: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in run["steps"] if c["name"] == name)
 
 
-def _ranks(base: Base, local: LocalFiles, count: int, member: str = "ranks/1/trace.json",
-           source: str | None = None) -> bytes:
-    """The base report as a distributed load of ``count`` more ranks, all reading one member."""
+def _ranks(base: Base, local: LocalFiles, count: int, with_run: bool = True) -> bytes:
+    """The base report as a distributed load of ``count`` more ranks, all reading one member and
+    each named after the recipient's trace; ``with_run`` False makes it a trace file's report."""
+    member = "ranks/1/trace.json"
+
     def change(doc: dict[str, Any]) -> None:
         doc["report"]["ranks"] = [
-            {"rank": r, "report": {"trace": member, "source_path": source or str(local.trace), "load_notes": [],
+            {"rank": r, "report": {"trace": member, "source_path": str(local.trace), "load_notes": [],
                                    "run": None, "ranks": []}} for r in range(1, count + 1)]
+        if not with_run:
+            doc["report"]["run"] = None
     return changed(base, change, {member: base.trace})
 
 
 # -- the corpus ------------------------------------------------------------------------------
 
 def _zip_structure() -> list[Case]:
-    evil = "../../../../../tmp/nbprofiler-escaped/trace.json"
+    escaping, absolute = "../" * 5 + f"{OUTSIDE[0]}/trace.json".lstrip("/"), f"{OUTSIDE[1]}/trace.json"
     return [
         Case("truncated_half", lambda b, _: archive(b)[: len(archive(b)) // 2]),
         Case("truncated_end_of_archive", lambda b, _: archive(b)[:-10]),
@@ -222,25 +226,23 @@ def _zip_structure() -> list[Case]:
         Case("text_not_zip", lambda b, _: b"hello, world\n" * 100),
         Case("zip_without_document", lambda b, _: zipped([("readme.txt", b"another archive")])),
         Case("member_name_traversal", lambda b, _: changed(
-            b, lambda d: d["report"].update(trace=evil), {evil: b.trace})),
+            b, lambda d: d["report"].update(trace=escaping), {escaping: b.trace})),
         Case("member_name_absolute", lambda b, _: changed(
-            b, lambda d: d["report"].update(trace="/tmp/nbprofiler-absolute/trace.json"),
-            {"/tmp/nbprofiler-absolute/trace.json": b.trace})),
+            b, lambda d: d["report"].update(trace=absolute), {absolute: b.trace})),
         Case("document_names_a_missing_member", lambda b, _: changed(
             b, lambda d: d["report"].update(trace="no/such/member.json"))),
         Case("trace_member_named_after_a_local_file", lambda b, local: changed(
             b, lambda d: d["report"].update(trace=str(local.text)))),
         Case("duplicate_documents", lambda b, _: zipped([*b.members.items(), (DOCUMENT, b'{"format": 5}')])),
-        Case("duplicate_trace_members", lambda b, _: zipped([*b.members.items(), ("trace.json", b"[1, 2, 3]")])),
+        Case("duplicate_trace_members", lambda b, _: zipped([*b.members.items(), (TRACE, b"[1, 2, 3]")])),
         Case("document_is_a_symlink_to_a_local_file", lambda b, local: zipped([
             *((n, d) for n, d in b.members.items() if n != DOCUMENT), (_symlink(DOCUMENT), str(local.text).encode())])),
         Case("trace_is_a_symlink_to_a_local_trace", lambda b, local: zipped([
-            *((n, d) for n, d in b.members.items() if n != "trace.json"),
-            (_symlink("trace.json"), str(local.trace).encode())])),
-        Case("encrypted_trace_entry", lambda b, _: patched(archive(b), "trace.json", 8, b"\x01\x00")),
-        Case("unknown_compression_method", lambda b, _: patched(archive(b), "trace.json", 10, b"\x63\x00")),
-        Case("size_that_lies_low", lambda b, _: patched(archive(b), "trace.json", 24, (100).to_bytes(4, "little"))),
-        Case("size_that_claims_4_gib", lambda b, _: patched(archive(b), "trace.json", 24, b"\xff\xff\xff\xfe")),
+            *((n, d) for n, d in b.members.items() if n != TRACE), (_symlink(TRACE), str(local.trace).encode())])),
+        Case("encrypted_trace_entry", lambda b, _: patched(archive(b), TRACE, 8, b"\x01\x00")),
+        Case("unknown_compression_method", lambda b, _: patched(archive(b), TRACE, 10, b"\x63\x00")),
+        Case("size_that_lies_low", lambda b, _: patched(archive(b), TRACE, 24, (100).to_bytes(4, "little"))),
+        Case("size_that_claims_4_gib", lambda b, _: patched(archive(b), TRACE, 24, b"\xff\xff\xff\xfe")),
         Case("bzip2_and_stored_members", lambda b, _: _mixed_compression(b)),
     ]
 
@@ -256,7 +258,7 @@ def _mixed_compression(base: Base) -> bytes:
     """The base report with its trace bzip2-compressed and its document stored: valid, if unusual."""
     entries = [(zipfile.ZipInfo(name), data) for name, data in base.members.items()]
     for info, _ in entries:
-        info.compress_type = zipfile.ZIP_BZIP2 if info.filename == "trace.json" else zipfile.ZIP_STORED
+        info.compress_type = zipfile.ZIP_BZIP2 if info.filename == TRACE else zipfile.ZIP_STORED
     return zipped(entries)
 
 
@@ -278,8 +280,6 @@ def _bombs() -> list[Case]:
             b, members={TIMES: npy(np.zeros(4, np.int64), {"shape": (1 << 37,)})})),
     ]
 
-
-TRACE_LIMIT = 24 << 20  # NBPROFILER_MAX_TRACE_BYTES while the corpus is loaded: the bombs stay quick to make
 
 
 def _documents() -> list[Case]:
@@ -399,7 +399,7 @@ def _paths_and_ranks() -> list[Case]:
             r.update(cell_filename=str(local.text), notebook=str(local.trace)),
             r["options"].update(trace=str(local.trace), tensorboard=str(local.folder))))),
         Case("ranks_read_a_local_trace", lambda b, local: _ranks(b, local, 2)),
-        Case("ranks_of_a_trace_file_report", lambda b, local: _without_run(_ranks(b, local, 3))),
+        Case("ranks_of_a_trace_file_report", lambda b, local: _ranks(b, local, 3, with_run=False)),
         Case("twenty_ranks_of_one_member", lambda b, local: _ranks(b, local, 20)),
         Case("rank_member_missing", lambda b, local: changed(b, lambda d: d["report"].update(ranks=[
             {"rank": 1, "report": {"trace": "ranks/1/trace.json", "source_path": str(local.trace),
@@ -410,14 +410,6 @@ def _paths_and_ranks() -> list[Case]:
             {"rank": r, "report": {"trace": "trace.json", "source_path": str(local.text), "load_notes": [MARKUP]}}
             for r in (2**70, -1, -1, 0)]))),
     ]
-
-
-def _without_run(data: bytes) -> bytes:
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        members = {name: zf.read(name) for name in zf.namelist()}
-    doc = json.loads(members.pop(DOCUMENT))
-    doc["report"]["run"] = None
-    return zipped([*members.items(), (DOCUMENT, json.dumps(doc).encode())])
 
 
 def _hostile_names() -> list[Case]:

@@ -22,8 +22,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hostile_nbprof import (CASES, HOSTILE_NAMES, SECRET_MARKER, TRACE_LIMIT, Base, LocalFiles, archive, changed,
-                            inflating, write_corpus)
+from hostile_nbprof import (CASES, HOSTILE_NAMES, OUTSIDE, SECRET_MARKER, TRACE_LIMIT, Base, LocalFiles, archive,
+                            changed, inflating, write_corpus)
 
 import nbprofiler
 from nbprofiler.report.export_names import EXPORT_ROOT
@@ -85,9 +85,11 @@ def members_of(path: Path) -> bytes:
 
 def shown(report: nbprofiler.Report) -> str:
     """Everything a user sees of ``report``: the display bundle (explorer data, HTML, text), the
-    text report and its repr; the bundle's data must be strict JSON for the front end."""
+    text report and its repr. The bundle's data must be strict JSON for the front end, and a
+    name from the file is text in the HTML, never markup."""
     bundle = report._repr_mimebundle_()
     data = json.dumps(bundle.pop("application/vnd.nbprofiler.report+json"), allow_nan=False)
+    assert "<script>alert" not in bundle["text/html"]
     return "\n".join([data, json.dumps(bundle), report.to_text(), repr(report)])
 
 
@@ -110,7 +112,7 @@ def written(report: nbprofiler.Report, folder: Path) -> bytes:
 @pytest.mark.parametrize("case", [c.name for c in CASES])
 def test_a_hostile_file_gives_a_report_or_a_trace_error_and_never_a_local_file(case, corpus, tmp_path,
                                                                                 monkeypatch, small_trace_limit):
-    paths, local = corpus
+    paths, _ = corpus
     monkeypatch.chdir(tmp_path)  # where a name that ran as code would `touch PWNED`, and default saves go
     path = paths[case]
     try:
@@ -121,14 +123,14 @@ def test_a_hostile_file_gives_a_report_or_a_trace_error_and_never_a_local_file(c
         return
     text = shown(report)
     data = written(report, tmp_path)
-    for number in report.ranks:
+    for number in report.ranks:  # each rank's whole report, read again from the archive
         rank = report.rank(number)
-        text += shown(rank) if number == min(report.ranks) else rank.to_text()
+        text += rank.to_text()
         data += rank.export_chrome_trace(tmp_path / f"rank{number}.json").read_bytes()
     assert SECRET_MARKER not in text
     assert SECRET_MARKER.encode() not in data
     assert not (tmp_path / "PWNED").exists()
-    assert not Path("/tmp/nbprofiler-escaped").exists() and not Path("/tmp/nbprofiler-absolute").exists()
+    assert not any(folder.exists() for folder in OUTSIDE)
 
 
 _MEMORY_PROBE = r"""
@@ -200,6 +202,9 @@ def code_problems(code: str) -> list[str]:
 
 @pytest.mark.xfail(reason="suggestion code from hostile names is fixed in advice/", strict=False)
 def test_suggestion_code_from_hostile_names_is_plain_python(corpus, small_trace_limit):
+    # The check tells the real thing from a name carrying code, so that a pass means something.
+    assert code_problems("slow_loader = DataLoader(slow_loader.dataset, num_workers=8)") == []
+    assert all(code_problems(f"{name} = DataLoader({name}.dataset)") for name in HOSTILE_NAMES)
     paths, _ = corpus
     found = {}
     for case in (c for c in CASES if c.hostile_names):
@@ -211,13 +216,6 @@ def test_suggestion_code_from_hostile_names_is_plain_python(corpus, small_trace_
             if problems := code_problems(code):
                 found[case.name] = (problems, code)
     assert not found, found
-
-
-def test_the_code_check_catches_a_name_carrying_code():
-    """The check above is only worth its xfail if it tells hostile code from the real thing."""
-    assert code_problems("slow_loader = DataLoader(slow_loader.dataset, num_workers=8)") == []
-    for name in HOSTILE_NAMES:
-        assert code_problems(f"{name} = DataLoader({name}.dataset, num_workers=8)")
 
 
 # -- the items one by one ---------------------------------------------------------------------
@@ -283,15 +281,6 @@ def test_a_document_that_inflates_past_its_cap_is_refused(base, tmp_path):
         base, json.dumps(base.doc)[:-1].encode() + inflating(33 * MIB, b', "padding": [', b"0,", b"0]}")))
     assert path.stat().st_size < MIB
     with pytest.raises(nbprofiler.TraceError, match=r"its 'nbprofiler.json': inflates to more than 32 MiB"):
-        nbprofiler.load(path)
-
-
-def test_a_trace_member_past_the_trace_limit_is_refused(base, tmp_path, monkeypatch):
-    monkeypatch.setenv("NBPROFILER_MAX_TRACE_BYTES", str(8 * MIB))
-    path = written_to(tmp_path, "bomb.nbprof", archive(
-        base, members={"trace.json": inflating(9 * MIB, b'{"traceEvents": [', b" ", b"]}")}))
-    with pytest.raises(nbprofiler.TraceError, match=r"its 'trace.json': trace decompresses to more than the 8.4 MB "
-                                                    "limit"):
         nbprofiler.load(path)
 
 

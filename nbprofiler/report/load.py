@@ -71,7 +71,7 @@ def load(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], executor: Ex
     files over a cluster whose workers can read them at the same paths).
     """
     path = _path_text(path)
-    if executor is not None and not callable(getattr(executor, "map", None)):
+    if executor is not None and not isinstance(executor, Executor):  # a Dask Client maps to futures, not results
         raise TypeError(f"executor must be a concurrent.futures.Executor, such as a Dask client.get_executor(), or "
                         f"None for a pool of this machine's cores; got {type(executor).__name__} {executor!r:.60}")
     files = find_trace_files(path)
