@@ -69,8 +69,7 @@ def read_trace_file(path: Path, limit: int | None = None) -> TraceFile:
             head = fh.read(2)
             fh.seek(0)
             if head == b"\x1f\x8b":
-                data = read_capped(_gunzipped(fh, path), limit, path, too_big(limit),
-                                   trace=True)
+                data = read_capped(_gunzipped(fh, path), limit, path, too_big(limit), trace=True)
             else:
                 if size > limit:
                     raise TraceError(path, too_big(limit, size))
