@@ -220,13 +220,15 @@ def test_truncated_gzip_at_every_tenth(scratch):
 
 
 def test_gzip_bomb_is_refused_at_the_limit(scratch, monkeypatch):
-    """64 MiB of zeros in about 64 KiB of gzip, under a 16 MiB limit: refused while decompressing.
-    (The message gives sizes in decimal units, as the limit's variable is in bytes: 16.8 MB.)"""
+    """A trace's opening and 64 MiB of blanks in about 64 KiB of gzip, under a 16 MiB limit: refused
+    while decompressing. (The message gives sizes in decimal units, as the limit's variable is in
+    bytes: 16.8 MB.)"""
     monkeypatch.setenv("NBPROFILER_MAX_TRACE_BYTES", str(16 << 20))
     path = scratch / "bomb.pt.trace.json.gz"
     deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
     with path.open("wb") as fh:
-        block = b"\0" * (1 << 20)
+        fh.write(deflate.compress(b'{"traceEvents": ['))
+        block = b" " * (1 << 20)
         for _ in range(64):
             fh.write(deflate.compress(block))
         fh.write(deflate.flush())

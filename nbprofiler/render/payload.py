@@ -184,7 +184,7 @@ def saved_from(report: "Report") -> dict[str, Any]:
         return {"kind": "live run", "when": when, "path": report.run.notebook}
     path = report.source_path
     when = None
-    if path is not None and Path(path).exists():
+    if path is not None and report.source_is_local and Path(path).exists():
         mtime = Path(path).stat().st_mtime
         when = datetime.fromtimestamp(mtime, timezone.utc).astimezone().isoformat(timespec="seconds")
     return {"kind": "trace file", "when": when, "path": path}

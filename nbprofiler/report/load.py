@@ -7,7 +7,7 @@ import re
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class _Unreadable(NamedTuple):
     problem: str
 
 
-def load(path: str | os.PathLike[str], executor: Executor | None = None) -> Report:
+def load(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], executor: Executor | None = None) -> Report:
     """Load a Chrome trace (``.json``/``.json.gz``), a ``tensorboard_trace_handler`` directory,
     or a report ``Report.save`` wrote (``.nbprof``: the run's data with its trace).
 
@@ -70,6 +70,10 @@ def load(path: str | os.PathLike[str], executor: Executor | None = None) -> Repo
     ``concurrent.futures.Executor`` (a Dask ``client.get_executor()`` spreads the
     files over a cluster whose workers can read them at the same paths).
     """
+    path = _path_text(path)
+    if executor is not None and not isinstance(executor, Executor):  # a Dask Client maps to futures, not results
+        raise TypeError(f"executor must be a concurrent.futures.Executor, such as a Dask client.get_executor(), or "
+                        f"None for a pool of this machine's cores; got {type(executor).__name__} {executor!r:.60}")
     files = find_trace_files(path)
     if files[0].name.endswith(SAVED_SUFFIX):  # only a file named itself: a directory yields trace files
         return read_report(files[0])
@@ -90,6 +94,16 @@ def load(path: str | os.PathLike[str], executor: Executor | None = None) -> Repo
     ranks = {number: p.latest for number, p in by_rank.items()} if len(by_rank) > 1 else None
     return replace(Report.from_trace(top.table, str(first.path), ranks=ranks),
                    load_notes=notes + first.latest.load_notes)
+
+
+def _path_text(path: Any) -> str:
+    """``path`` as text, a bytes path decoded as ``os.fsdecode`` does; anything else a TypeError
+    that says what ``load`` takes."""
+    try:
+        return os.fsdecode(path)
+    except TypeError:
+        raise TypeError(f"nbprofiler.load takes a path (str, bytes or os.PathLike) to a trace file, a directory of "
+                        f"them or a .nbprof file; got {type(path).__name__}") from None
 
 
 def _summaries(files: list[Path], executor: Executor | None) -> tuple[list[RankSummary], list[_Unreadable]]:

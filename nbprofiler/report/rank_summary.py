@@ -90,4 +90,4 @@ class RankTraces:
         from .report import Report
 
         return Report(parsed=parse_file(Path(rank.source_path)), source_path=rank.source_path,
-                      load_notes=rank.load_notes)
+                      load_notes=rank.load_notes, source_is_local=True)

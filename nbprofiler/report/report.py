@@ -5,7 +5,6 @@ access by a pure analysis function and cached; renderers only read them.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import threading
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from ..analysis.operators import OperatorTree, operator_table
 from ..analysis.steps import dataloader_names, profiler_steps
 from ..errors import TraceError
 from ..trace.parser import parse_trace
+from ..trace.sources import read_trace_file
 from ..trace.table import DeviceInfo, EventTable, Kind, TraceMeta
 from .rank_summary import RankSummary, RankTraces
 
@@ -114,12 +114,18 @@ class Report:
     parsed: EventTable | None = None  # the trace when it came parsed (files); else see ``table``
     run: "RunRecord | None" = None
     raw_trace: bytes | None = field(default=None, repr=False)
+    # The trace file the report was loaded from, or (a saved report) the one it was once: a label.
     source_path: str | None = None
     ranks: Mapping[int, RankSummary] = field(default_factory=dict)
     load_notes: tuple[str, ...] = ()  # what ``load`` chose in a directory (the latest cycle), for ``notes``
     stored: Mapping[str, Any] = field(default_factory=dict, repr=False)  # see nbprofiler.history.stored
     rank_traces: RankTraces = field(default_factory=RankTraces, repr=False)
     made_here: bool = False
+    # Whether ``source_path`` is a trace file of this machine, read again for the trace's bytes
+    # when it is saved or exported (a report of ``load``ed trace files). A saved report's is the
+    # path on the machine that saved it: a label, never read, since a received file could name
+    # any file of the recipient's.
+    source_is_local: bool = False
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -132,7 +138,7 @@ class Report:
                    ranks: Mapping[int, "RankSummary | Report"] | None = None) -> "Report":
         """A trace file's report; ``ranks`` given as Reports are kept as their summaries."""
         summaries = {n: r if isinstance(r, RankSummary) else RankSummary.of(n, r) for n, r in (ranks or {}).items()}
-        return cls(parsed=table, source_path=source_path, ranks=summaries)
+        return cls(parsed=table, source_path=source_path, ranks=summaries, source_is_local=True)
 
     def rank(self, number: int) -> "Report":
         """Rank ``number``'s complete Report: this report for its own rank (the lowest), any other
@@ -599,15 +605,15 @@ class Report:
 
         return write_trace(self._trace_bytes(), free_path(default_paths(self).trace) if path is None else path)
 
-    def _trace_bytes(self) -> bytes:
-        """The trace's JSON: the live run's, or the file's (uncompressed)."""
-        reason = self.no_trace_reason
-        if reason is not None:
-            raise ValueError(f"this report has no trace to export: {reason}")
+    def _trace_bytes(self, action: str = "export") -> bytes:
+        """The trace's JSON: the live run's or the saved report's, or the trace file's read again
+        (uncompressed); a ``TraceError`` that says why when there is none to ``action``."""
         if self.raw_trace is not None:
             return self.raw_trace
-        data = Path(str(self.source_path)).read_bytes()
-        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+        reason = self.no_trace_reason
+        if reason is not None:
+            raise TraceError(None, f"this report has no trace to {action}: {reason}")
+        return read_trace_file(Path(str(self.source_path))).data
 
     @property
     def no_trace_reason(self) -> str | None:
@@ -615,8 +621,10 @@ class Report:
         and the Export tab's disabled buttons."""
         if self.raw_trace is not None:
             return None
-        if self.source_path is not None:
-            return None if Path(self.source_path).is_file() else f"its trace file {self.source_path} is gone"
+        if self.source_path is not None and self.source_is_local:
+            if Path(self.source_path).is_file():
+                return None
+            return f"its trace file is gone ({self.source_path} was moved or deleted); load it from where it is now"
         if self.stored:
             return "the run history keeps a run's tables, not its trace"
         return "the run ended before any active step, so no trace was recorded"

@@ -25,31 +25,40 @@ column, missing values as null), ``loaders`` (LoaderRecord's fields, with
 names, or null), and the plain fields as they are.
 
 Nothing is pickled, since these files come from other people: everything is JSON
-or a plain numeric array. A file from a newer format version is refused with a
-message that says so, and the trace inside is held to the same size limit as a
-trace file (``NBPROFILER_MAX_TRACE_BYTES``).
+or a plain numeric array, and reading one trusts nothing in it. A file from a newer
+format version is refused with a message that says so. Each member is held to a size
+while it inflates: the trace (and line marks) to the trace file limit
+(``NBPROFILER_MAX_TRACE_BYTES``), ``nbprofiler.json`` to ``MAX_DOCUMENT_BYTES``. The
+document is decoded straight into the types the writer writes, so a value of another
+type is refused with its place, and keys it does not know are skipped unread.
+``source_path`` is the sender's path, kept as a label: the reader never reads a file
+a received report names (a trace is the archive's member or nothing).
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
+import operator
 import os
+import types
+import typing
 import zipfile
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Annotated, Any, Callable, Literal, Mapping, Sequence, TypeVar
 
+import msgspec
 import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..options import ProfileOptions
 from ..records import LineMarks, LoaderRecord, RunRecord
 from ..trace.parser import parse_trace
-from ..trace.sources import _too_big, max_trace_bytes
-from ..trace.table import DeviceInfo, EventTable
+from ..trace.sources import PIECE_BYTES, max_trace_bytes, read_capped, too_big
+from ..trace.table import EventTable
 from .rank_summary import RankSummary, RankTraces
 from .report import Report
 
@@ -58,10 +67,112 @@ FORMAT = "nbprofiler.report"
 FORMAT_VERSION = 1
 DOCUMENT = "nbprofiler.json"
 _ZIP_MAGIC = b"PK\x03\x04"
+_ENCRYPTED = 0x1  # a zip entry's flag bit: zipfile would ask for a password
 # The fields of RunRecord stored as JSON values as they are; the others have codecs below.
 _PLAIN_RUN_FIELDS = ("step_source", "error", "cell_source", "cell_filename", "cell_key", "notebook",
                      "sampler_bytes", "cpu_count", "intra_op_threads", "wall_s", "other_cores", "notes")
-_LINE_ARRAYS = {"times_ns": np.dtype(np.int64), "lines": np.dtype(np.int32)}
+_LINE_ARRAYS: dict[str, np.dtype] = {"times_ns": np.dtype(np.int64), "lines": np.dtype(np.int32)}
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+MAX_DOCUMENT_BYTES = 32 << 20
+"""The most ``nbprofiler.json`` may inflate to. A run's document grows by about 220 bytes per
+step the cell ran on a GPU (its steps table, and one DataLoader's wait in that step; 175 on a
+CPU), so this holds some 150,000 steps, 75 times a long cell's 2,000: a larger one is no run
+nbprofiler saved. The cap also bounds what decoding costs: the worst document under it (a
+list of millions of ``[0, 0]`` waits) makes Python objects of 13 times its size, and its
+load peaks some 440 MiB above the start (bench/hostile_files.py), where a 64 MiB cap let
+one peak at 650."""
+_DETAIL_CHARS = 200  # of an error's text quoted in a message
+
+# -- what the document may hold: every value of the type the writer writes ----------------------
+# Decoded by msgspec into these types, a value of another type is refused with its place in
+# the document ("Expected `int`, got `str` - at `$.cpu_count`"), and any other key is skipped
+# unread, so that nothing the writer does not write costs memory.
+
+_Scalar = str | int | float | bool | None
+
+
+class _Envelope(msgspec.Struct):
+    """The document's outer object; its report is decoded once its format and version are known."""
+
+    format: _Scalar = None
+    version: _Scalar = None
+    nbprofiler: _Scalar = "unknown version"
+    report: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Column(msgspec.Struct):
+    """A table column as ``frame_to_json`` writes it (the dtypes a run's steps table has)."""
+
+    name: str
+    dtype: Literal["int64", "float64", "bool", "object", "str", "string"]
+    values: list[int | float | str | bool | None]
+
+
+class _LineMarksJSON(msgspec.Struct):
+    """The members holding the line marks' arrays."""
+
+    times_ns: str
+    lines: str
+
+
+class _RankReportJSON(msgspec.Struct):
+    """A rank's REPORT: its trace member, the path it was read from (a label) and its notes."""
+
+    trace: str
+    source_path: str | None
+    load_notes: list[str]
+
+
+class _RankJSON(msgspec.Struct):
+    """One rank of a distributed load: its number and its REPORT."""
+
+    rank: int
+    report: _RankReportJSON
+
+
+class _ReportJSON(msgspec.Struct):
+    """The REPORT of the module's docstring."""
+
+    trace: str | None
+    source_path: str | None
+    load_notes: list[str]
+    run: msgspec.Raw  # a RUN (``_RunJSON``) or null
+    ranks: list[_RankJSON]
+
+
+def _fields_checked(record: type, written_as: Mapping[str, Any]) -> type[msgspec.Struct]:
+    """A Struct of the dataclass ``record``'s fields, each of the type ``record`` declares (or
+    ``written_as`` gives, where the document holds it otherwise) or absent (``UNSET``); its
+    numbers at least ``_AT_LEAST`` says, else 0, since each counts, sizes or times something."""
+    hints = typing.get_type_hints(record)
+    return msgspec.defstruct(f"{record.__name__}JSON", [
+        (f.name, written_as.get(f.name, _at_least(hints[f.name], _AT_LEAST.get(f.name, 0))) | msgspec.UnsetType,
+         msgspec.UNSET) for f in dataclasses.fields(record)], kw_only=True)
+
+
+def _at_least(hint: Any, low: int) -> Any:
+    """``hint`` with its ``int`` and ``float`` held to ``>= low`` (in a union too)."""
+    if hint in (int, float):
+        return Annotated[hint, msgspec.Meta(ge=low)]
+    if isinstance(hint, types.UnionType):
+        return functools.reduce(operator.or_, (_at_least(arg, low) for arg in typing.get_args(hint)))
+    return hint
+
+
+# Where a record's number is more than 0: a process uses a core, and torch one thread and batches of one sample.
+_AT_LEAST = {"cpu_count": 1, "intra_op_threads": 1, "batch_size": 1}
+_LoaderJSON = _fields_checked(LoaderRecord, {"wait_ms_by_step": list[tuple[Annotated[int, msgspec.Meta(ge=0)],
+                                                                           Annotated[float, msgspec.Meta(ge=0)]]]})
+# (A list of a Struct made at run time, which mypy cannot see as a type.)
+_RunJSON = _fields_checked(RunRecord, {"steps": list[_Column], "loaders": list[_LoaderJSON],  # type: ignore[valid-type]
+                                       "line_marks": _LineMarksJSON | None})
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+_report_decoder = msgspec.json.Decoder(_ReportJSON)
+_run_decoder = msgspec.json.Decoder(_RunJSON | None)
+# The columns every run's steps table has (the sampler's), each with the check of its values.
+_STEP_COLUMNS: dict[str, Callable[[pd.Series], bool]] = {
+    "step": pd.api.types.is_integer_dtype, "phase": pd.api.types.is_string_dtype,
+    **dict.fromkeys(("wall_ms", "dataloader_ms", "batches", "samples"), pd.api.types.is_numeric_dtype)}
 
 
 def save_report(report: Report, path: str | os.PathLike[str]) -> Path:
@@ -81,9 +192,13 @@ def save_report(report: Report, path: str | os.PathLike[str]) -> Path:
     partial = target.with_name(target.name + ".partial")
     try:
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            document = {"format": FORMAT, "version": FORMAT_VERSION, "nbprofiler": __version__,
-                        "report": _Writer(zf).report(report, "")}
-            zf.writestr(DOCUMENT, json.dumps(document, indent=1))
+            document = json.dumps({"format": FORMAT, "version": FORMAT_VERSION, "nbprofiler": __version__,
+                                   "report": _Writer(zf).report(report, "")}, indent=1)
+            if len(document) > MAX_DOCUMENT_BYTES:  # ASCII: as many bytes as characters
+                raise ValueError(f"this report's run is too long to save: its description takes "
+                                 f"{len(document) / 2**20:.1f} MiB, over the {MAX_DOCUMENT_BYTES / 2**20:.1f} MiB "
+                                 "nbprofiler.load reads back; export its trace with export_chrome_trace instead")
+            zf.writestr(DOCUMENT, document)
         os.replace(partial, target)
     except BaseException:
         partial.unlink(missing_ok=True)
@@ -92,8 +207,13 @@ def save_report(report: Report, path: str | os.PathLike[str]) -> Path:
 
 
 def read_report(path: Path) -> Report:
-    """The Report saved in ``path``; anything wrong with the file is a one-line ``TraceError``."""
-    return _reading(path, lambda reader: reader.top(reader.document()["report"]))
+    """The Report saved in ``path``; anything wrong with the file is a one-line ``TraceError``.
+
+    The file may come from anyone: each member is held to its size limit while it
+    inflates, every value of the document is checked to be of the type the writer
+    writes, and no path named inside it is ever read (``source_path`` is a label).
+    """
+    return _reading(path, lambda reader: reader.top(reader.document()))
 
 
 _T = TypeVar("_T")
@@ -106,13 +226,19 @@ def _reading(path: Path, read: Callable[["_Reader"], _T]) -> _T:
             return read(_Reader(zf, path))
     except TraceError:
         raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError):
+    except (zipfile.BadZipFile, zlib.error, EOFError):
         raise TraceError(path, _unreadable(path)) from None
+    except NotImplementedError as exc:  # a compression method or encryption zipfile does not read
+        raise TraceError(path, f"a zip archive that nbprofiler cannot read ({_one_line(exc)}), which Report.save "
+                               "never writes; not a report nbprofiler saved") from None
     except OSError as exc:
         raise TraceError(path, f"cannot be read ({exc.strerror or exc}); check that you may read it") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise TraceError(path, f"a malformed saved report ({type(exc).__name__}: {exc}); save the report "
-                               "again with Report.save") from None
+    except RecursionError:
+        raise TraceError(path, "a malformed saved report (its JSON is nested too deeply to be one nbprofiler "
+                               "wrote); save the report again with Report.save") from None
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:  # msgspec's errors included
+        raise TraceError(path, f"a malformed saved report ({type(exc).__name__}: {_one_line(exc)}); save the "
+                               "report again with Report.save") from None
 
 
 def _unreadable(path: Path) -> str:
@@ -123,6 +249,18 @@ def _unreadable(path: Path) -> str:
         return "truncated or corrupt: the copy or download did not finish, so copy it again"
     return (f"not a report saved by nbprofiler (Report.save writes {SUFFIX} files as zip archives); "
             "load a trace file by its own name, or save the report again")
+
+
+def _one_line(text: object, chars: int = _DETAIL_CHARS) -> str:
+    """``text`` (an error, a value from the file) on one line and at most ``chars`` long,
+    whatever the file put in it, so that a message stays one line."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= chars else line[:chars] + "..."
+
+
+def _quoted(value: object) -> str:
+    """A name or value from the file as Python writes it (quotes and escapes), on one line and short."""
+    return _one_line(repr(value), 80)
 
 
 def frame_to_json(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -160,21 +298,39 @@ def run_to_json(run: RunRecord) -> dict[str, Any]:
 
 
 def run_from_json(doc: dict[str, Any], line_marks: LineMarks | None = None) -> RunRecord:
-    """The RunRecord ``run_to_json`` wrote; ProfileOptions re-validates the options, as for any caller."""
-    device = dict(doc["device"])
-    if device["compute_capability"] is not None:
-        device["compute_capability"] = tuple(device["compute_capability"])
-    return RunRecord(
-        options=ProfileOptions(**doc["options"]),
-        device=DeviceInfo(**device),
-        steps=frame_from_json(doc["steps"]),
-        loaders=tuple(LoaderRecord(**{**loader, "wait_ms_by_step": {int(s): float(ms) for s, ms in
-                                                                    loader["wait_ms_by_step"]}})
-                      for loader in doc["loaders"]),
-        line_marks=line_marks,
-        # A field a file from before it existed lacks keeps the record's default.
-        **{name: doc[name] for name in _PLAIN_RUN_FIELDS if name in doc},
-    )
+    """The RunRecord ``run_to_json`` wrote, each value checked to be of its field's type."""
+    return _run_record(msgspec.convert(doc, _RunJSON), line_marks)
+
+
+def _run_record(run: msgspec.Struct, line_marks: LineMarks | None) -> RunRecord:
+    """The RunRecord of a checked run document; ProfileOptions re-validated the options, as for any caller."""
+    given = _given(run)
+    given.update(steps=_steps(given["steps"]), line_marks=line_marks,
+                 loaders=tuple(LoaderRecord(**{**_given(loader), "wait_ms_by_step": dict(loader.wait_ms_by_step)})
+                               for loader in given["loaders"]))
+    return RunRecord(**given)
+
+
+def _given(checked: msgspec.Struct) -> dict[str, Any]:
+    """A checked record's fields that the document gives: a field a file from before it existed
+    lacks keeps the record's default."""
+    return {name: value for name, value in msgspec.structs.asdict(checked).items() if value is not msgspec.UNSET}
+
+
+def _steps(columns: list[_Column]) -> pd.DataFrame:
+    """The run's steps table, refused unless it has the sampler's columns, each of its kind, and
+    numbers its steps 0, 1, 2... as the sampler does (the analyses look steps up by number)."""
+    if len({len(c.values) for c in columns}) > 1:
+        raise ValueError("the steps table's columns differ in length")
+    frame = frame_from_json([msgspec.structs.asdict(c) for c in columns])
+    if len(frame) and "step" in frame and not np.array_equal(frame["step"].to_numpy(), np.arange(len(frame))):
+        raise ValueError("the steps table's steps are not numbered 0, 1, 2...")
+    for name, is_kind in _STEP_COLUMNS.items():
+        if name not in frame.columns:
+            raise ValueError(f"the steps table lacks its {name!r} column")
+        if len(frame) and not is_kind(frame[name]):
+            raise ValueError(f"the steps table's {name!r} column holds {frame[name].dtype} values")
+    return frame
 
 
 class _Writer:
@@ -200,16 +356,11 @@ class _Writer:
                 "source_path": rank.source_path, "load_notes": list(rank.load_notes), "run": None, "ranks": []}
 
     def trace(self, report: Report, prefix: str) -> str | None:
-        """The member holding the trace as recorded; None for a run that ended before any active step."""
+        """The member holding the trace as recorded; None for a run that ended before any active step.
+        A report whose trace is gone is refused rather than saved half (``Report._trace_bytes``)."""
         if report.run is not None and report.raw_trace is None:
             return None
-        if (report.raw_trace is None and report.source_path is not None and report.source_path not in self.traces
-                and not Path(report.source_path).is_file()):
-            # A trace file's report reads its bytes from the file again, and a report without
-            # its trace could not be rebuilt: refuse rather than save half of it.
-            raise TraceError(report.source_path, "this report's trace file is gone (moved or deleted), so the "
-                                                 "report cannot be saved; load the trace from where it is now")
-        return self.member(report.source_path, prefix, report._trace_bytes)
+        return self.member(report.source_path, prefix, lambda: report._trace_bytes("save"))
 
     def member(self, source_path: str | None, prefix: str, data: Callable[[], bytes]) -> str:
         """The member holding the trace from ``source_path``, written once: a distributed load's
@@ -238,101 +389,139 @@ class _Writer:
 
 
 class _Reader:
-    """Reads an archive's members, each held to the trace size limit, back into a Report."""
+    """Reads an archive's members, each held to its size limit, back into a Report."""
 
     def __init__(self, zf: zipfile.ZipFile, path: Path) -> None:
         self.zf = zf
         self.path = path
         self.limit = max_trace_bytes()
 
-    def member(self, name: str) -> bytes:
-        """A member's bytes, refused when it decompresses to more than the limit (a lying
-        size in the archive is caught by reading at most one byte past it)."""
+    def member(self, name: str, limit: int | None = None, trace: bool = False) -> bytes:
+        """A member's bytes, refused when it inflates to more than ``limit`` (the trace limit by
+        default): at once when the archive says so, else as soon as the count while inflating
+        passes it. A ``trace`` is also refused early by its start (``sources.read_capped``)."""
+        limit = self.limit if limit is None else limit
         try:
             info = self.zf.getinfo(name)
         except KeyError:
-            raise TraceError(self.path, f"the saved report names {name!r}, which the archive lacks; save the "
-                                        "report again with Report.save") from None
-        if info.file_size > self.limit:
-            raise TraceError(self.path, _too_big(info.file_size, self.limit, compressed=True))
-        with self.zf.open(info) as fh:
-            data = fh.read(self.limit + 1)
-        if len(data) > self.limit:
-            raise TraceError(self.path, _too_big(len(data), self.limit, compressed=True))
-        return data
+            raise TraceError(self.path, f"the saved report names {_quoted(name)}, which the archive lacks; save "
+                                        "the report again with Report.save") from None
+        refusal = too_big(limit) if trace else (f"inflates to more than {limit >> 20} MiB, more than Report.save "
+                                                 "writes there, so the file is no report nbprofiler saved")
+        if info.flag_bits & _ENCRYPTED:
+            raise TraceError(self.path, f"its {_quoted(name)} is encrypted, which Report.save never does; not a report "
+                                        "nbprofiler saved")
+        try:
+            if info.file_size > limit:
+                raise TraceError(self.path, refusal)
+            with self.zf.open(info) as fh:
+                return read_capped(iter(lambda: fh.read(PIECE_BYTES), b""), limit, self.path, refusal, trace=trace)
+        except TraceError as exc:
+            raise TraceError(self.path, f"its {_quoted(name)}: {exc.problem}") from None
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> _ReportJSON:
+        """The saved report's description, once its format and version say this nbprofiler reads it."""
         if DOCUMENT not in self.zf.namelist():
             raise TraceError(self.path, f"a zip archive, but not a report saved by nbprofiler (it holds no "
                                         f"{DOCUMENT}); load a trace file by its own name")
-        doc = json.loads(self.member(DOCUMENT))
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        try:
+            envelope = _envelope_decoder.decode(self.member(DOCUMENT, MAX_DOCUMENT_BYTES))
+        except msgspec.ValidationError:
+            envelope = _Envelope()  # not an object, or one whose format is no string: not nbprofiler's
+        if envelope.format != FORMAT:
             raise TraceError(self.path, f"{DOCUMENT} inside is not an nbprofiler report's; load a trace file "
                                         "by its own name")
-        version = doc.get("version")
-        if not isinstance(version, int) or version < 1:
-            raise TraceError(self.path, f"a saved report without a valid format version ({version!r}); save the "
-                                        "report again with Report.save")
+        version = envelope.version
+        if type(version) is not int or version < 1:
+            raise TraceError(self.path, f"a saved report without a valid format version ({_quoted(version)}); save "
+                                        "the report again with Report.save")
         if version > FORMAT_VERSION:
-            raise TraceError(self.path, f"saved by a newer nbprofiler ({doc.get('nbprofiler', 'unknown version')}, "
-                                        f"format version {version}); this one reads up to version {FORMAT_VERSION}: "
-                                        "upgrade nbprofiler (pip install -U nbprofiler)")
-        return doc
+            raise TraceError(self.path, f"saved by a newer nbprofiler ({_one_line(envelope.nbprofiler, 40)}, format "
+                                        f"version {_one_line(version, 20)}); this one reads up to version "
+                                        f"{FORMAT_VERSION}: upgrade nbprofiler (pip install -U nbprofiler)")
+        return _report_decoder.decode(envelope.report)
 
-    def top(self, doc: dict[str, Any]) -> Report:
+    def top(self, doc: _ReportJSON) -> Report:
         """The saved report with its ranks' summaries, made one rank at a time so that one rank's
-        events at most are held beside the report's own; ``rank(n)`` reads a rank's trace again."""
-        report = self.report(doc)
-        members = {int(r["rank"]): r["report"]["trace"] for r in doc["ranks"]}
+        events at most are held beside the report's own (each trace member parsed once, however
+        many ranks name it); ``rank(n)`` reads a rank's trace again."""
+        run = _run_decoder.decode(doc.run)
+        if run is None and doc.trace is None:
+            raise TraceError(self.path, "a saved report with neither a trace nor a run, so nothing to show (Report."
+                                        "save always writes one); save the report again with Report.save")
+        report = self.report(doc.trace, doc.source_path, doc.load_notes,
+                             None if run is None else self.run(run))
+        by_member = {doc.trace: report}
         ranks = {}
-        for r in doc["ranks"]:
-            number, rank = int(r["rank"]), r["report"]
-            of = report if rank["trace"] == doc["trace"] else self.report(rank)
-            ranks[number] = replace(RankSummary.of(number, of), load_notes=tuple(rank["load_notes"]))
+        for r in doc.ranks:
+            rank = r.report
+            if rank.trace not in by_member:
+                by_member[rank.trace] = self.report(rank.trace, rank.source_path, rank.load_notes, None)
+            ranks[r.rank] = replace(RankSummary.of(r.rank, by_member[rank.trace]), source_path=str(rank.source_path),
+                                    load_notes=tuple(rank.load_notes))
+        members = {r.rank: r.report.trace for r in doc.ranks}
         return replace(report, ranks=ranks, rank_traces=_ArchivedRanks(self.path, members))
 
-    def report(self, doc: dict[str, Any]) -> Report:
-        """One report of the archive without its ranks (``top`` adds them)."""
-        run = None if doc["run"] is None else self.run(doc["run"])
-        trace = None if doc["trace"] is None else self.member(doc["trace"])
-        # A live run parses its trace on first use, as it did when it ran (an unreadable trace
-        # is then its ``trace_problem`` again); a trace file's is parsed now, as load does.
-        parsed = self.table(doc["trace"], trace, doc["source_path"]) if run is None and trace is not None else None
-        return Report(parsed=parsed, run=run, raw_trace=trace, source_path=doc["source_path"],
-                      load_notes=tuple(doc["load_notes"]))
+    def report(self, member: str | None, source_path: str | None, load_notes: Sequence[str],
+               run: RunRecord | None) -> Report:
+        """One report of the archive without its ranks (``top`` adds them). ``source_path`` is
+        the sender's path, kept as a label: the trace is the archive's member, never that file."""
+        trace = parsed = None
+        if member is not None:
+            trace = self.member(member, trace=True)
+            # A live run parses its trace on first use, as it did when it ran (an unreadable trace
+            # is then its ``trace_problem`` again); a trace file's is parsed now, as load does.
+            parsed = self.table(member, trace, source_path) if run is None else None
+        return Report(parsed=parsed, run=run, raw_trace=trace, source_path=source_path,
+                      load_notes=tuple(load_notes))
 
     def table(self, member: str, trace: bytes, source_path: str | None) -> EventTable:
         """The trace parsed under its original name (the notes quote it), errors naming this file."""
         try:
             return parse_trace(trace, source=source_path or str(self.path))
         except TraceError as exc:
-            raise TraceError(self.path, f"its {member}: {exc.problem}") from None
+            raise TraceError(self.path, f"its {_quoted(member)}: {exc.problem}") from None
 
-    def run(self, doc: dict[str, Any]) -> RunRecord:
-        marks = doc["line_marks"]
-        return run_from_json(doc, None if marks is None else self.line_marks(marks))
+    def run(self, run: msgspec.Struct) -> RunRecord:
+        """The RunRecord of a checked run (``_RunJSON``), with its line marks read from their members."""
+        marks = getattr(run, "line_marks", None)
+        return _run_record(run, None if not marks else self.line_marks(marks))
 
-    def line_marks(self, members: dict[str, str]) -> LineMarks:
+    def line_marks(self, members: _LineMarksJSON) -> LineMarks:
         """The marks, checked to be the integer arrays ``cell_lines`` indexes with."""
-        arrays = {key: np.load(io.BytesIO(self.member(members[key])), allow_pickle=False) for key in _LINE_ARRAYS}
-        for key, dtype in _LINE_ARRAYS.items():
-            if arrays[key].dtype != dtype or arrays[key].ndim != 1 or len(arrays[key]) != len(arrays["lines"]):
-                raise ValueError(f"line marks {key!r} are not one {dtype} value per mark")
+        arrays = {key: self.array(getattr(members, key), dtype) for key, dtype in _LINE_ARRAYS.items()}
+        if len(arrays["times_ns"]) != len(arrays["lines"]):
+            raise ValueError("the line marks' times and lines differ in length")
         return LineMarks(**arrays)
+
+    def array(self, member: str, dtype: np.dtype) -> np.ndarray:
+        """A one-dimensional ``.npy`` member of ``dtype``, its declared shape checked against its
+        bytes before anything is allocated (``np.load`` allocates what the header says)."""
+        data = self.member(member)
+        fh = io.BytesIO(data)
+        version = np.lib.format.read_magic(fh)
+        read_header = _NPY_HEADERS.get(version)
+        if read_header is None:
+            raise ValueError(f"{_quoted(member)} is an .npy file of version {version}, which Report.save never "
+                             "writes")
+        shape, _, found = read_header(fh)
+        if found != dtype or len(shape) != 1 or shape[0] * dtype.itemsize != len(data) - fh.tell():
+            raise ValueError(f"{_quoted(member)} is not one {dtype} value per line mark")
+        return np.frombuffer(data, dtype=dtype, count=shape[0], offset=fh.tell())
 
 
 @dataclass(frozen=True)
 class _ArchivedRanks(RankTraces):
-    """A reopened report's ranks read from its archive, since the files they came from may be gone;
-    each rank's Report keeps its bytes, as the saved report's own does, so it can be exported."""
+    """A reopened report's ranks read from its archive, since the files they came from may be gone
+    (and a path a received file names is never read); each rank's Report keeps its bytes, as the
+    saved report's own does, so it can be exported."""
 
     path: Path
     members: Mapping[int, str]
 
     def data(self, rank: RankSummary) -> bytes:
-        return _reading(self.path, lambda reader: reader.member(self.members[rank.rank]))
+        return _reading(self.path, lambda reader: reader.member(self.members[rank.rank], trace=True))
 
     def report(self, rank: RankSummary) -> Report:
-        return _reading(self.path, lambda reader: reader.report(
-            {"trace": self.members[rank.rank], "source_path": rank.source_path, "load_notes": rank.load_notes,
-             "run": None}))
+        return _reading(self.path, lambda reader: reader.report(self.members[rank.rank], rank.source_path,
+                                                                rank.load_notes, None))

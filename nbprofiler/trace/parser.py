@@ -22,6 +22,10 @@ How it stays fast and small:
 - The cyclic garbage collector is paused meanwhile: it would otherwise
   re-traverse every live event struct many times per batch.
 
+A file of more than ``START_BYTES`` is first checked by its start (``refuse_by_start``):
+one that opens with a megabyte of blanks, or with no JSON at all, is refused at once, and
+readers that decompress call the same check as soon as they have that megabyte.
+
 A batch that fails validation is retried event by event and the malformed
 events are dropped and counted, never allowed to crash the load; a trace that
 fails the one-pass or chunked decode goes the batched way, which also mends
@@ -49,10 +53,15 @@ BATCH = 20_000
 ONE_PASS_MAX_EVENTS = 100_000
 _SAMPLE_BYTES = 2 * 1024 * 1024
 
+# A file larger than this is first checked by its first this many bytes (see refuse_by_start).
+START_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, as some editors save JSON
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError, OverflowError,
                   ValueError)
 _NON_BLANK = re.compile(rb"\S")
 _LOAD_TORCH_TRACE = "load a trace that prof.export_chrome_trace or tensorboard_trace_handler wrote"
+_PROTOBUF_TRACE = ("a Perfetto protobuf trace, not a torch.profiler JSON trace; export the JSON with "
+                   "prof.export_chrome_trace(path) or tensorboard_trace_handler")
 # Other profilers' Chrome-format traces, told apart by what only they write.
 _CHROMIUM_CATEGORIES = frozenset({"toplevel", "blink", "v8", "cc", "viz", "devtools.timeline", "loading",
                                   "navigation", "renderer.scheduler", "sequence_manager", "ipc", "mojom", "benchmark"})
@@ -77,8 +86,10 @@ _EVENT_AT_LINE_START = re.compile(rb",[ \t\r]*\n[ \t\r\n]*\{")
 
 def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
     """Parse one torch.profiler Chrome trace; raise ``TraceError`` naming ``source``."""
-    if bytes(data[:3]) == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark, as some editors save JSON
+    if bytes(data[:3]) == _BOM:
         data = memoryview(data)[3:]
+    if len(data) > START_BYTES:
+        refuse_by_start(data[:START_BYTES], source)
     if _NON_BLANK.search(data) is None:  # stops at the first byte of any real trace, however much whitespace leads
         raise TraceError(source, "the file is empty; export the trace again (prof.export_chrome_trace or --trace)")
     with _gc_paused():  # until every decoded event is freed again
@@ -111,6 +122,25 @@ def parse_trace(data: bytes | memoryview, source: str) -> EventTable:
         else (as_int(header.baseTimeNanoseconds) or 0),
     )
     return builder.table(meta)
+
+
+def refuse_by_start(start: bytes | memoryview, source: str) -> None:
+    """Refuse a file of more than ``START_BYTES`` whose first ``START_BYTES`` (``start``) already
+    show it is no trace: only whitespace, or not JSON from its first byte (torch writes an
+    object). Readers call it as soon as they have inflated that much, so a gzip of 900 MB of
+    blanks is refused after a megabyte instead of once it is all read and scanned."""
+    if bytes(start[:3]) == _BOM:
+        start = memoryview(start)[3:]
+    first = _NON_BLANK.search(start)
+    if first is None:
+        raise TraceError(source, f"not a trace: its first {START_BYTES >> 20} MB hold only whitespace (a trace "
+                                 "starts with '{'); export the trace again (prof.export_chrome_trace or --trace)")
+    opening = bytes(start[first.start():first.start() + 12])
+    if opening[:1] not in (b"{", b"["):
+        if _is_protobuf_trace(start):
+            raise TraceError(source, _PROTOBUF_TRACE)
+        raise TraceError(source, f"not JSON: it starts with {opening!r}, where a trace starts with '{{'; "
+                                 f"{_LOAD_TORCH_TRACE}")
 
 
 def _about_how_many_events(data: bytes | memoryview) -> float:
@@ -263,8 +293,7 @@ def _decode_header(data: bytes | memoryview, source: str) -> Header:
                                  "load a trace torch.profiler wrote") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         if _is_protobuf_trace(data):
-            raise TraceError(source, "a Perfetto protobuf trace, not a torch.profiler JSON trace; export the JSON "
-                                     "with prof.export_chrome_trace(path) or tensorboard_trace_handler") from None
+            raise TraceError(source, _PROTOBUF_TRACE) from None
         raise TraceError(source, f"not valid JSON, or truncated ({exc}); copy or export the trace again") from None
 
 

@@ -2,7 +2,9 @@
 
 Everything that touches the file system for traces is here; the parser only
 sees bytes. Sizes are checked before anything large is read, so a 2 GB file
-is refused up front with a message that says what to do.
+is refused up front with a message that says what to do, and what a gzip file
+inflates to is counted while it inflates, so a small file that inflates to
+gigabytes is refused at the limit.
 """
 from __future__ import annotations
 
@@ -10,12 +12,15 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Iterable, Iterator
 
 from ..errors import TraceError
+from .parser import START_BYTES, refuse_by_start
 
 # Decompressed JSON larger than this is refused; analysis needs about 3x this in RAM.
 DEFAULT_MAX_TRACE_BYTES = 1 << 30
+# Decompressed data is made and counted this much at a time (see read_capped).
+PIECE_BYTES = 1 << 20
 _TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
 
 
@@ -62,21 +67,45 @@ def read_trace_file(path: Path, limit: int | None = None) -> TraceFile:
         # holding the whole file twice for a moment (2x its size at the load's peak).
         with path.open("rb", buffering=0) as fh:
             head = fh.read(2)
+            fh.seek(0)
             if head == b"\x1f\x8b":
-                fh.seek(0)
-                data = _gunzip(fh, limit, path)
+                data = read_capped(_gunzipped(fh, path), limit, path, too_big(limit), trace=True)
             else:
                 if size > limit:
-                    raise TraceError(path, _too_big(size, limit))
-                fh.seek(0)
+                    raise TraceError(path, too_big(limit, size))
                 data = fh.read()
     except OSError as exc:
         raise TraceError(path, f"cannot be read ({exc.strerror or exc}); check that you may read it") from None
     return TraceFile(path, data)
 
 
-def _gunzip(fh: BinaryIO, limit: int, path: Path) -> bytes:
-    """Decompress every gzip member in turn, as ``gzip`` and torch read them.
+def read_capped(pieces: Iterable[bytes], limit: int, path: str | os.PathLike[str], refusal: str,
+                trace: bool = False) -> bytes:
+    """The decompressed ``pieces`` joined, refused with ``refusal`` as soon as they pass ``limit``
+    bytes: what a file inflates to is counted while it inflates, so a small file that would
+    inflate to gigabytes costs the limit at most, and only the time to inflate that much.
+
+    A ``trace`` is checked by its first bytes as soon as it has more than ``START_BYTES``
+    (``parser.refuse_by_start``), so that a gzip of a gigabyte of blanks is refused after a
+    megabyte rather than once it is all read.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    unchecked = trace
+    for piece in pieces:
+        total += len(piece)
+        if total > limit:
+            raise TraceError(path, refusal)
+        chunks.append(piece)
+        if unchecked and total > START_BYTES:
+            refuse_by_start(b"".join(chunks)[:START_BYTES], str(path))
+            unchecked = False
+    return b"".join(chunks)
+
+
+def _gunzipped(fh: BinaryIO, path: Path) -> Iterator[bytes]:
+    """Every gzip member decompressed in turn, as ``gzip`` and torch read them, in pieces of at
+    most ``PIECE_BYTES`` (so that ``read_capped`` counts them before more is made).
 
     A file of several members (``.gz`` files concatenated, or a writer that
     flushed a member at a time) is one stream: stopping after the first member
@@ -84,8 +113,6 @@ def _gunzip(fh: BinaryIO, limit: int, path: Path) -> bytes:
     the last member (padding some copy tools add) are ignored, as gzip does.
     """
     inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header, auto-detected
-    chunks: list[bytes] = []
-    total = 0
     try:
         while block := fh.read(1 << 20):
             while block:
@@ -93,22 +120,19 @@ def _gunzip(fh: BinaryIO, limit: int, path: Path) -> bytes:
                     if not block.strip(b"\0"):
                         break
                     inflater = zlib.decompressobj(wbits=47)
-                out = inflater.decompress(block, limit + 1 - total)
-                total += len(out)
-                chunks.append(out)
-                if total > limit or inflater.unconsumed_tail:
-                    raise TraceError(path, _too_big(total, limit, compressed=True))
-                block = inflater.unused_data
-        chunks.append(inflater.flush())
+                yield inflater.decompress(block, PIECE_BYTES)
+                # What the piece's size left unread of this block, else the next member's start.
+                block = inflater.unconsumed_tail or inflater.unused_data
+        yield inflater.flush()
     except zlib.error as exc:
         raise TraceError(path, f"corrupt gzip data ({exc}); copy or download the file again") from None
     if not inflater.eof:
         raise TraceError(path, "truncated gzip file (the download or copy did not finish)")
-    return b"".join(chunks)
 
 
-def _too_big(size: int, limit: int, compressed: bool = False) -> str:
-    what = "decompresses to more than" if compressed else f"is {_size(size)}, over"
+def too_big(limit: int, size: int | None = None) -> str:
+    """Why a trace over ``limit`` is refused: its ``size`` on disk, or (None) what it decompresses to."""
+    what = "decompresses to more than" if size is None else f"is {_size(size)}, over"
     return (
         f"trace {what} the {_size(limit)} limit; profile fewer steps (e.g. --active 2) "
         "or raise NBPROFILER_MAX_TRACE_BYTES"
