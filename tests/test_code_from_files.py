@@ -133,7 +133,16 @@ def memory_steps(static_gb: float, peak_gb: float, grows_mb: float = 0.0, n: int
 
 
 def v100_steps(traces) -> pd.DataFrame:
-    return traces["v100_resnet50_train_num_workers_4"][0].steps[["step", "phase", "wall_ms", "dataloader_ms"]]
+    """The trace's profiled steps as the live sampler numbers them: every step the cell ran, from 0."""
+    return numbered_from_zero(traces["v100_resnet50_train_num_workers_4"][0].steps)
+
+
+def numbered_from_zero(trace_steps: pd.DataFrame) -> pd.DataFrame:
+    """A trace's steps (numbered as its ProfilerStep#N) behind the unprofiled steps before them."""
+    active = trace_steps[["step", "phase", "wall_ms", "dataloader_ms"]]
+    before = pd.DataFrame({"step": range(int(active["step"].min())), "phase": "wait",
+                           "wall_ms": float(active["wall_ms"].mean()), "dataloader_ms": 0.0})
+    return pd.concat([before, active], ignore_index=True)
 
 
 def assert_runs_nothing_of_theirs(notebook, report: Report, marker: Path, *theirs: str) -> list[str]:
@@ -373,10 +382,7 @@ def test_a_range_a_trace_names_like_a_cell_line_is_no_line_of_the_cell(traces, t
     trace, raw = traces["a100_train"]
     renamed = raw.replace(b"## all2all_tw_data:init ##", b"cell line 9999: all2all")
     assert renamed != raw
-    active = trace.steps[["step", "phase", "wall_ms", "dataloader_ms"]]
-    before = pd.DataFrame({"step": range(int(active["step"].min())), "phase": "wait", "wall_ms": 76.0,
-                           "dataloader_ms": 0.0})  # the trace's steps are numbered from 1009
-    record = RunRecord(options=ProfileOptions(), device=trace.device, steps=pd.concat([before, active]),
+    record = RunRecord(options=ProfileOptions(), device=trace.device, steps=numbered_from_zero(trace.steps),
                        loaders=(), step_source="optimizer", cell_source=CELL, cpu_count=8)
     sync = next(s for s in loaded(Report.from_live(None, record, renamed), tmp_path).suggestions if s.kind == "sync")
     assert sync.evidence["top_where"].startswith("cell line 9999: all2all") and "line" not in sync.evidence

@@ -201,7 +201,6 @@ def code_problems(code: str) -> list[str]:
     return problems
 
 
-@pytest.mark.xfail(reason="suggestion code from hostile names is fixed in advice/", strict=False)
 def test_suggestion_code_from_hostile_names_is_plain_python(corpus, small_trace_limit):
     # The check tells the real thing from a name carrying code, so that a pass means something.
     assert code_problems("slow_loader = DataLoader(slow_loader.dataset, num_workers=8)") == []

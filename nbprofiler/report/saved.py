@@ -172,7 +172,10 @@ _run_decoder = msgspec.json.Decoder(_RunJSON | None)
 # The columns every run's steps table has (the sampler's), each with the check of its values.
 _STEP_COLUMNS: dict[str, Callable[[pd.Series], bool]] = {
     "step": pd.api.types.is_integer_dtype, "phase": pd.api.types.is_string_dtype,
-    **dict.fromkeys(("wall_ms", "dataloader_ms", "batches", "samples"), pd.api.types.is_numeric_dtype)}
+    **dict.fromkeys(("wall_ms", "dataloader_ms"), pd.api.types.is_numeric_dtype)}
+# The batches and samples each step consumed: a run saved before the sampler counted them has
+# neither (its throughput is then unknown); the analyses read the two together.
+_THROUGHPUT_COLUMNS = ("batches", "samples")
 
 
 def save_report(report: Report, path: str | os.PathLike[str]) -> Path:
@@ -318,14 +321,19 @@ def _given(checked: msgspec.Struct) -> dict[str, Any]:
 
 
 def _steps(columns: list[_Column]) -> pd.DataFrame:
-    """The run's steps table, refused unless it has the sampler's columns, each of its kind, and
-    numbers its steps 0, 1, 2... as the sampler does (the analyses look steps up by number)."""
+    """The run's steps table, refused unless it has the sampler's columns (the throughput pair
+    may be absent together), each of its kind, and numbers its steps 0, 1, 2... as the sampler
+    does (the analyses look steps up by number)."""
     if len({len(c.values) for c in columns}) > 1:
         raise ValueError("the steps table's columns differ in length")
     frame = frame_from_json([msgspec.structs.asdict(c) for c in columns])
     if len(frame) and "step" in frame and not np.array_equal(frame["step"].to_numpy(), np.arange(len(frame))):
         raise ValueError("the steps table's steps are not numbered 0, 1, 2...")
-    for name, is_kind in _STEP_COLUMNS.items():
+    present = [name for name in _THROUGHPUT_COLUMNS if name in frame.columns]
+    if present and len(present) < len(_THROUGHPUT_COLUMNS):
+        raise ValueError(f"the steps table has its {present[0]!r} column without the other of {_THROUGHPUT_COLUMNS}")
+    kinds = {**_STEP_COLUMNS, **dict.fromkeys(present, pd.api.types.is_numeric_dtype)}
+    for name, is_kind in kinds.items():
         if name not in frame.columns:
             raise ValueError(f"the steps table lacks its {name!r} column")
         if len(frame) and not is_kind(frame[name]):
