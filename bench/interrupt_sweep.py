@@ -18,8 +18,9 @@ Points run in batches in worker subprocesses, so a segfault is counted, not fata
 For each point:
 
 - crash: the worker died by a signal (at the point, or at exit after it);
-- state left: ``leftover_state()`` (tests/conftest.py) found something, or a
-  ``nbprofiler-*.json`` temp file remained; the cell then runs once more without
+- state left: ``leftover_state()`` (tests/conftest.py) found something, a
+  ``nbprofiler-*.json`` temp file remained, or the SIGINT handler in force is not
+  Python's own; the cell then runs once more without
   Ctrl-C, to tell whether that next run repairs it (a full report, nothing left),
   and the worker ends, so no later point inherits it;
 - report lost: steps had completed, but no report was built or it has fewer steps; with
@@ -33,9 +34,14 @@ For each point:
   cell's interrupt, as the first is).
 
 Exits 1 on a crash, a hang, an interrupt that did not reach the user or escaped the
-shell, or state that the next run does not repair. (Ctrl-C on the first line of the
-finish, or between the run's start and the cell, is before any code of nbprofiler
-could hold it: the next run cleans that up, and the sweep counts it.)
+shell, or state that the next run does not repair; with two Ctrl-C, also on state left,
+a report lost, a false claim or no line. One point escapes by construction, and is counted
+apart ("escaped as read"): the first line event is the start of nbprofiler reading the
+cell (``_awaited_if_it_awaits``, which decides whether IPython awaits the magic), and a
+Ctrl-C handled before any line of a function runs can be caught by no code of it.
+IPython's own transforms, which read the cell just before, escape there in the same
+way; a cell without the magic runs no nbprofiler code as it is read
+(tests/test_reading_cells.py).
 
     .venv/bin/python bench/interrupt_sweep.py [--every N] [--only once|twice]
 """
@@ -57,7 +63,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 POINT_TIMEOUT_S = 120  # a hung point ends its worker (faulthandler) and counts as a hang
 LOST = "; {done} step(s) done, report with {steps}"  # how a point that lost its report is listed
-OUTCOMES = ("crash", "state left", "report lost", "not raised", "escaped", "hang", "worker error")
+OUTCOMES = ("crash", "state left", "report lost", "not raised", "escaped", "escaped as read", "hang", "worker error")
+# The one point no code can hold: before the first line of nbprofiler's reading of the cell (see above).
+READING_ENTRY = "_awaited_if_it_awaits, its first line"
 TWICE_OUTCOMES = (*OUTCOMES, "false claim", "no line")
 
 SETUP = """
@@ -96,6 +104,8 @@ class Injector:
         self.at = at
         self.count = 0
         self.fired = False
+        self.where = ""  # the function the Ctrl-C landed in, and the line
+        self._seen: set[Any] = set()  # the frames that had a line event
 
     def _watched(self, filename: str) -> bool:
         return filename in self.files or filename.startswith(self.prefix)
@@ -108,8 +118,10 @@ class Injector:
             return None
         if event == "line":
             self.count += 1
+            first, _ = frame not in self._seen, self._seen.add(frame)
             if self.count == self.at:
                 self.fired = True
+                self.where = f"{frame.f_code.co_name}, {'its first line' if first else f'line {frame.f_lineno}'}"
                 _deliver_sigint(frame)
         return self.local_trace
 
@@ -132,6 +144,7 @@ class SecondInjector(Injector):
             self.count += 1
             if self.count == self.at:
                 self.fired = True
+                self.where = f"{frame.f_code.co_name}, its entry"
                 self.after_cell = all(f is not self.cell for f in _stack(frame))
                 _deliver_sigint(frame)  # raised here, it ends the entered function before its first line
         return None
@@ -149,10 +162,19 @@ def _deliver_sigint(frame: Any) -> None:
     handler(signal.SIGINT, frame)
 
 
-def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
-    """Run the cell once with Ctrl-C at line event ``at``; what the user is left with."""
+def _left(tmp: Path) -> list[str]:
+    """What the cell left behind: ``leftover_state()``, temp traces, a SIGINT handler not Python's."""
     from conftest import leftover_state
 
+    left = leftover_state()
+    left += [f"temp file {p.name} ({p.stat().st_size} bytes)" for p in tmp.glob("nbprofiler-*.json")]
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        left.append(f"the SIGINT handler is {signal.getsignal(signal.SIGINT)!r}, not Python's own")
+    return left
+
+
+def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
+    """Run the cell once with Ctrl-C at line event ``at``; what the user is left with."""
     from nbprofiler.capture import session
 
     shell.run_cell(SETUP).raise_error()
@@ -169,14 +191,14 @@ def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
         sys.settrace(None)
     report = shell.user_ns.get("run") or session._last_report
     done = shell.user_ns["done"]
-    left = leftover_state()
-    left += [f"temp file {p.name} ({p.stat().st_size} bytes)" for p in tmp.glob("nbprofiler-*.json")]
+    left = _left(tmp)
     return {
         "at": at, "lines": injector.count, "fired": injector.fired, "done": done, "left": left,
         "steps": None if report is None else len(report.steps),
         "report_lost": bool(done) and (report is None or len(report.steps) < done),
         "not_raised": injector.fired and not isinstance(error, KeyboardInterrupt),
         "escaped": escaped,
+        "where": injector.where,
         "error": None if error is None else repr(error)[:200],
     }
 
@@ -184,7 +206,6 @@ def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
 def _twice(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
     """Run the cell with the first Ctrl-C in its loop and the second at function entry ``at``
     after it; what the user is left with, beside what the first alone leaves them."""
-    from conftest import leftover_state
     from IPython.utils.capture import capture_output
 
     import nbprofiler
@@ -208,8 +229,7 @@ def _twice(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
     report, last = shell.user_ns.get("run"), nbprofiler.last()
     done = shell.user_ns["done"]
     in_history = len(nbprofiler.history()) - kept_before
-    left = leftover_state()
-    left += [f"temp file {p.name} ({p.stat().st_size} bytes)" for p in tmp.glob("nbprofiler-*.json")]
+    left = _left(tmp)
     text = said.stdout + said.stderr + (error._render_traceback_()[0] if hasattr(error, "_render_traceback_") else "")
     lines = [line for line in text.splitlines() if line.startswith("nbprofiler:") and "kept" in line]
     holds = {"`run`": report is not None,
@@ -223,6 +243,7 @@ def _twice(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
                                          ("history", in_history != 1)) if lost],
         "not_raised": not isinstance(error, KeyboardInterrupt),
         "escaped": escaped,
+        "where": injector.where,
         "false_claim": any(place in line and not holds[place] for line in lines for place in holds),
         "no_line": injector.after_cell and len(lines) != 1,
         "error": None if error is None else repr(error)[:200],
@@ -302,7 +323,8 @@ def _flags(outcome: dict[str, Any]) -> list[str]:
     flags += ["state left"] * bool(outcome.get("left"))
     flags += ["report lost"] * bool(outcome.get("report_lost"))
     flags += ["not raised"] * bool(outcome.get("not_raised"))
-    flags += ["escaped"] * bool(outcome.get("escaped"))
+    if outcome.get("escaped"):
+        flags.append("escaped as read" if outcome.get("where") == READING_ENTRY else "escaped")
     flags += ["false claim"] * bool(outcome.get("false_claim"))
     flags += ["no line"] * bool(outcome.get("no_line"))
     return flags
@@ -324,8 +346,8 @@ def _report(mode: str, every: int, batch: int) -> int:
     counts = Counter(flag for outcome in results for flag in _flags(outcome))
     for outcome in results:
         if _flags(outcome):
-            print(f"  {'line event' if mode == 'once' else 'function entry'} {outcome['at']}: "
-                  f"{', '.join(_flags(outcome))}"
+            print(f"  {'line event' if mode == 'once' else 'function entry'} {outcome['at']}"
+                  f"{' (' + outcome['where'] + ')' if outcome.get('where') else ''}: {', '.join(_flags(outcome))}"
                   f"{'; ' + '; '.join(outcome['left']) if outcome.get('left') else ''}"
                   f"{'; repaired by the next run' if outcome.get('repaired') else ''}"
                   f"{LOST.format(**outcome) if outcome.get('report_lost') and mode == 'once' else ''}"

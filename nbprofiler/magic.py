@@ -95,6 +95,12 @@ class TorchProfileMagics(Magics):
         (``clear_output``), the report comes after what the cell left instead.
         -h shows this help.
 
+        Ctrl-C stops the cell: the report of the steps done is shown, then the
+        KeyboardInterrupt. A second Ctrl-C while the run stops waits until the report
+        is kept (in -o VAR, nbprofiler.last() and the history); the cell then ends with
+        one line that names where it is. Ctrl-C while the report draws stops the
+        drawing only, and the line says how to show the report again.
+
         Usage::
 
             %%torchprofile [options]

@@ -102,8 +102,10 @@ def run_counting_cell(shell: Any) -> tuple[BaseException | None, Any]:
 
 
 def assert_recovered(shell: Any) -> None:
-    """Nothing left behind, and the next profiled cell is a normal full run."""
+    """Nothing left behind (Python's own Ctrl-C handler in force again), and the next
+    profiled cell is a normal full run."""
     assert_nothing_left([shell.user_ns["model"]])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert temp_traces() == []
     error, after = run_counting_cell(shell)
     assert error is None and not after.partial
