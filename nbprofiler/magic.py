@@ -503,7 +503,7 @@ _INTERRUPTIBLE = frozenset({_run_started.__code__, _draw.__code__, _compare.__co
 
 # How IPython writes a ``%%torchprofile`` cell, or a ``%torchprofile`` line that starts a line,
 # once its own transforms have run: a call that carries the options and the body as literals.
-_MAGIC_CALL = re.compile(r"get_ipython\(\)\.run_(cell|line)_magic\('torchprofile', ([^\n]*)\)$")
+_MAGIC_CALL = re.compile(r"^get_ipython\(\)\.run_(cell|line)_magic\('torchprofile', ([^\n]*)\)$")
 
 
 def _awaited_if_it_awaits(call: "re.Match[str]") -> str:
