@@ -409,8 +409,17 @@ def test_ctrl_c_while_drawing_after_the_cell_failed_keeps_the_cells_error(shell,
 
 # -- A second Ctrl-C, as users press them: the first stops the loop in the active steps, the -----
 # -- second lands as the magic stops the run and keeps its report --------------------------------
-# The cell presses the first itself, after 4 steps: the profiler is recording step 4.
-PRESSING_CELL = COUNTING_CELL + "    if done == 4:\n        ctrl_c()\n"
+# The cell presses the first itself, after 4 steps: the profiler is recording step 4. An earlier
+# one, after 2 steps, the cell catches and goes on: Ctrl-C in the cell still acts at once after it.
+PRESSING_CELL = COUNTING_CELL + """\
+    if done == 2:
+        try:
+            ctrl_c()
+        except KeyboardInterrupt:
+            caught = True
+    if done == 4:
+        ctrl_c()
+"""
 
 
 @pytest.mark.parametrize("name, when, output", [
@@ -428,13 +437,14 @@ def test_a_second_ctrl_c_as_the_cell_stops_keeps_the_report(shell, name, when, o
     from nbprofiler import magic as module
 
     session._last_report = None
-    shell.user_ns.update(done=0, run=None, ctrl_c=ctrl_c)
+    shell.user_ns.update(done=0, run=None, ctrl_c=ctrl_c, caught=False)
     kept_before = len(nbprofiler.history())
     pressed: list[bool] = []
     with pytest.MonkeyPatch.context() as patch, capture_output() as shown:
         patch.setattr(module, name, ctrl_c_before(getattr(module, name), when, pressed))
         result = shell.run_cell(f"%%torchprofile -q{' -o ' + output if output else ''}\n{PRESSING_CELL}")
-    assert pressed and shell.user_ns["done"] == 4  # the second Ctrl-C came, after the first stopped the loop
+    assert shell.user_ns["caught"] and shell.user_ns["done"] == 4  # the first Ctrl-C stopped the loop at once
+    assert pressed  # the second came as the run stopped
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
     assert_nothing_left([shell.user_ns["model"]])
     report = nbprofiler.last()
