@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import functools
 import inspect
+import itertools
 import re
 import sys
 from collections.abc import Coroutine
@@ -20,7 +22,8 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 
-from .capture.session import ProfileRun, ctrl_c_held
+from .capture.ctrl_c import CtrlCAfterTheCell, ctrl_c_held
+from .capture.session import ProfileRun
 from .cell_identity import cell_key, notebook_path
 from .cell_runs import Baseline, baseline, compared, finished
 from .errors import NbprofilerError, OptionError
@@ -92,6 +95,12 @@ class TorchProfileMagics(Magics):
         cell started, above what the cell prints; if the cell clears its output
         (``clear_output``), the report comes after what the cell left instead.
         -h shows this help.
+
+        Ctrl-C stops the cell: the report of the steps done is shown, then the
+        KeyboardInterrupt. A second Ctrl-C while the run stops waits until the report
+        is kept (in -o VAR, nbprofiler.last() and the history); the cell then ends with
+        one line that names where it is. Ctrl-C while the report draws stops the
+        drawing only, and the line says how to show the report again.
 
         Usage::
 
@@ -179,7 +188,7 @@ class TorchProfileMagics(Magics):
 
         A cell that awaits runs on IPython's event loop: when that loop already runs in
         this thread (a kernel), the awaitable is returned, for the cell that called the
-        magic to await (``_await_profiled_cell`` writes that call).
+        magic to await (``_awaited_if_it_awaits`` writes that call).
         """
         __tracebackhide__ = True
         try:
@@ -197,9 +206,11 @@ class TorchProfileMagics(Magics):
         return profiled
 
     async def _profile(self, cell: "_Cell", options: ProfileOptions, request: "_Request") -> Any:
-        """Run ``cell`` under a run, finish the run whatever happened, then show the report and
-        re-raise the cell's exception. Every moment after the run may have started is inside a
-        ``try`` that finishes it, so a Ctrl-C anywhere leaves nothing installed."""
+        """Run ``cell`` under a run, finish and keep the run whatever happened, then show the
+        report and re-raise the cell's exception. Every moment after the run may have started
+        is inside a ``try`` that finishes it, so a Ctrl-C anywhere leaves nothing installed; from
+        the cell's end until the run is kept, Ctrl-C is held (``CtrlCAfterTheCell``), so a second
+        one, pressed as the first stops the cell, keeps the report and says where it is."""
         __tracebackhide__ = True
         from .render.live import LiveStatus
 
@@ -211,27 +222,29 @@ class TorchProfileMagics(Magics):
                              notebook=notebook_path(self._ipython))
         except NbprofilerError as exc:
             raise UsageError(f"%%torchprofile: {exc}") from None
+        ctrl_c = CtrlCAfterTheCell(owner=sys._getframe(), passing=_INTERRUPTIBLE)
         failure: BaseException | None = None
         value: Any = None
         try:
-            value = await _run_started(run, status, cell, namespace, options.iterations)
+            value = await _run_started(run, status, cell, namespace, options.iterations, ctrl_c)
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after the report is shown
             failure = exc
-        stopping = _finish(run, status, failure)
-        if run.report is None:
-            raise _not_started(failure or stopping)
-        stopping = _store(run.report, namespace, request.output) or stopping
-        drawing = _show(run.report, status, options, request)
-        interrupted = drawing or (stopping if isinstance(stopping, KeyboardInterrupt) else None)
-        if interrupted is not None:
-            said = _interrupted_line(request.output, drawn=drawing is None)
-            if failure is None:
-                raise ReportInterrupted(said) from None
-            print(said, file=sys.stderr)  # the cell's own exception, with its traceback, comes first
-        if failure is not None:
-            raise failure.with_traceback(_from_cell(failure.__traceback__, cell.filename))
-        if stopping is not None:  # torch's SIGCHLD handler reporting a dead DataLoader worker as the run stopped
-            raise stopping
+        try:
+            try:
+                stopping = _kept(run, status, failure, namespace, request.output)
+            except BaseException as exc:  # noqa: BLE001 - struck as the keeping began (nothing held it): once more
+                stopping = _kept(run, status, failure or exc, namespace, request.output) or exc
+            if run.report is None:
+                raise _not_started(failure or stopping)
+            drawing = _show(run.report, status, options, request)
+            ending, said = _ending(run.report, cell, failure, stopping, drawing, ctrl_c.pending, namespace,
+                                   request.output)
+        finally:
+            pressed = ctrl_c.close()
+        if pressed and not said:  # pressed as the ending above was decided: said all the same
+            ending, said = _ending(run.report, cell, failure, stopping, drawing, True, namespace, request.output)
+        if ending is not None:
+            raise ending
         return value
 
     @property
@@ -261,27 +274,46 @@ class ReportInterrupted(KeyboardInterrupt):
         return [str(self)]
 
 
-def _interrupted_line(output: str | None, drawn: bool) -> str:
-    """What the user reads when a Ctrl-C came after the cell's code: the report is kept, and
-    how to show it (again)."""
-    where = f"`{output}` or `nbprofiler.last()`" if output else "`nbprofiler.last()`"
+def _interrupted_line(report: Any, namespace: dict[str, Any], output: str | None, drawn: bool) -> str:
+    """What the user reads when a Ctrl-C came after the cell's code: where the report is kept
+    (only the places that hold it), and how to show it (again)."""
+    from .capture.session import last_report
+
+    stored = output is not None and namespace.get(output) is report
+    last = last_report() is report
+    if not (stored or last):
+        return "nbprofiler: interrupted as the run stopped; the report could not be kept"
     if drawn:
-        return f"nbprofiler: interrupted as the run stopped; the report is complete and kept in {where}"
-    show = f"`{output}` or `nbprofiler.last().show()`" if output else "`nbprofiler.last().show()`"
+        where = " or ".join([f"`{output}`"] * stored + ["`nbprofiler.last()`"] * last)
+        return f"nbprofiler: interrupted as the run stopped; its report is kept in {where}"
+    show = " or ".join([f"`{output}`"] * stored + ["`nbprofiler.last().show()`"] * last)
     return f"nbprofiler: the report was interrupted while drawing; it is kept: show it with {show}"
+
+
+def _kept(run: ProfileRun, status: "LiveStatus", failure: BaseException | None, namespace: dict[str, Any],
+          output: str | None) -> BaseException | None:
+    """Finish ``run`` (its report becomes ``nbprofiler.last()``) and store the report in
+    ``output``; what interrupted, to raise after the report. Called again after an exception
+    struck it from outside (torch's SIGCHLD handler; a Ctrl-C where another SIGINT handler
+    was in force than Python's), it does only what is left."""
+    stopping = _finish(run, status, failure)
+    if run.report is not None:
+        stopping = _store(run.report, namespace, output) or stopping
+    return stopping
 
 
 def _finish(run: ProfileRun, status: "LiveStatus", failure: BaseException | None) -> BaseException | None:
     """Stop ``run`` and build its report, whatever ``failure`` the cell raised; what struck
-    while it stopped (a Ctrl-C, held until the report existed), to raise after the report."""
+    while it stopped (a Ctrl-C, held until the report existed), to raise after the report.
+    Safe to call again: a run already finished, and a status line already closed, stay so."""
     interrupt: BaseException | None = None
     try:
         try:
-            if run.in_progress:  # else it never started (refused, or undone by a Ctrl-C in the start)
+            if run.unfinished:  # else it never started (refused, or undone by a Ctrl-C in the start), or is done
                 run.finish(failure)
         except BaseException as exc:  # noqa: BLE001 - Ctrl-C in the final export: show the report, then raise
             interrupt = exc
-            if run.report is None and run.in_progress:  # it came before finish could hold it: once more
+            if run.unfinished:  # it came before finish could hold it: once more, for what is left
                 run.finish(failure or exc)
         finally:
             with ctrl_c_held():  # cut short, the line's watch on the cell's clear_output would stay
@@ -293,12 +325,15 @@ def _finish(run: ProfileRun, status: "LiveStatus", failure: BaseException | None
 
 def _store(report: Any, namespace: dict[str, Any], output: str | None) -> KeyboardInterrupt | None:
     """Put ``report`` in the variable ``-o`` names, before anything else can be interrupted;
-    a Ctrl-C meanwhile waits for it, and is returned."""
+    a Ctrl-C meanwhile waits for it (where the hold could not begin, it is stored all the
+    same), and is returned."""
+    if output is None:
+        return None
     try:
         with ctrl_c_held():
-            if output is not None:
-                namespace[output] = report
+            namespace[output] = report
     except KeyboardInterrupt as exc:
+        namespace[output] = report
         return exc
     return None
 
@@ -310,29 +345,52 @@ def _show(report: Any, status: "LiveStatus", options: ProfileOptions, request: _
     interrupt: KeyboardInterrupt | None = None
     try:
         if not options.quiet:
-            status.show(report)  # the status line turns into the report
+            _draw(report, status)
     except KeyboardInterrupt as exc:
         interrupt = exc
     try:
-        if interrupt is None:
-            _follow_up(report, options, request)
-        else:
-            finished(report, keep=options.history)  # the run is kept; its comparison is not drawn either
+        finished(report, keep=options.history)  # Ctrl-C held: kept in the history whatever was pressed
+        if interrupt is None and request.baseline is not None:  # an interrupted drawing skips the comparison
+            _compare(report, options, request)
     except KeyboardInterrupt as exc:
         interrupt = interrupt or exc
     return interrupt
 
 
-def _follow_up(report: Any, options: ProfileOptions, request: _Request) -> None:
-    """Keep the run (history, its cell's latest) and show its comparison, after the report."""
-    finished(report, keep=options.history)
-    if request.baseline is None:
-        return
+def _draw(report: Any, status: "LiveStatus") -> None:
+    """The status line turns into the report; a Ctrl-C here stops the drawing at once."""
+    status.show(report)
+
+
+def _compare(report: Any, options: ProfileOptions, request: _Request) -> None:
+    """Compare the run with its baseline and show the comparison; a Ctrl-C here stops it at once."""
+    assert request.baseline is not None
     comparison = compared(request.baseline, report, request.tried)
     if comparison is not None and not options.quiet:
         from IPython.display import display
 
         display(comparison)
+
+
+def _ending(report: Any, cell: "_Cell", failure: BaseException | None, stopping: BaseException | None,
+            drawing: KeyboardInterrupt | None, pressed: bool, namespace: dict[str, Any],
+            output: str | None) -> tuple[BaseException | None, bool]:
+    """What the cell raises once its run is kept (None: it returns its value), and whether the
+    user was told where the report is. An interrupt after the cell's code (``stopping``,
+    ``drawing``, or a Ctrl-C held since the cell ended) is one line saying so: the exception
+    itself when the cell's code ended well, else printed before the cell's own exception,
+    which follows with its traceback."""
+    held = KeyboardInterrupt() if pressed else None
+    interrupted = drawing or (stopping if isinstance(stopping, KeyboardInterrupt) else None) or held
+    said = interrupted is not None
+    if said:
+        line = _interrupted_line(report, namespace, output, drawn=drawing is None)
+        if failure is None:
+            return ReportInterrupted(line), said
+        print(line, file=sys.stderr)  # the cell's own exception, with its traceback, comes first
+    if failure is not None:
+        return failure.with_traceback(_from_cell(failure.__traceback__, cell.filename)), said
+    return stopping, said  # torch's SIGCHLD handler reporting a dead DataLoader worker as the run stopped
 
 
 def _not_started(failure: BaseException | None) -> BaseException:
@@ -345,11 +403,13 @@ def _not_started(failure: BaseException | None) -> BaseException:
 
 
 async def _run_started(run: ProfileRun, status: "LiveStatus", cell: "_Cell", namespace: dict[str, Any],
-                       iterations: int | None) -> Any:
+                       iterations: int | None, ctrl_c: CtrlCAfterTheCell) -> Any:
     """Start ``run`` and run the cell (``iterations`` times, each a step); the last value.
     The start is in the caller's ``try`` with the cell: a Ctrl-C just after the profiler
-    started is the cell's interrupt, and the caller finishes the run."""
+    started is the cell's interrupt, and the caller finishes the run. While this frame is
+    on the stack Ctrl-C acts at once; once it has returned or raised, it is held."""
     __tracebackhide__ = True
+    ctrl_c.install()
     status.start(run)
     run.__enter__()
     value = None
@@ -438,52 +498,69 @@ def _from_cell(tb: TracebackType | None, filename: str) -> TracebackType | None:
     return start if start is not None else tb
 
 
-def _await_profiled_cell(lines: list[str]) -> list[str]:
-    """An input transformer: a ``%%torchprofile`` cell whose body awaits becomes
-    ``await get_ipython().run_cell_magic(...)`` (a ``%torchprofile`` line whose statement
-    awaits, ``await get_ipython().run_line_magic(...)``), so IPython and ipykernel run the
-    cell on their event loop and await what the magic returns: the magic itself is called
-    from synchronous code, and cannot run an awaiting body on a loop that already runs.
-    Everything else passes unchanged, to IPython's own transforms.
+# Where Ctrl-C acts at once after the cell has started: in the cell, and while the report draws.
+_INTERRUPTIBLE = frozenset({_run_started.__code__, _draw.__code__, _compare.__code__})
+
+
+# How IPython writes a ``%%torchprofile`` cell, or a ``%torchprofile`` line that starts a line,
+# once its own transforms have run: a call that carries the options and the body as literals.
+_MAGIC_CALL = re.compile(r"^get_ipython\(\)\.run_(cell|line)_magic\('torchprofile', ([^\n]*)\)$")
+
+
+def _awaited_if_it_awaits(call: "re.Match[str]") -> str:
+    """The magic's call, behind ``await`` when the magic profiles an awaiting body: IPython and
+    ipykernel then run the cell on their event loop and await what the magic returns (the magic
+    itself is called from synchronous code, and cannot run an awaiting body on a loop that
+    already runs).
 
     IPython's ``run_cell`` catches only ``Exception`` from a transform, so a Ctrl-C while
-    this one reads the cell would escape the shell: the cell raises it when it runs
-    instead, as if the interrupt had come a moment later."""
-    global _reading_cell
-    if _reading_cell:  # the body, transformed again to see whether it awaits: the outer call decides
-        return _awaiting_form(lines)
+    this reads the cell would escape the shell: the cell raises it when it runs instead,
+    as if the interrupt had come a moment later. Reading the body once more (to see whether
+    it awaits) comes back here for a ``%torchprofile`` line in it: that reading leaves the
+    Ctrl-C to this outer one, so that it is not lost in the body's text."""
     try:
-        _reading_cell = True
-        return _awaiting_form(lines)
+        return f"await {call.group()}" if _awaits(call) else call.group()
     except KeyboardInterrupt:
-        return ["raise KeyboardInterrupt\n"]
-    finally:
-        _reading_cell = False
+        if _reading_a_body(sys._getframe(1)):
+            raise
+        return "raise KeyboardInterrupt  # Ctrl-C as the cell was read, before it ran"
 
 
-_reading_cell = False  # whether _await_profiled_cell is reading a cell (it transforms the body once more)
-
-
-def _awaiting_form(lines: list[str]) -> list[str]:
-    """``lines`` as ``_await_profiled_cell`` rewrites them."""
+def _awaits(call: "re.Match[str]") -> bool:
+    """Whether the magic call ``call`` (see ``_MAGIC_CALL``) profiles an awaiting body."""
     shell = get_ipython()
-    if shell is None or not lines:
-        return lines
-    cell = re.match(r"%%torchprofile(?:[ \t](.*))?$", lines[0].rstrip("\n"))
-    if cell is not None:
-        options, body = (cell.group(1) or "").strip(), "".join(lines[1:])
-        if _profiles_an_await(shell, options, body):
-            return [f"await get_ipython().run_cell_magic('torchprofile', {options!r}, {body!r})\n"]
-        return lines
-    out = []
-    for text in lines:
-        line = re.match(r"%torchprofile[ \t](.*[^\\\s])\s*$", text)
-        if line is not None and _profiles_an_await(
-                shell, *_split_statement(line.group(1), TorchProfileMagics.torchprofile.parser)):
-            out.append(f"await get_ipython().run_line_magic('torchprofile', {line.group(1)!r})\n")
-        else:
-            out.append(text)
-    return out
+    cell = call.group(1) == "cell"
+    try:
+        arguments = ast.literal_eval(f"({call.group(2)},)")
+    except Exception:  # noqa: BLE001 - a line that only looks like the call IPython writes: left as it is
+        return False
+    if shell is None or len(arguments) != (2 if cell else 1) or not all(isinstance(a, str) for a in arguments):
+        return False
+    options, body = arguments if cell else _split_statement(arguments[0], TorchProfileMagics.torchprofile.parser)
+    return _profiles_an_await(shell, options, body)
+
+
+def _reading_a_body(frame: Any) -> bool:
+    """Whether ``frame`` runs inside another reading of ``_awaited_if_it_awaits``."""
+    while frame is not None:
+        if frame.f_code is _awaited_if_it_awaits.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+class _AwaitingMagics(functools.partial):  # type: ignore[type-arg]
+    """The input transformer: each line of a transformed cell through ``_MAGIC_CALL.sub``, which
+    calls ``_awaited_if_it_awaits`` for a line of the magic only. Every step of it is
+    C code (``partial``, ``map``, ``re``), so a cell without the magic runs none of
+    nbprofiler's Python, and a Ctrl-C while it is read lands in IPython's code, as without
+    nbprofiler. It returns an iterator, which IPython joins into the cell's text: it must be
+    the last of the shell's ``input_transformers_post``, after IPython has turned the magic
+    into its call."""
+
+
+def _awaiting_magics() -> _AwaitingMagics:
+    return _AwaitingMagics(map, _MAGIC_CALL.sub, itertools.repeat(_awaited_if_it_awaits))
 
 
 def _profiles_an_await(shell: Any, options: str, code: str) -> bool:
@@ -541,14 +618,14 @@ def _names_a_value(word: str, rest: str) -> bool:
 
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(TorchProfileMagics)
-    ipython.input_transformers_cleanup.append(_await_profiled_cell)
+    ipython.input_transformers_post.append(_awaiting_magics())
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    # By name, so that one from an earlier import of this module (importlib.reload) goes too.
-    ipython.input_transformers_cleanup[:] = [
-        t for t in ipython.input_transformers_cleanup
-        if (getattr(t, "__module__", None), getattr(t, "__name__", None)) != (__name__, _await_profiled_cell.__name__)
+    # By class name, so that one from an earlier import of this module (importlib.reload) goes too.
+    ipython.input_transformers_post[:] = [
+        t for t in ipython.input_transformers_post
+        if (type(t).__module__, type(t).__name__) != (__name__, _AwaitingMagics.__name__)
     ]
     magics = ipython.magics_manager.registry.pop("TorchProfileMagics", None)
     if magics is not None:

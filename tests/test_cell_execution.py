@@ -81,7 +81,7 @@ def test_top_level_await_runs_in_each_iteration(shell):
 
 def test_reloading_the_extension_keeps_one_transformer(shell):
     def ours():
-        return [t for t in shell.input_transformers_cleanup if t.__module__ == "nbprofiler.magic"]
+        return [t for t in shell.input_transformers_post if type(t).__module__ == "nbprofiler.magic"]
 
     assert len(ours()) == 1
     shell.run_line_magic("reload_ext", "nbprofiler")

@@ -317,12 +317,14 @@ def _raise_once(exc: BaseException, then: Callable[..., Any]) -> Callable[..., A
     return fire
 
 
-@pytest.mark.parametrize("where", ["hook removal", "report build"])
+@pytest.mark.parametrize("where", ["finish start", "hook removal", "report build"])
 @pytest.mark.parametrize("exc", [KeyboardInterrupt(), WORKER_DIED], ids=["ctrl-c", "worker-died"])
 def test_exception_landing_in_the_finish_still_gives_the_report(shell, monkeypatch, where, exc):
     """An exception raised into the finish from outside (Ctrl-C; torch's SIGCHLD handler)
-    may strike any line of it: every hook is still removed, the report still built and
-    shown, and that exception still raised."""
+    may strike any line of it, its very start included, where no code of the finish can
+    catch it: every hook is still removed, the report still built and shown, and that
+    exception still raised."""
+    from nbprofiler import magic
     from nbprofiler.capture.session import ProfileRun
 
     install = StepHooks.install
@@ -332,7 +334,9 @@ def test_exception_landing_in_the_finish_still_gives_the_report(shell, monkeypat
         self._removers.append(_raise_once(exc, lambda: None))  # the first undo to run
 
     with monkeypatch.context() as patch:
-        if where == "hook removal":
+        if where == "finish start":
+            patch.setattr(magic, "_finish", _raise_once(exc, magic._finish))
+        elif where == "hook removal":
             patch.setattr(StepHooks, "install", install_then_arm)
         else:
             patch.setattr(ProfileRun, "_build_report", _raise_once(exc, ProfileRun._build_report))
@@ -340,7 +344,7 @@ def test_exception_landing_in_the_finish_still_gives_the_report(shell, monkeypat
     if isinstance(exc, KeyboardInterrupt):
         # Ctrl-C as the run stopped: the cell counts as interrupted, in one line that says the report is kept.
         assert isinstance(result.error_in_exec, ReportInterrupted)
-        assert "the report is complete and kept in `run` or `nbprofiler.last()`" in str(result.error_in_exec)
+        assert "its report is kept in `run` or `nbprofiler.last()`" in str(result.error_in_exec)
     else:
         assert result.error_in_exec is exc
     run = shell.user_ns["run"]

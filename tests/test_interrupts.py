@@ -48,9 +48,11 @@ def always(*args: Any, **kwargs: Any) -> bool:
     return True
 
 
-def ctrl_c_before(original: Callable[..., Any], when: Callable[..., bool] = always) -> Callable[..., Any]:
-    """``original``, with Ctrl-C pressed just before its first call for which ``when`` holds."""
-    pressed = []
+def ctrl_c_before(original: Callable[..., Any], when: Callable[..., bool] = always,
+                  pressed: list[bool] | None = None) -> Callable[..., Any]:
+    """``original``, with Ctrl-C pressed just before its first call for which ``when`` holds
+    (noted in ``pressed``)."""
+    pressed = [] if pressed is None else pressed
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not pressed and when(*args, **kwargs):
@@ -100,8 +102,10 @@ def run_counting_cell(shell: Any) -> tuple[BaseException | None, Any]:
 
 
 def assert_recovered(shell: Any) -> None:
-    """Nothing left behind, and the next profiled cell is a normal full run."""
+    """Nothing left behind (Python's own Ctrl-C handler in force again), and the next
+    profiled cell is a normal full run."""
     assert_nothing_left([shell.user_ns["model"]])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert temp_traces() == []
     error, after = run_counting_cell(shell)
     assert error is None and not after.partial
@@ -164,7 +168,12 @@ def test_interrupt_inside_the_per_step_sampler(shell, monkeypatch, press, error_
 
 def _called_from(name: str) -> Callable[..., bool]:
     """For ``ctrl_c_before``: true when the wrapped function is called from function ``name``."""
-    return lambda *args, **kwargs: sys._getframe(2).f_code.co_name == name
+    def when(*args: Any, **kwargs: Any) -> bool:
+        frame = sys._getframe(1)
+        while frame.f_code.co_filename == __file__:  # this module's wrappers
+            frame = frame.f_back
+        return frame.f_code.co_name == name
+    return when
 
 
 @pytest.mark.parametrize("owner, name, when", [
@@ -395,4 +404,57 @@ def test_ctrl_c_while_drawing_after_the_cell_failed_keeps_the_cells_error(shell,
     assert isinstance(result.error_in_exec, ValueError)
     assert "ValueError: bad batch" in shown.stdout and "interrupted while drawing" in shown.stderr
     assert len(shell.user_ns["run"].steps) == 6
+    assert_recovered(shell)
+
+
+# -- A second Ctrl-C, as users press them: the first stops the loop in the active steps, the -----
+# -- second lands as the magic stops the run and keeps its report --------------------------------
+# The cell presses the first itself, after 4 steps: the profiler is recording step 4. An earlier
+# one, after 2 steps, the cell catches and goes on: Ctrl-C in the cell still acts at once after it.
+PRESSING_CELL = COUNTING_CELL + """\
+    if done == 2:
+        try:
+            ctrl_c()
+        except KeyboardInterrupt:
+            caught = True
+    if done == 4:
+        ctrl_c()
+"""
+
+
+@pytest.mark.parametrize("name, when, output", [
+    ("_finish", always, "run"),
+    ("_finish", always, None),
+    ("_store", always, "run"),
+    ("_store", always, None),
+    ("ctrl_c_held", _called_from("_store"), "run"),  # the store holds Ctrl-C only for -o
+], ids=["as-the-finish-starts", "as-the-finish-starts-no-o", "as-the-store-starts", "as-the-store-starts-no-o",
+        "as-the-stores-hold-starts"])
+def test_a_second_ctrl_c_as_the_cell_stops_keeps_the_report(shell, name, when, output):
+    """Nothing stays running or installed, the report of the 4 steps done is in ``-o``,
+    ``nbprofiler.last()`` and the history, and the user gets the KeyboardInterrupt with one
+    line naming only the places that hold the report."""
+    from nbprofiler import magic as module
+
+    session._last_report = None
+    shell.user_ns.update(done=0, run=None, ctrl_c=ctrl_c, caught=False)
+    kept_before = len(nbprofiler.history())
+    pressed: list[bool] = []
+    with pytest.MonkeyPatch.context() as patch, capture_output() as shown:
+        patch.setattr(module, name, ctrl_c_before(getattr(module, name), when, pressed))
+        result = shell.run_cell(f"%%torchprofile -q{' -o ' + output if output else ''}\n{PRESSING_CELL}")
+    assert shell.user_ns["caught"] and shell.user_ns["done"] == 4  # the first Ctrl-C stopped the loop at once
+    assert pressed  # the second came as the run stopped
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert_nothing_left([shell.user_ns["model"]])
+    report = nbprofiler.last()
+    assert report is not None and len(report.steps) == 4 and list(report.trace_steps["step"]) == [2, 3]
+    assert report.run.error == "KeyboardInterrupt"
+    assert shell.user_ns["run"] is (report if output else None)
+    kept = nbprofiler.history()
+    assert len(kept) == kept_before + 1 and kept["steps_run"].iloc[-1] == 4
+    said = [line for line in (shown.stdout + shown.stderr).splitlines() if line.startswith("nbprofiler:")]
+    places = "`run` or `nbprofiler.last()`" if output else "`nbprofiler.last()`"
+    assert said == [f"nbprofiler: interrupted as the run stopped; its report is kept in {places}"]
+    assert "KeyboardInterrupt" in shown.stdout  # the cell's own interrupt, with its traceback
     assert_recovered(shell)

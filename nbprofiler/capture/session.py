@@ -13,7 +13,6 @@ from __future__ import annotations
 import atexit
 import os
 import platform
-import signal
 import sys
 import tempfile
 import threading
@@ -35,6 +34,7 @@ from ..options import ProfileOptions
 from ..records import LoaderRecord, RunRecord
 from ..trace.table import DeviceInfo
 from ..trace.writers import write_tensorboard, write_trace
+from .ctrl_c import ctrl_c_held
 from .hooks import StepHooks
 from .lines import LineRecorder
 from .loaders import name_in
@@ -81,15 +81,17 @@ class ProfileRun:
         self._export_error: BaseException | None = None
         self._cell_thread: int | None = None  # the thread that started the profiler
         self._owner: FrameType | None = None  # the frame that entered the run, until it finishes
+        self._started = False  # set once __enter__ has claimed the process and started everything
         self._released = False  # set once _cleanup has run to its end
         self._other_thread_steps = 0
         self._output_errors: list[str] = []  # notes: a --trace / --tensorboard copy that could not be written
 
     @property
-    def in_progress(self) -> bool:
-        """Whether this run holds the process (started, not finished): whoever entered it must
-        ``finish`` it. False after a refused or undone start."""
-        return _active is self
+    def unfinished(self) -> bool:
+        """Whether this run started and has no report yet: whoever entered it must ``finish`` it,
+        once more if a finish was cut short (it then does only what is left). False after a
+        refused or undone start."""
+        return self._started and self.report is None
 
     # -- listener interface used by StepHooks -----------------------------------------------
     def on_boundary(self, source: str) -> None:
@@ -194,10 +196,12 @@ class ProfileRun:
             with ctrl_c_held():
                 self._claim()
                 self._start()
+                self._started = True
             return self
         except NestedProfileError:
             raise  # refused before anything was installed; the run in progress is not ours to undo
         except BaseException:
+            self._started = False
             self._release()
             raise
 
@@ -275,8 +279,12 @@ class ProfileRun:
         the final trace export is done, or torch's SIGCHLD handler reporting a dead
         DataLoader worker, which fires in whatever the main thread runs next. It is
         held, the report built (once more if it struck the build), then re-raised.
+        Called again after one cut short before it could hold (``unfinished``), it does
+        only what is left; after one that built the report, nothing.
         """
         global _last_report
+        if self.report is not None:
+            return
         with ctrl_c_held() as held:  # a Ctrl-C between the stop and the report waits for the report too
             interrupt = self._release()
             if interrupt is None and held is not None and held.pending is not None:
@@ -296,6 +304,8 @@ class ProfileRun:
         before the hold takes effect, or a stop that raised, skips the clean-up: then it
         runs once more (each step of it is done once, so a second run does only the rest)."""
         interrupt: BaseException | None = None
+        if self._released:  # a finish cut short after the clean-up, called again
+            return None
         for _ in range(2):
             try:
                 with ctrl_c_held():
@@ -436,44 +446,6 @@ def _describe(exc: BaseException) -> str:
     except Exception:  # noqa: BLE001 - any failure of the user's __str__
         text = []
     return type(exc).__name__ + (f": {text[0]}" if text else "")
-
-
-class _HeldCtrlC:
-    """The SIGINT handler while Ctrl-C is held: it notes the signal for later delivery."""
-
-    def __init__(self) -> None:
-        self.pending: tuple[int, FrameType | None] | None = None
-
-    def __call__(self, signum: int, frame: FrameType | None) -> None:
-        self.pending = (signum, frame)
-
-
-@contextmanager
-def ctrl_c_held() -> Iterator[_HeldCtrlC | None]:
-    """Hold Ctrl-C back for the duration; deliver it (KeyboardInterrupt) once the block ends.
-    The block gets the holder (whose ``pending`` says a Ctrl-C is waiting), or None where
-    this block does not hold.
-
-    A KeyboardInterrupt half-way through torch's profiler changing state leaves kineto in
-    a state that segfaults when stopped or leaves it running; half-way through installing
-    or removing the hooks, or counting a step, it leaves hooks behind or a step half
-    recorded. These blocks are short, so the user waits no longer than for a step.
-    Only the main thread receives SIGINT (and may set its handler); elsewhere, and when
-    Python's handler is not in force (ignored, default), there is nothing to hold. Nested
-    blocks hold once: the outermost delivers.
-    """
-    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
-    if not callable(previous) or isinstance(previous, _HeldCtrlC):
-        yield None
-        return
-    held = _HeldCtrlC()
-    signal.signal(signal.SIGINT, held)
-    try:
-        yield held
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if held.pending is not None:
-            previous(*held.pending)
 
 
 def _torch_profiler_on() -> bool:
