@@ -23,6 +23,30 @@ export async function readyKernel(sessionContext: ISessionContext): Promise<Kern
   return kernel;
 }
 
+/** What the kernel answered for one user expression: its status and the expression's result. */
+export interface IExpressionReply {
+  status: string;
+  result?: { status: string; data?: { 'text/plain'?: string }; ename?: string; evalue?: string };
+}
+
+/**
+ * Evaluate `expression` in the kernel as a user expression of a silent, empty request: it runs
+ * no cell, counts no execution and leaves no history.
+ */
+export async function evaluateSilently(kernel: Kernel.IKernelConnection, expression: string): Promise<IExpressionReply> {
+  const future = kernel.requestExecute({
+    code: '',
+    silent: true,
+    store_history: false,
+    allow_stdin: false,
+    stop_on_error: false,
+    user_expressions: { nbprofiler: expression }
+  });
+  const content = ((await future.done) as KernelMessage.IExecuteReplyMsg).content;
+  const result = content.status === 'ok' ? (content.user_expressions ?? {}).nbprofiler : undefined;
+  return { status: content.status, result: result as IExpressionReply['result'] };
+}
+
 /**
  * Check the kernel and load the extension. Throws ProfileError with a message
  * for the user when the kernel cannot profile.
@@ -36,22 +60,10 @@ export async function prepareKernel(kernel: Kernel.IKernelConnection): Promise<v
       `Profile cell needs a Python kernel with PyTorch; the kernel "${name}" runs ${info.language_info?.name || 'another language'}.`
     );
   }
-  const future = kernel.requestExecute({
-    code: '',
-    silent: true,
-    store_history: false,
-    allow_stdin: false,
-    stop_on_error: false,
-    user_expressions: { nbprofiler: PREPARE_EXPRESSION }
-  });
-  const reply = (await future.done) as KernelMessage.IExecuteReplyMsg;
-  const content = reply.content;
-  if (content.status !== 'ok') {
-    throw new ProfileError(`The kernel "${name}" could not check for torch (${content.status}).`);
+  const { status: replyStatus, result } = await evaluateSilently(kernel, PREPARE_EXPRESSION);
+  if (replyStatus !== 'ok') {
+    throw new ProfileError(`The kernel "${name}" could not check for torch (${replyStatus}).`);
   }
-  const result = (content.user_expressions ?? {}).nbprofiler as
-    | { status: string; data?: { 'text/plain'?: string }; ename?: string; evalue?: string }
-    | undefined;
   if (!result) {
     throw new ProfileError(`The kernel "${name}" did not answer the profiler check.`);
   }

@@ -15,7 +15,7 @@ import { CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 
-import { executeProfiled, prepareKernel, ProfileError, readyKernel } from '../kernel';
+import { evaluateSilently, executeProfiled, prepareKernel, ProfileError, readyKernel } from '../kernel';
 import { exclusively } from '../profile';
 import {
   ITryRequest,
@@ -64,18 +64,7 @@ function failure(reply: KernelMessage.IExecuteReplyMsg | void): string {
 
 /** Whether `kernel` made the report of the card whose token is `token`. */
 export async function madeByKernel(kernel: Kernel.IKernelConnection, token: string): Promise<boolean> {
-  const future = kernel.requestExecute({
-    code: '',
-    silent: true,
-    store_history: false,
-    allow_stdin: false,
-    stop_on_error: false,
-    user_expressions: { nbprofiler: madeHereExpression(token) }
-  });
-  const reply = (await future.done) as KernelMessage.IExecuteReplyMsg;
-  const result = (reply.content.status === 'ok' ? reply.content.user_expressions ?? {} : {}).nbprofiler as
-    | { status: string; data?: { 'text/plain'?: string } }
-    | undefined;
+  const { result } = await evaluateSilently(kernel, madeHereExpression(token));
   return result?.status === 'ok' && result.data?.['text/plain'] === 'True';
 }
 
