@@ -17,6 +17,7 @@ the RSS after a first load (``VmHWM`` after resetting it) and the outcome:
   inflates to 100 MB less than the limit, all blanks;
 - ``blank.pt.trace.json.gz``: a gzip of ``--blank-mb`` MB of whitespace, a trace file
   that is not one;
+- ``many_entries.nbprof``: the report and 300,000 empty entries (``MAX_MEMBERS``);
 - ``deep.nbprof``: ``nbprofiler.json`` nests 100,000 lists deep.
 
     .venv/bin/python bench/hostile_files.py [--json-mb 600] [--blank-mb 900]
@@ -141,6 +142,15 @@ def lying_size(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def many_entries(path: Path, base: dict[str, bytes], entries: int) -> None:
+    """The base members and ``entries`` empty ones, stored (a few MB of directory)."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in base.items():
+            zf.writestr(name, data)
+        for i in range(entries):
+            zf.writestr(f"pad/{i}", b"")
+
+
 def blank_gzip(path: Path, megabytes: int) -> None:
     deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
     with path.open("wb") as fh:
@@ -176,6 +186,7 @@ def main() -> int:
             "trace_of_blanks.nbprof": (lambda p: rezipped(p, base, {"trace.json": (
                 b"", b" ", limit - 100 * _MB, b"")}), False, 1, 100),
             "blank.pt.trace.json.gz": (lambda p: blank_gzip(p, args.blank_mb), False, 1, 100),
+            "many_entries.nbprof": (lambda p: many_entries(p, base, 300_000), False, 1, 100),
             "deep.nbprof": (lambda p: rezipped(p, base, {DOCUMENT: (
                 b'{"format": "nbprofiler.report", "version": 1, "report": ' + b"[" * 100_000, b"]", 100_000, b"}")}),
                 False, 1, 100),

@@ -27,6 +27,7 @@ from hostile_nbprof import (CASES, HOSTILE_NAMES, OUTSIDE, SECRET_MARKER, TRACE_
 
 import nbprofiler
 from nbprofiler.report.export_names import EXPORT_ROOT
+from nbprofiler.report.saved import MAX_MEMBERS
 
 MIB = 1 << 20
 PEAK_LIMIT_MIB = 512
@@ -282,6 +283,19 @@ def test_a_document_that_inflates_past_its_cap_is_refused(base, tmp_path):
     assert path.stat().st_size < MIB
     with pytest.raises(nbprofiler.TraceError, match=r"its 'nbprofiler.json': inflates to more than 32 MiB"):
         nbprofiler.load(path)
+
+
+def test_an_archive_listing_more_entries_than_any_saved_report_is_refused(base, tmp_path):
+    """Its end record lists them: refused before zipfile reads a directory of MAX_MEMBERS + 1 entries;
+    the same report with its entries within the cap loads."""
+    padding = MAX_MEMBERS - len(base.members)
+    within = written_to(tmp_path, "within.nbprof", archive(base, members={f"pad/{i}": b"" for i in range(padding)}))
+    same = written_to(tmp_path, "base.nbprof", archive(base))
+    assert nbprofiler.load(within).summary == nbprofiler.load(same).summary
+    over = written_to(tmp_path, "over.nbprof", archive(base, members={f"pad/{i}": b"" for i in range(padding + 1)}))
+    with pytest.raises(nbprofiler.TraceError, match=f"listing {MAX_MEMBERS + 1:,} entries, more than the "
+                                                    f"{MAX_MEMBERS:,} of any report Report.save writes"):
+        nbprofiler.load(over)
 
 
 def test_a_document_nested_deeply_is_a_trace_error(base, tmp_path):

@@ -81,6 +81,13 @@ nbprofiler saved. The cap also bounds what decoding costs: the worst document un
 list of millions of ``[0, 0]`` waits) makes Python objects of 13 times its size, and its
 load peaks some 440 MiB above the start (bench/hostile_files.py), where a 64 MiB cap let
 one peak at 650."""
+MAX_MEMBERS = 10_000
+"""The most entries a saved report's archive may list. ``Report.save`` writes the document, one
+trace per rank and two line-mark arrays: 10,000 holds a run of some 9,990 ranks. The count is
+read from the archive's end record before ``zipfile`` reads its directory, which costs about
+8 µs and 0.5 KiB an entry (300,000 empty entries in a 26 MB file: 2.4 s and 161 MiB)."""
+_END_RECORD = b"PK\x05\x06"  # the zip's end of central directory record: its entry count at offset 10
+_END_RECORD_SPAN = 22 + 0xFFFF  # the record and the longest comment after it
 _DETAIL_CHARS = 200  # of an error's text quoted in a message
 
 # -- what the document may hold: every value of the type the writer writes ----------------------
@@ -225,6 +232,7 @@ _T = TypeVar("_T")
 def _reading(path: Path, read: Callable[["_Reader"], _T]) -> _T:
     """What ``read`` takes from the archive ``path``, anything wrong with it a one-line ``TraceError``."""
     try:
+        _refuse_many_members(path)
         with zipfile.ZipFile(path) as zf:
             return read(_Reader(zf, path))
     except TraceError:
@@ -242,6 +250,24 @@ def _reading(path: Path, read: Callable[["_Reader"], _T]) -> _T:
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:  # msgspec's errors included
         raise TraceError(path, f"a malformed saved report ({type(exc).__name__}: {_one_line(exc)}); save the "
                                "report again with Report.save") from None
+
+
+def _refuse_many_members(path: Path) -> None:
+    """Refuse an archive listing more than ``MAX_MEMBERS`` entries, from its end record alone.
+    A zip64 archive (its 16-bit count reads 0xFFFF) lists at least 65,535: refused too. An
+    archive with no end record is left to ``zipfile``, which says it is damaged."""
+    with path.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - _END_RECORD_SPAN))
+        tail = fh.read()
+    at = tail.rfind(_END_RECORD)
+    if at < 0 or len(tail) < at + 12:
+        return
+    entries = int.from_bytes(tail[at + 10:at + 12], "little")
+    if entries > MAX_MEMBERS:
+        listed = "at least 65,535" if entries == 0xFFFF else f"{entries:,}"
+        raise TraceError(path, f"a zip archive listing {listed} entries, more than the {MAX_MEMBERS:,} of any report "
+                               "Report.save writes; not a report nbprofiler saved")
 
 
 def _unreadable(path: Path) -> str:
