@@ -59,6 +59,13 @@ class LoaderRecord:
     # it loaded them (num_workers=0) by computing, near zero when loading waited on I/O.
     # None: not measured (a report saved before it was).
     wait_cpu_ms: float | None = None
+    # The arguments of the loader's call that the fields above do not hold and that differ from
+    # DataLoader's defaults (a ``collate_fn``, ``sampler``, ``worker_init_fn``...): code that rebuilds
+    # the loader passes them on by the loader's name. None: not recorded (a report saved before it was).
+    passed_on: tuple[str, ...] | None = None
+    # Why a call rebuilt from this record does not yield the loader's batches, found by building it
+    # in the notebook (``capture.loader_check``); None: it does, or it could not be checked.
+    rebuilt_differs: str | None = None
 
     @property
     def wait_cpu_share(self) -> float | None:
@@ -88,6 +95,7 @@ class LoaderRecord:
             dataset_type=type(dataset).__name__,
             dataset_length=length,
             dataset_repr=type(dataset).__name__,
+            passed_on=_passed_on(loader),
         )
 
     @property
@@ -111,6 +119,35 @@ class LoaderRecord:
             "batches": self.batches,
             "wait_ms": self.wait_ms,
         }
+
+
+# Arguments of a DataLoader call that a LoaderRecord's fields do not hold: code that rebuilds the
+# loader passes them on from the old one by name (``train_loader.collate_fn``).
+PASSED_ON_ARGS = ("sampler", "batch_sampler", "collate_fn", "worker_init_fn", "generator", "multiprocessing_context",
+                  "timeout", "pin_memory_device", "in_order")
+
+
+def _passed_on(loader: Any) -> tuple[str, ...]:
+    """The ``PASSED_ON_ARGS`` that ``loader`` has away from their defaults: a sampler of its own (the
+    default ones follow from ``shuffle``), a batch sampler in place of a batch size, a collate function
+    other than torch's, and any other argument not at its default."""
+    from torch.utils.data import RandomSampler, SequentialSampler
+    from torch.utils.data._utils.collate import default_collate, default_convert
+
+    sampler = getattr(loader, "sampler", None)
+    away = {
+        "sampler": not isinstance(sampler, (RandomSampler, SequentialSampler))
+        and type(sampler).__name__ != "_InfiniteConstantSampler",
+        "batch_sampler": loader.batch_size is None and getattr(loader, "batch_sampler", None) is not None,
+        "collate_fn": loader.collate_fn not in (default_collate, default_convert),
+        "worker_init_fn": loader.worker_init_fn is not None,
+        "generator": loader.generator is not None,
+        "multiprocessing_context": loader.multiprocessing_context is not None,
+        "timeout": loader.timeout != 0,
+        "pin_memory_device": getattr(loader, "pin_memory_device", "") != "",
+        "in_order": getattr(loader, "in_order", True) is not True,
+    }
+    return tuple(arg for arg in PASSED_ON_ARGS if away[arg])
 
 
 @dataclass

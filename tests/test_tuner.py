@@ -178,7 +178,7 @@ def test_the_code_keeps_every_argument_and_runs(no_workers_before):
                             loader, tuner.Candidate.of({}, loader), tuner.Measured(loop=True), ns)["code"]
     for kept in ("shuffle=True", "drop_last=True", "persistent_workers=True", "prefetch_factor=3",
                  "worker_init_fn=loader.worker_init_fn", "generator=loader.generator", "collate_fn=loader.collate_fn",
-                 "timeout=30"):
+                 "timeout=loader.timeout"):
         assert kept in code
     assert "num_workers=2,  # changed: was 1" in code
     exec(code, ns)  # pasted into the cell: it runs, and builds the loader the user had, with two workers

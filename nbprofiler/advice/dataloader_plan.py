@@ -202,8 +202,11 @@ def plan(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cor
 
 def _whole_batch_order(waiting: Waiting, record: LoaderRecord | None, workers: int | None) -> str | None:
     """The sampler order for a slow in-memory TensorDataset without workers: it can index a
-    whole batch in one call, which beats any number of workers."""
+    whole batch in one call, which beats any number of workers. Not where the loader samples or
+    collates in its own way: a whole-batch index would bypass it."""
     if not waiting.slow or record is None or record.dataset_type != "TensorDataset" or workers != 0:
+        return None
+    if set(record.passed_on or ()) & {"sampler", "batch_sampler", "collate_fn"}:
         return None
     if not record.batch_size or record.shuffle is None:
         return None

@@ -9,11 +9,11 @@ generic name and a comment asks for the user's own (``placeholders``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..capture.loaders import name_in
-from ..records import LoaderRecord
+from ..records import PASSED_ON_ARGS, LoaderRecord
 from .safe_names import code_name
 
 # Arguments a snippet can show, in the order a DataLoader call usually lists them.
@@ -37,6 +37,8 @@ _PLACEHOLDER_NOTES = {
     "loader": "# the report's name for this DataLoader is not a Python name: put yours in place of `loader`",
     "dataset": "# the report's name for its dataset is not a Python name: put yours in place of `dataset`",
 }
+_OTHERS_NOTE = ("# this run did not record your DataLoader's other arguments: keep any your call passes "
+                f"({', '.join(PASSED_ON_ARGS[:5])}...)")
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ class LoaderArgs:
     """The parts of a DataLoader call that a snippet shows.
 
     ``extra`` holds further keyword arguments as source text (``collate_fn``
-    pointing at the old loader's), which only a live loader can tell us.
+    pointing at the old loader's); ``others_unrecorded`` says the run did not note
+    which further arguments the loader had, so the call asks to keep them.
     ``shuffle`` is None when the loader uses a sampler of its own. Arguments in
     ``unknown`` (a trace does not say how many workers a loader had) are left
     out unless changed, and then marked ``# changed`` without an old value.
@@ -75,6 +78,7 @@ class LoaderArgs:
     extra: tuple[tuple[str, Expr], ...] = field(default_factory=tuple)
     unknown: frozenset[str] = frozenset()
     placeholders: tuple[str, ...] = ()
+    others_unrecorded: bool = False
 
     def value(self, arg: str) -> Any:
         return getattr(self, arg)
@@ -82,7 +86,14 @@ class LoaderArgs:
 
 def args_from_record(record: LoaderRecord) -> LoaderArgs:
     """What a profiled run recorded about a loader, with the user's variable names where they
-    may go into code (``safe_names.code_name``), generic ones in place of those that may not."""
+    may go into code (``safe_names.code_name``), generic ones in place of those that may not.
+
+    The arguments the record holds no value of (``LoaderRecord.passed_on``: a ``collate_fn``,
+    a sampler of the user's own...) are passed on from the old loader by its name
+    (``collate_fn=train_loader.collate_fn``), so the new call keeps them without the user
+    retyping them. Only names of ``PASSED_ON_ARGS`` go into code, whatever a file says; a
+    record that did not note them (a run saved before) gets a comment asking to keep them.
+    """
     loader_name, dataset_name = code_name(record.name), code_name(record.dataset_name)
     if dataset_name:
         dataset = Expr(dataset_name)
@@ -93,8 +104,10 @@ def args_from_record(record: LoaderRecord) -> LoaderArgs:
     refused: tuple[str, ...] = ("loader",) if record.name and not loader_name else ()
     if dataset.text == "dataset" and (refused or record.dataset_name):
         refused += ("dataset",)
+    owner = loader_name or "loader"
+    passed_on = record.passed_on or ()
     return LoaderArgs(
-        loader_name=loader_name or "loader",
+        loader_name=owner,
         dataset=dataset,
         placeholders=refused,
         batch_size=record.batch_size,
@@ -104,42 +117,19 @@ def args_from_record(record: LoaderRecord) -> LoaderArgs:
         pin_memory=record.pin_memory,
         persistent_workers=record.persistent_workers,
         prefetch_factor=record.prefetch_factor if record.num_workers > 0 else None,
+        extra=tuple((arg, Expr(f"{owner}.{arg}")) for arg in PASSED_ON_ARGS if arg in passed_on),
+        others_unrecorded=record.passed_on is None,
     )
 
 
 def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) -> LoaderArgs:
-    """A live DataLoader's arguments; names come from ``namespace`` (the notebook's) when given.
-
-    Arguments the record does not keep (a custom ``sampler``, ``batch_sampler``,
-    ``collate_fn``, ``worker_init_fn``, ``generator`` or ``multiprocessing_context``)
-    are passed on from the old loader by name, so the new call keeps them without
-    the user having to retype them; ``timeout``, ``pin_memory_device`` and
-    ``in_order`` away from their defaults are written as values.
-    """
-    from torch.utils.data import RandomSampler, SequentialSampler
-    from torch.utils.data._utils.collate import default_collate, default_convert
-
+    """A live DataLoader's arguments, as a profiled run records them (``args_from_record``);
+    names come from ``namespace`` (the notebook's) when given."""
     ns = dict(namespace) if namespace else None
     record = LoaderRecord.of(loader)
     record.name = name_in(ns, loader)
     record.dataset_name = name_in(ns, loader.dataset)
-    base = args_from_record(record)
-    owner = base.loader_name
-    passed_on = {
-        # a sampler of the user's own (the default ones follow from shuffle)
-        "sampler": not isinstance(loader.sampler, (RandomSampler, SequentialSampler))
-        and type(loader.sampler).__name__ != "_InfiniteConstantSampler",
-        "batch_sampler": loader.batch_size is None and loader.batch_sampler is not None,
-        "collate_fn": loader.collate_fn not in (default_collate, default_convert),
-        "worker_init_fn": loader.worker_init_fn is not None,
-        "generator": loader.generator is not None,
-        "multiprocessing_context": loader.multiprocessing_context is not None,
-    }
-    extra = [(arg, Expr(f"{owner}.{arg}")) for arg, passed in passed_on.items() if passed]
-    literals = {"timeout": (loader.timeout, 0), "pin_memory_device": (getattr(loader, "pin_memory_device", ""), ""),
-                "in_order": (getattr(loader, "in_order", True), True)}
-    extra += [(arg, Expr(repr(value))) for arg, (value, default) in literals.items() if value != default]
-    return replace(base, extra=tuple(extra))
+    return args_from_record(record)
 
 
 def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, *, preamble: str = "") -> str:
@@ -185,7 +175,8 @@ def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, 
         lines += [f"    {text},{'  ' + note if note else ''}" for text, note in items]
         lines.append(")")
         body = "\n".join(lines)
-    body = "".join(f"{_PLACEHOLDER_NOTES[name]}\n" for name in args.placeholders) + body
+    notes = [_OTHERS_NOTE] * args.others_unrecorded + [_PLACEHOLDER_NOTES[name] for name in args.placeholders]
+    body = "".join(f"{note}\n" for note in notes) + body
     return f"{preamble.rstrip()}\n{body}" if preamble else body
 
 

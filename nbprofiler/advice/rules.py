@@ -33,6 +33,7 @@ from ..records import LoaderRecord
 from ..format import fmt_bytes, fmt_rate, fmt_us
 from . import measures as M
 from . import thresholds as T
+from .code_check import compiled
 from .cell_names import COMPILE_COST, TrainingStep, compile_code, model_code, model_name, training_step
 from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
@@ -61,7 +62,7 @@ def suggest(report: "Report") -> list[Suggestion]:
     suggestions, or a single one of kind ``nothing_to_improve``.
     """
     checked = verdicts(report)
-    found = [s for v in checked for s in v.suggestions]
+    found = [compiled(s) for v in checked for s in v.suggestions]
     if not found:
         return [nothing_to_improve(checked)] if checked and len(report.trace_steps) else []
     return sorted(found, key=lambda s: (-s.gain, _SEVERITY_ORDER[s.severity], s.kind))
@@ -278,6 +279,12 @@ def _loader_suggestion(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> 
     changes, preamble = _loader_changes(p, args)
     evidence, facts = _loader_figures(f, p, record, args.loader_name)
     evidence["changed"] = sorted(changes)
+    reasons = _loader_reasons(p)
+    code = _loader_code(args, changes, preamble)
+    if code is not None and record is not None and record.rebuilt_differs:
+        code = None
+        reasons.append(f"no code is shown: {record.rebuilt_differs}; change these settings in your own "
+                       "DataLoader call")
     name = "of this trace" if record is None else (f"`{args.loader_name}`" if code_name(record.name)
                                                     else f"over {record.dataset_type}")
     return Suggestion(
@@ -287,8 +294,8 @@ def _loader_suggestion(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> 
         severity=_severity(p.bound),  # what is at stake; ``gain`` is what these settings can win
         evidence=evidence,
         facts=tuple(facts),
-        code=_loader_code(args, changes, preamble),
-        detail="; ".join(_loader_reasons(p)),
+        code=code,
+        detail="; ".join(reasons),
         **_loader_claim(p, bool(changes), args.loader_name),
     )
 

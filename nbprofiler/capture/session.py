@@ -37,6 +37,8 @@ from ..trace.writers import write_tensorboard, write_trace
 from .ctrl_c import ctrl_c_held
 from .hooks import StepHooks
 from .lines import LineRecorder
+from ..advice.thresholds import DATALOADER_WAIT_SHARE
+from .loader_check import check_rebuilt
 from .loaders import name_in
 from .names import restore_names
 from .sampler import StepSampler
@@ -349,10 +351,15 @@ class ProfileRun:
     def _build_report(self, error: str | None) -> Any:
         from ..report import Report
 
+        steps = self.sampler.frame()
+        stepped_ms = float(steps["wall_ms"].sum()) if "wall_ms" in steps else 0.0
+        for loader in self.hooks.loaders.values():
+            if loader.wait_ms > DATALOADER_WAIT_SHARE * stepped_ms:  # only a loader the advice may rebuild
+                check_rebuilt(loader, self.namespace)
         record = RunRecord(
             options=self.options,
             device=_live_device(self.cuda),
-            steps=self.sampler.frame(),
+            steps=steps,
             loaders=tuple(self.hooks.loaders.values()),
             step_source=self._step_source(),
             error=error,

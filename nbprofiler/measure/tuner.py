@@ -20,7 +20,6 @@ loader's own generators) are put back, also when it raises or is interrupted.
 from __future__ import annotations
 
 import math
-import random
 import sys
 import time
 from dataclasses import dataclass
@@ -28,10 +27,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import pandas as pd
 import torch
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import DataLoader
 
 from ..advice import thresholds as T
 from ..advice.loader_code import args_from_loader, dataloader_call
+from ..capture.loader_copy import copied_loader, rng_kept
 from ..machine import usable_cpus
 from .feedback import Progress, in_kernel, show_figure
 from .rounds import quartiles, ratio_spread, reliably_faster, rotated
@@ -170,7 +170,7 @@ def tune_dataloader(loader: DataLoader, candidates: Sequence[Mapping[str, Any]] 
     measured = Measured(loop=step is not None)
     bar = Progress(rounds + 1, "DataLoader", enabled=progress)
     try:
-        with _rng_restored(loader), states_restored(restore):
+        with rng_kept(loader), states_restored(restore):
             runs = _measure_rounds(loader, chosen, step, max_seconds, rounds, bar)
     finally:
         bar.close()
@@ -228,7 +228,7 @@ def _epoch_steps(loader: DataLoader, live: list[Candidate]) -> int:
 
 def _run(loader: DataLoader, cand: Candidate, step: Callable[[Any], Any] | None, steps: int) -> dict[str, Any]:
     """One run of one candidate: start-up and warm-up batches (untimed), then up to ``steps`` timed steps."""
-    trial = _clone(loader, cand)
+    trial = copied_loader(loader, cand.num_workers, cand.pin_memory, cand.prefetch_factor)
     start = time.perf_counter()
     iterator = iter(trial)
     out: dict[str, Any] = {"steps": 0, "seconds": 0.0, "wait_s": 0.0, "startup_s": float("nan"), "warmup_s": 0.0}
@@ -263,60 +263,6 @@ def _shutdown(iterator: Any) -> None:
     stop = getattr(iterator, "_shutdown_workers", None)
     if stop is not None:
         stop()
-
-
-def _clone(loader: DataLoader, cand: Candidate) -> DataLoader:
-    """A loader over the same dataset, sampling and collation, with the candidate's settings."""
-    kwargs: dict[str, Any] = {
-        "num_workers": cand.num_workers,
-        "pin_memory": cand.pin_memory,
-        "collate_fn": loader.collate_fn,
-        "timeout": loader.timeout,
-        "worker_init_fn": loader.worker_init_fn,
-        "multiprocessing_context": loader.multiprocessing_context if cand.num_workers > 0 else None,
-        "generator": loader.generator,
-        "persistent_workers": False,  # one pass per candidate; shut down right after
-    }
-    if cand.num_workers > 0:
-        kwargs["prefetch_factor"] = cand.prefetch_factor
-    if hasattr(loader, "in_order"):
-        kwargs["in_order"] = loader.in_order
-    if isinstance(loader.dataset, IterableDataset):
-        return DataLoader(loader.dataset, batch_size=loader.batch_size, drop_last=loader.drop_last, **kwargs)
-    if loader.batch_size is None:
-        return DataLoader(loader.dataset, batch_size=None, sampler=loader.sampler, **kwargs)
-    return DataLoader(loader.dataset, batch_sampler=loader.batch_sampler, **kwargs)
-
-
-class _rng_restored:
-    """Puts back every RNG state that iterating a loader advances."""
-
-    def __init__(self, loader: DataLoader) -> None:
-        self.generators = _generators(loader)
-
-    def __enter__(self) -> None:
-        self.torch_state = torch.get_rng_state()
-        self.python_state = random.getstate()
-        np = sys.modules.get("numpy")
-        self.numpy_state = np.random.get_state() if np is not None else None
-        self.generator_states = [g.get_state() for g in self.generators]
-
-    def __exit__(self, *exc: object) -> None:
-        torch.set_rng_state(self.torch_state)
-        random.setstate(self.python_state)
-        if self.numpy_state is not None:
-            sys.modules["numpy"].random.set_state(self.numpy_state)
-        for g, state in zip(self.generators, self.generator_states):
-            g.set_state(state)
-
-
-def _generators(loader: DataLoader) -> list[torch.Generator]:
-    found: dict[int, torch.Generator] = {}
-    samplers = [loader.sampler, getattr(loader.batch_sampler, "sampler", None)]
-    for g in [loader.generator, *(getattr(s, "generator", None) for s in samplers)]:
-        if isinstance(g, torch.Generator):
-            found[id(g)] = g
-    return list(found.values())
 
 
 def _table(runs: pd.DataFrame, chosen: list[Candidate], current: Candidate, measured: Measured,
