@@ -107,8 +107,10 @@ class LoaderPlan:
     when more workers are needed; ``load_ms`` is one process's time to load a step's
     batches), ``split`` (fewer compute threads, when those workers need cores compute
     uses), ``all_cores`` (a trace's slow loader: use the cores of the machine that runs it,
-    up to ``trace_workers``); ``contended`` says more workers would help but only on
-    cores compute needs, with no split that wins even if compute slows with its threads,
+    up to ``trace_workers``); ``contended`` says more workers might help but only on
+    cores compute needs, with no split that wins even if compute slows with its threads
+    (or, loading that waits on I/O, whose computing part does not fit on the spare cores,
+    ``to_measure`` of them): one run cannot tell whether they speed the loop up, so they are to be measured,
     ``prefetch`` (median and mean steady wait, when waiting is bursty),
     ``io_bound`` (the loading waited on I/O, so its workers are not limited to spare cores),
     ``persistent`` and ``pin``. ``loaded_wait`` is the steady wait left with these
@@ -123,6 +125,7 @@ class LoaderPlan:
     num_workers: int | None
     split: Split | None
     contended: bool
+    to_measure: int | None
     all_cores: bool
     trace_workers: int
     prefetch: tuple[float, float] | None
@@ -160,6 +163,17 @@ class LoaderPlan:
         """The estimate if compute slows down as much as a thread split can make it."""
         return self._speedup(self.split.slowdown) if self.split is not None else self.gain
 
+    def measure_range(self) -> tuple[float, float]:
+        """For workers ``to_measure`` that would use compute's cores: the step speed-up if compute
+        slows in proportion to the cores they take (the worst), and if it keeps its speed (the best,
+        never above ``bound``)."""
+        w, n = self.waiting, self.to_measure or 1
+        if self.cores is None or w.step_ms <= 0 or self.load_ms is None:
+            return 1.0, self.bound
+        worst = w.step_ms / split_step(w, self.load_ms, n, self.cores)
+        best = min(self.bound, w.step_ms / max(w.compute_ms + _shortfall(self.load_ms, n, w.compute_ms), 1e-9))
+        return min(worst, best), max(worst, best)
+
     def _speedup(self, slowdown: float) -> float:
         step_ms = self.waiting.step_ms
         if step_ms <= 0:
@@ -193,7 +207,8 @@ def plan(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cor
     loaded = _loaded_wait(waiting, sampler, more.load_ms, more.num_workers, use_cores)
     result = LoaderPlan(
         waiting=waiting, workers=workers, cores=cores, sampler=sampler, load_ms=more.load_ms,
-        num_workers=more.num_workers, split=more.split, contended=more.contended, all_cores=use_cores,
+        num_workers=more.num_workers, split=more.split, contended=more.contended, to_measure=more.to_measure,
+        all_cores=use_cores,
         trace_workers=more.trace_workers, prefetch=more.prefetch, io_bound=more.io_bound, persistent=persistent,
         restarts=_restarts(record, workers), pin=pin, loaded_wait=loaded,
         new_wait=loaded + _startup_kept(waiting, persistent, workers))
@@ -221,6 +236,7 @@ class _MoreLoading:
     num_workers: int | None = None
     split: Split | None = None
     contended: bool = False
+    to_measure: int | None = None
     trace_workers: int = T.TRACE_MAX_WORKERS
     prefetch: tuple[float, float] | None = None
     io_bound: bool = False
@@ -242,13 +258,15 @@ def _worker_changes(waiting: Waiting, record: LoaderRecord | None, workers: int 
         return _MoreLoading(load_ms=load_ms, trace_workers=max(needed or 0, T.TRACE_MAX_WORKERS), prefetch=prefetch)
     if _waits_on_io(record, workers):
         target = min(T.IO_MAX_WORKERS, max(needed or T.IO_MAX_WORKERS, workers + 1))
+        if not _io_fits_spare_cores(waiting, record, load_ms, target, cores):
+            return _MoreLoading(load_ms=load_ms, contended=True, to_measure=target, prefetch=prefetch, io_bound=True)
         return _MoreLoading(load_ms=load_ms, num_workers=target, prefetch=prefetch, io_bound=True)
     target = min(cores.spare, max(needed or cores.spare, workers + 1))
     if target > workers:
         return _MoreLoading(load_ms=load_ms, num_workers=target, prefetch=prefetch)
     split = _thread_split(waiting, load_ms, workers, cores) if load_ms is not None else None
     if split is None:
-        return _MoreLoading(load_ms=load_ms, contended=cores.per_rank > workers + 1,
+        return _MoreLoading(load_ms=load_ms, contended=cores.per_rank > workers + 1, to_measure=workers + 1,
                             prefetch=prefetch)
     n, threads = split
     return _MoreLoading(load_ms=load_ms, num_workers=n, split=Split(threads, cores.compute / threads),
@@ -261,6 +279,18 @@ def _waits_on_io(record: LoaderRecord | None, workers: int) -> bool:
     need no cores."""
     share = record.wait_cpu_share if record is not None and workers == 0 else None
     return share is not None and share < T.IO_BOUND_CPU_SHARE
+
+
+def _io_fits_spare_cores(waiting: Waiting, record: LoaderRecord | None, load_ms: float | None, workers: int,
+                         cores: Cores) -> bool:
+    """Whether the computing part of I/O-bound loading fits on the cores compute leaves free,
+    so that ``workers`` cannot slow compute: their CPU time per step (the share of the wait the
+    loop's thread computed) within the spare cores over the step they would leave."""
+    share = record.wait_cpu_share if record is not None else None
+    if load_ms is None or share is None:
+        return False
+    step_ms = waiting.compute_ms + _shortfall(load_ms, workers, waiting.compute_ms)
+    return load_ms * share <= cores.spare * step_ms
 
 
 def _needed(waiting: Waiting, load_ms: float | None) -> int | None:

@@ -35,7 +35,7 @@ from . import measures as M
 from . import thresholds as T
 from .code_check import compiled
 from .cell_names import COMPILE_COST, TrainingStep, compile_code, model_code, model_name, training_step
-from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan, split_step
+from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
 from .safe_names import code_name, commented, copyable
 from . import precision
@@ -209,19 +209,13 @@ def _ms(value: float) -> str:
 def dataloader_rule(f: Facts) -> list[Verdict]:
     """Loaders whose waiting exceeds ``DATALOADER_WAIT_SHARE`` of the step.
 
-    Passed only where a DataLoader was seen: a run without one has nothing to vouch for;
-    or where more workers would only take cores from compute (``_contended_figures``).
+    Passed only where a DataLoader was seen: a run without one has nothing to vouch for.
     """
     if f.dataloader:
         return [fired(DATA_LOADING, f.dataloader)]
     wait = f.data_wait
     if wait is None or not M.saw_dataloader(f.report):
         return [not_run(DATA_LOADING, "no DataLoader was seen in the profiled steps")]
-    contended = [p for p, _ in f.loader_plans if p.contended]
-    if contended and f.cores is not None:
-        p = contended[0]
-        return [passed(DATA_LOADING, _contended_figures(p, f.cores), data_wait_share=round(p.waiting.wait.share, 4),
-                       usable_cpus=f.cores.cpus, intra_op_threads=f.cores.threads)]
     waiting = measure_waiting(wait, wait.compute_ms, M.wait_per_step(f.report, None))
     after = ", not counting one-time start-up waits" if waiting.startup_ms > 0 else ""
     return [passed(DATA_LOADING, f"the DataLoader keeps up (waiting {waiting.steady_share:.1%} of the step{after}, "
@@ -229,18 +223,38 @@ def dataloader_rule(f: Facts) -> list[Verdict]:
                    data_wait_share=round(waiting.steady_share, 4))]
 
 
-def _contended_figures(p: LoaderPlan, cores: Cores) -> str:
-    """Why a loader that keeps the steps waiting gets no more workers: each would take a core
-    from compute, which, if it slows in proportion to its threads, costs more than the wait."""
-    w = p.waiting
-    n = (p.workers or 0) + 1
-    threads = cores.per_rank - n
-    step = split_step(w, p.load_ms or 0.0, n, cores)
-    return (f"the DataLoader keeps each step waiting {w.wait.share:.0%} ({_ms(w.wait.wait_ms)} of {_ms(w.step_ms)}), "
-            f"but compute's {cores.compute} intra-op thread(s) use all {cores.per_rank} core(s) this process may use: "
-            f"num_workers={n} with torch.set_num_threads({threads}) gives about {w.step_ms / step:.2f}× if compute "
-            f"slows in proportion to its threads, so no change is proposed (measure it in the loop: "
-            "nbprofiler.tune_dataloader(loader, step=step_fn))")
+def tuner_call(loader_name: str, num_workers: object) -> str:
+    """The ``tune_dataloader`` call that measures ``num_workers`` against the loader's own setting
+    in the training loop, in the user's names (``step`` is one iteration of their loop)."""
+    return (f"nbprofiler.tune_dataloader({loader_name}, [{{\"num_workers\": {num_workers!r}}}], step=step), "
+            "where step(batch) runs one iteration of your loop on a batch")
+
+
+def _measure_card(f: Facts, p: LoaderPlan, record: LoaderRecord | None, loader_name: str) -> Suggestion:
+    """A loader that keeps the steps waiting where more workers would use cores compute uses: from
+    one run, they may speed the loop up or slow it down, so the card shows no code, only the range
+    and the measurement that tells."""
+    assert p.cores is not None
+    w, n = p.waiting, p.to_measure or 1
+    low, high = p.measure_range()
+    evidence, facts = _loader_figures(f, p, record, loader_name)
+    evidence.update(changed=[], to_measure={"num_workers": n})
+    why = ("the loading waits on I/O, but its computing part does not fit on the cores compute leaves free"
+           if p.io_bound else f"compute's {p.cores.compute} intra-op thread(s) use all {p.cores.per_rank} core(s) "
+                              "this process may use")
+    assumes = (f"num_workers={n} takes cores from compute: between compute slowing in proportion to the cores "
+               "it gives up and compute keeping its speed")
+    return Suggestion(
+        kind="dataloader",
+        title=f"DataLoader `{loader_name}` keeps each step waiting {w.wait.share:.0%} of its time: measure "
+              f"num_workers={n} in the loop",
+        severity="low", evidence=evidence, facts=tuple(facts), code=None,
+        detail=f"{why}, so this run cannot tell whether workers would speed the loop up or slow it down; "
+               "no change is proposed until it is measured",
+        claim="estimate", gain=1.0, gain_low=min(low, 1.0), gain_high=max(high, 1.0),
+        expected_gain=f"between {min(low, 1.0):.2f}× and {max(high, 1.0):.2f}× step time, {assumes}: one run cannot "
+                      f"tell. A measurement to make: {tuner_call(loader_name, n)}",
+    )
 
 
 def _loader_plans(f: Facts) -> list[tuple[LoaderPlan, LoaderRecord | None]]:
@@ -271,15 +285,15 @@ def _loader_plans(f: Facts) -> list[tuple[LoaderPlan, LoaderRecord | None]]:
 
 
 def _loader_suggestion(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> Suggestion | None:
-    """One loader's plan (``dataloader_plan``) in words; None when it changes nothing
-    because more workers would only take cores from compute."""
-    if p.contended and not p.changed:
-        return None
+    """One loader's plan (``dataloader_plan``) in words; where it changes nothing because one
+    run cannot tell whether more workers would pay, the measurement to make (``_measure_card``)."""
     args = args_from_record(record) if record is not None else _trace_loader_args(f)[0]
+    if p.contended and not p.changed:
+        return _measure_card(f, p, record, args.loader_name)
     changes, preamble = _loader_changes(p, args)
     evidence, facts = _loader_figures(f, p, record, args.loader_name)
     evidence["changed"] = sorted(changes)
-    reasons = _loader_reasons(p)
+    reasons = _loader_reasons(p, args.loader_name)
     code = _loader_code(args, changes, preamble)
     if code is not None and record is not None and record.rebuilt_differs:
         code = None
@@ -306,7 +320,8 @@ def _loader_claim(p: LoaderPlan, changed: bool, loader_name: str) -> dict[str, A
     thread split compute may slow down, so the figure is an estimate between compute at
     its speed and compute slowed in proportion to the threads it gives up."""
     wait = p.waiting.wait
-    measure = f"Measure it in the loop: nbprofiler.tune_dataloader({loader_name}, step=step_fn)"
+    measure = f"Measure it in the loop: {tuner_call(loader_name, p.num_workers)}" if p.num_workers is not None else \
+        f"Measure it in the loop: nbprofiler.tune_dataloader({loader_name}, step=step)"
     if p.split is not None and p.num_workers is not None:
         low, high = min(p.gain_low, p.gain), p.gain
         mid = (low + high) / 2
@@ -405,7 +420,7 @@ def _loader_figures(f: Facts, p: LoaderPlan, record: LoaderRecord | None,
     return evidence, facts
 
 
-def _loader_reasons(p: LoaderPlan) -> list[str]:
+def _loader_reasons(p: LoaderPlan, loader_name: str) -> list[str]:
     """Why each change helps, in the order the changes are made."""
     reasons = [_more_loading_reason(p)] if p.waiting.slow else []
     if p.split is not None and p.cores is not None and p.num_workers is not None:
@@ -413,8 +428,9 @@ def _loader_reasons(p: LoaderPlan) -> list[str]:
                        f"{p.cores.per_rank} core(s): torch.set_num_threads({p.split.threads}) gives the workers "
                        f"theirs, and compute may take up to {p.split.slowdown:.2f}× as long with fewer threads")
     if p.contended and p.cores is not None:
-        reasons.append(f"more workers are not proposed: compute's {p.cores.compute} thread(s) use all "
-                       f"{p.cores.per_rank} core(s), and taking one from compute costs more than the wait it saves")
+        reasons.append(f"more workers are not proposed: they would take cores compute uses ({p.cores.compute} "
+                       f"thread(s) on {p.cores.per_rank} core(s)), which one run cannot tell pays; measure it: "
+                       f"{tuner_call(loader_name, p.to_measure)}")
     if p.still_waits:
         reasons.append("loading a batch still takes longer than a step's compute with these workers: make each "
                        "sample cheaper to load (cache decoded data, augment on the GPU), or, if loading waits on "
