@@ -87,6 +87,14 @@ class Suggestion:
     def nothing_to_improve(self) -> bool:
         return self.kind == NOTHING_TO_IMPROVE
 
+    @property
+    def guidance(self) -> bool:
+        """Whether the card is guidance: its change is in code this profiler cannot write (the
+        loop that batches samples when no DataLoader was seen), so its code is none or only
+        comments, and pasting it changes nothing. Renderers label it so and offer no "Try it",
+        which would re-profile the unchanged cell."""
+        return not any(line.strip() and not line.lstrip().startswith("#") for line in (self.code or "").splitlines())
+
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data, for the report payload and widgets."""
         return {
@@ -100,12 +108,13 @@ class Suggestion:
             "claim": self.claim,
             "gain_range": [float(g) for g in self.gain_range],
             "code": self.code,
+            "guidance": self.guidance,
             "detail": self.detail,
         }
 
     def to_text(self) -> str:
         """The suggestion as a few plain lines, for terminals and logs."""
-        lines = [f"[{self.severity}] {self.title}"]
+        lines = [f"[{self.severity}{', guidance' if self.guidance and self.code else ''}] {self.title}"]
         if self.detail:
             lines.append(f"  {self.detail}")
         if self.facts:

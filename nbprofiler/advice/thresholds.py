@@ -62,6 +62,12 @@ MIN_BATCH_GROWTH = 2
 CPU_OVERHEAD_SHARE = 0.50
 # A typical operator's fixed cost is estimated from the fast end of the operator durations.
 CPU_FIXED_COST_QUANTILE = 0.10
+# The fixed share is judged over the profiled steps with a bootstrap interval (its central 90%, from
+# 2,000 draws): a threshold inside the interval is no decision, and the verdict says how many steps
+# would make one, up to 1,000 (a share that close to the threshold makes no difference worth a change).
+FIXED_SHARE_LEVEL = 0.90
+FIXED_SHARE_DRAWS = 2000
+FIXED_SHARE_MAX_STEPS = 1000
 # The larger CPU batch we suggest: this many times the current one (a power of two).
 CPU_BATCH_GROWTH = 4
 # A batch of 16 or fewer samples on CPU is small: its per-sample cost also falls with the batch
