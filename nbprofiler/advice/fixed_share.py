@@ -4,7 +4,7 @@ profiled step with the spread between them, never from one step.
 One step's share moves with the machine's load: two optimizers in one loop profiled 8 times
 unchanged read 0.31 to 0.73 from the first quartile of 3 steps, around a 0.50 threshold, and
 the suggestion came and went. Here the share is the median of the steps' shares (a step the
-machine preempted reads near 0 or 1), with a bootstrap interval over the steps; a threshold
+machine preempted reads near 0 or 1), with a distribution-free interval over the steps; a threshold
 inside the interval is no decision, and the verdict says how many steps would make one.
 
 The Python that may grow with the batch (``CpuOverhead.loose_by_step``) is never counted as
@@ -29,7 +29,7 @@ Outcome = Literal["fixed", "small", "loose", "unsure"]
 
 @dataclass(frozen=True)
 class Interval:
-    """A share of the step (the median over steps) and its bootstrap interval."""
+    """A share of the step (the median over steps) and its interval."""
 
     low: float
     share: float
@@ -44,33 +44,37 @@ class FixedShareDecision:
     outcome: Outcome
     fixed: Interval  # the cost known not to grow with the batch
     possible: Interval  # that and the loose Python: the most that could be fixed
-    steps: int  # profiled steps judged
+    steps: int  # profiled steps judged (those the machine did not pause)
     steps_needed: int | None  # for "unsure": about how many steps would tell
 
 
-def median_interval(shares: np.ndarray, level: float = T.FIXED_SHARE_LEVEL,
-                    draws: int = T.FIXED_SHARE_DRAWS) -> Interval:
-    """The median of the steps' ``shares``, with the central ``level`` of its bootstrap
-    distribution (steps drawn with replacement; a fixed seed, so one report always reads the
-    same). Of 3 steps, that spans all 3: a decision needs them all on one side. One step gives
-    no spread: its interval is the point."""
-    shares = np.asarray(shares, dtype=np.float64)
-    share = float(np.median(shares))
-    if len(shares) < 2:
-        return Interval(share, share, share)
-    picks = np.random.default_rng(0).integers(0, len(shares), size=(draws, len(shares)))
-    medians = np.median(shares[picks], axis=1)
-    tail = (1.0 - level) / 2
-    low, high = np.quantile(medians, [tail, 1.0 - tail])
-    return Interval(min(float(low), share), share, max(float(high), share))
+def median_interval(shares: np.ndarray, level: float = T.FIXED_SHARE_LEVEL) -> Interval:
+    """The median of the steps' ``shares``, with the distribution-free interval that holds the
+    true median at least ``level`` of the time (the order statistics ``j`` from each end, by the
+    binomial law of how many steps fall under the median): of 3 steps, all 3, so a decision needs
+    them all on one side; of 10, the 3rd to the 8th. Under ``FIXED_SHARE_MIN_STEPS`` steps no
+    interval does: it is the whole range, and nothing is decided."""
+    x = np.sort(np.asarray(shares, dtype=np.float64))
+    n = len(x)
+    share = float(np.median(x))
+    if n < T.FIXED_SHARE_MIN_STEPS:
+        return Interval(0.0, share, 1.0)
+    below = np.cumsum([math.comb(n, i) for i in range(n + 1)]) / 2.0 ** n  # P(at most i steps under the median)
+    j = 1
+    while j + 1 <= n // 2 and 1.0 - 2.0 * below[j] >= level:  # the (j+1)-th from each end still holds it
+        j += 1
+    return Interval(float(x[j - 1]), share, float(x[n - j]))
 
 
 def decide(fixed: np.ndarray, loose: np.ndarray, compute: np.ndarray, needed: float) -> FixedShareDecision:
     """The batch rule's decision from each profiled step's fixed µs, loose Python µs and
-    compute µs, against the share ``needed``."""
+    compute µs, against the share ``needed``; steps the machine paused
+    (``PREEMPTED_STEP_FACTOR``) are left out."""
     compute = np.asarray(compute, dtype=np.float64)
-    f = median_interval(np.asarray(fixed) / compute)
-    p = median_interval((np.asarray(fixed) + np.asarray(loose)) / compute)
+    quiet = compute <= T.PREEMPTED_STEP_FACTOR * compute.min()
+    fixed, loose, compute = np.asarray(fixed)[quiet], np.asarray(loose)[quiet], compute[quiet]
+    f = median_interval(fixed / compute)
+    p = median_interval((fixed + loose) / compute)
     n = len(compute)
     if f.low > needed:
         return FixedShareDecision("fixed", f, p, n, None)
@@ -88,4 +92,5 @@ def steps_to_tell(interval: Interval, threshold: float, steps: int) -> int:
     distance = abs(interval.share - threshold)
     if distance <= 0:
         return T.FIXED_SHARE_MAX_STEPS
-    return int(min(max(math.ceil(steps * (half / distance) ** 2), steps + 1), T.FIXED_SHARE_MAX_STEPS))
+    needed = max(math.ceil(steps * (half / distance) ** 2), steps + 1, T.FIXED_SHARE_MIN_STEPS)
+    return int(min(needed, T.FIXED_SHARE_MAX_STEPS))
