@@ -114,7 +114,7 @@ class Suggestion:
 
     def to_text(self) -> str:
         """The suggestion as a few plain lines, for terminals and logs."""
-        lines = [f"[{self.severity}{', guidance' if self.guidance and self.code else ''}] {self.title}"]
+        lines = [f"[{self.severity}] {self.title}"]
         if self.detail:
             lines.append(f"  {self.detail}")
         if self.facts:
@@ -122,7 +122,10 @@ class Suggestion:
             lines.extend(f"    - {fact}" for fact in self.facts)
         if self.expected_gain:
             lines.append(f"  expected gain: {self.expected_gain}")
-        if self.code:
+        if self.code and self.guidance:
+            lines.append("  guidance (make the change in your own code; nothing to paste or try):")
+            lines.extend("    " + line for line in self.code.splitlines())
+        elif self.code:
             lines.append("  code:")
             lines.extend("    " + line for line in self.code.splitlines())
         return "\n".join(lines)
