@@ -528,7 +528,10 @@ def test_tiny_batches_on_cpu_get_a_larger_batch(one_torch_thread):
     loader = DataLoader(ds, batch_size=2)
     report = _train({"train_ds": ds, "train_loader": loader}, _mlp(4, inputs=4), wait=1, warmup=1, active=10)
     s = only(report.suggestions, "batch_size")
-    assert s.evidence["fixed_share"] > T.CPU_OVERHEAD_SHARE
+    # Most of the step is per-call cost and the Python around the calls; only the calls' own is
+    # counted as fixed, as the rest could be a loop over the samples.
+    assert s.evidence["fixed_share"] + s.evidence["loose_python_share"] > T.CPU_OVERHEAD_SHARE
+    assert s.evidence["fixed_share"] > T.CPU_SMALL_BATCH_OVERHEAD_SHARE
     assert f"batch_size={2 * T.CPU_BATCH_GROWTH},  # changed: was 2" in s.code
     o, k = s.evidence["fixed_share"], T.CPU_BATCH_GROWTH
     assert s.gain == pytest.approx(k / (o + k * (1 - o)), rel=1e-3)

@@ -454,6 +454,24 @@ describe('suggestions', () => {
     expect(cards[2].querySelector('pre')!.textContent).toBe(copied[1]);
   });
 
+  it('offers no Try it on a guidance card, whose code is only comments', () => {
+    const raw = fixture('report_cpu_live.json') as any;
+    const words = '# no DataLoader was seen: give each step 4× as many samples';
+    raw.suggestions = [
+      { ...raw.suggestions[0], kind: 'batch_size', code: words, guidance: true },
+      { ...raw.suggestions[0], kind: 'dataloader', code: 'loader = DataLoader(ds, num_workers=1)', guidance: false }
+    ];
+    const view = new ReportView(parseReport(raw), { footer: 'footer text' });
+    document.body.appendChild(view.node);
+    const [guidance, change] = Array.from(panel(view, 'Suggestions').querySelectorAll('.nbp-card'));
+    expect(guidance.querySelector('.nbp-try')).toBeNull();
+    expect(guidance.querySelector('.nbp-try-line')).toBeNull();
+    expect(guidance.querySelector('.nbp-guidance')!.textContent).toContain('no code to paste or try');
+    expect(guidance.querySelector('pre')!.textContent).toBe(words);
+    expect(change.querySelector('.nbp-try')!.textContent).toBe('Try it');
+    expect(change.querySelector('.nbp-guidance')).toBeNull();
+  });
+
   it('reports a failed copy on the button', async () => {
     const view = render('report_cpu_live.json', () => Promise.reject(new Error('denied')));
     const button = panel(view, 'Suggestions').querySelector('.nbp-copy') as HTMLButtonElement;

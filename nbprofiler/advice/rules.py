@@ -38,7 +38,7 @@ from .cell_names import COMPILE_COST, TrainingStep, compile_code, model_code, mo
 from .dataloader_plan import Cores, LoaderPlan, measure_waiting, plan
 from .loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
 from .safe_names import code_name, commented, copyable
-from . import precision
+from . import fixed_share, precision
 from ..analysis.large_matmuls import large_matmuls
 from .step_code import accumulation_code, replaced_lines
 from ..machine import local_world_size
@@ -626,9 +626,12 @@ def _accumulation(f: Facts, mem: M.DeviceMemory) -> Suggestion:
 
 
 def cpu_batch_rule(f: Facts) -> list[Verdict]:
-    """On CPU: fixed per-step cost (per-operator overhead, Python, optimizer) above
+    """On CPU: fixed per-step cost (per-operator overhead and glue, optimizer) above
     ``CPU_OVERHEAD_SHARE`` of the step (``CPU_SMALL_BATCH_OVERHEAD_SHARE`` at a small
-    batch, whose per-sample cost also falls with the batch), which a larger batch shares out."""
+    batch, whose per-sample cost also falls with the batch), which a larger batch shares out.
+    Judged over every profiled step (``fixed_share.decide``): no decision where the steps
+    disagree about the threshold's side, or where only Python that may run per sample could
+    carry the share past it."""
     if f.report.device.kind != "cpu":
         return []
     co = f.cpu
@@ -639,14 +642,36 @@ def cpu_batch_rule(f: Facts) -> list[Verdict]:
     loading = _loading_is_not_fixed(f, co, needed)
     if loading is not None:
         return [loading]
-    low = co.share <= needed
-    found = None if low else _cpu_larger_batch(f, co)
+    d = fixed_share.decide(co.fixed_by_step, co.loose_by_step, co.compute_by_step, needed)
+    at = f" at batch size {batch}" if batch else ""
+    if d.outcome == "loose":
+        return [not_run(CPU_BATCH, f"fixed per-step cost is {d.fixed.share:.0%} of the step (under {needed:.0%}{at}), "
+                                   f"and another {co.loose_share:.0%} is Python outside operators "
+                                   f"({_ms(co.loose_us / 1e3)} per step), which a larger batch shares out if it "
+                                   "runs once per step and not if it runs per sample (a loop over the samples): "
+                                   "one batch size cannot tell; measure it: nbprofiler.batch_size_curve(step_fn, "
+                                   "sizes)")]
+    if d.outcome == "unsure":
+        interval = d.fixed if d.fixed.holds(needed) else d.possible
+        what = "fixed per-step cost" if interval is d.fixed else "fixed per-step cost with the Python outside operators"
+        return [not_run(CPU_BATCH, f"the {what} reads {interval.low:.0%}–{interval.high:.0%} of the step over "
+                                   f"{d.steps} profiled steps, around the {needed:.0%} threshold{at}: about "
+                                   f"{d.steps_needed} profiled steps would tell ({_more_steps(f, d.steps_needed)})")]
+    found = _cpu_larger_batch(f, co, d) if d.outcome == "fixed" else None
     if found is not None:
         return [fired(CPU_BATCH, [found])]
-    why = (f" (under {needed:.0%} at batch size {batch})" if low and batch else f" (under {needed:.0%})" if low else
+    why = (f" (under {needed:.0%}{at})" if d.outcome == "small" else
            f", but the dataset is too small for a batch {T.MIN_BATCH_GROWTH}× as large")
-    return [passed(CPU_BATCH, f"fixed per-step cost is {co.share:.0%} of the step{why}",
-                   cpu_fixed_share=round(co.share, 4))]
+    return [passed(CPU_BATCH, f"fixed per-step cost is {d.fixed.share:.0%} of the step{why}",
+                   cpu_fixed_share=round(d.fixed.share, 4))]
+
+
+def _more_steps(f: Facts, steps: int | None) -> str:
+    """How to profile ``steps`` steps: more active steps where the cell ran that many, a longer run otherwise."""
+    ran = len(f.report.steps)
+    if steps is not None and steps < ran:
+        return f"%%torchprofile --active {steps}"
+    return f"a run of more than {steps} steps with %%torchprofile --active {steps}"
 
 
 def _loading_is_not_fixed(f: Facts, co: M.CpuOverhead, needed: float) -> Verdict | None:
@@ -673,9 +698,11 @@ def _loading_is_not_fixed(f: Facts, co: M.CpuOverhead, needed: float) -> Verdict
                   fixed_share_of_step=round(whole, 4))
 
 
-def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
+def _cpu_larger_batch(f: Facts, co: M.CpuOverhead, d: fixed_share.FixedShareDecision) -> Suggestion | None:
     """A batch ``CPU_BATCH_GROWTH`` times larger (within the dataset), or None when the
-    dataset does not hold ``MIN_BATCH_GROWTH`` such batches."""
+    dataset does not hold ``MIN_BATCH_GROWTH`` such batches. The estimate counts only the
+    cost known to be fixed; the Python outside operators, which may run per sample, only
+    raises the high end."""
     record = f.main_loader
     batch = record.batch_size if record is not None else None
     k = T.CPU_BATCH_GROWTH
@@ -683,15 +710,18 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
         k = min(k, M.largest_power_of_two(record.dataset_length / batch))
     if k < T.MIN_BATCH_GROWTH:
         return None
-    o = co.share
-    low, gain, high = batch_estimate(o, k)
+    o = d.fixed.share
+    low, gain, high = batch_estimate(o, k, d.possible.share)
     evidence = {
         "fixed_share": round(o, 4),
+        "fixed_share_range": [round(d.fixed.low, 4), round(d.fixed.high, 4)],
+        "loose_python_share": round(co.loose_share, 4),
         "steps": co.steps,
         "step_us": round(co.step_us, 1),
         "operator_us_per_step": round(co.op_us, 1),
         "operator_calls_per_step": round(co.op_calls, 1),
         "fixed_cost_per_call_us": round(co.fixed_cost_us, 2),
+        "glue_per_call_us": round(co.glue_us, 2),
         "python_us_per_step": round(co.python_us, 1),
         "optimizer_us_per_step": round(co.optimizer_us, 1),
         "batch_size": batch,
@@ -702,15 +732,18 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
                f"the range spans a per-sample cost {T.PER_SAMPLE_COST_RISE_MAX - 1:.0%} higher to "
                f"{T.PER_SAMPLE_COST_FALL_MAX:g}× lower, as it often falls with the batch (one batch size "
                "cannot show how it scales)")
+    loose = (f"; {_ms(co.loose_us / 1e3)} more of Python outside operators ({co.loose_share:.0%}) is not counted: "
+             "a loop over the samples grows with the batch" if co.loose_share >= 0.005 else "")
     return Suggestion(
         kind="batch_size",
         title=f"Fixed per-step cost is {o:.0%} of each step on CPU: use {size}",
         severity=_severity(gain),
         evidence=evidence,
-        facts=(f"fixed cost: {o:.0%} of a quiet profiled step (the first quartile of {co.steps} by time: "
-               f"{_ms(co.step_us / 1e3)} without data waiting; {f.step})",
-               f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, "
-               f"{_ms(co.python_us / 1e3)} of Python and {_ms(co.optimizer_us / 1e3)} of optimizer per step",
+        facts=(f"fixed cost: {o:.0%} of the profiled steps ({d.fixed.low:.0%}–{d.fixed.high:.0%} over {co.steps}), "
+               f"{_ms(co.step_us / 1e3)} per step without data waiting; {f.step}",
+               f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost and "
+               f"{co.glue_us:.1f} µs of Python between calls each, and {_ms(co.optimizer_us / 1e3)} of optimizer "
+               f"per step{loose}",
                f"batch size {batch}" if batch else "batch size unknown (no DataLoader was seen)"),
         expected_gain=(estimate_words(low, gain, high, f"samples/s with a {k}× batch", assumes)
                        + ". Measure it: nbprofiler.batch_size_curve(step_fn, sizes)"),
@@ -719,23 +752,26 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead) -> Suggestion | None:
         gain_low=low,
         gain_high=high,
         code=code,
-        detail=(f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us:.1f} µs fixed cost each, plus "
-                f"{co.python_us:.0f} µs of Python and {co.optimizer_us:.0f} µs of optimizer per step, the same for "
-                "any batch size"),
+        detail=(f"{co.op_calls:.0f} operator calls per step at about {co.fixed_cost_us + co.glue_us:.1f} µs fixed "
+                f"cost each, plus {co.optimizer_us:.0f} µs of optimizer per step, the same for any batch size"),
     )
 
 
-def batch_estimate(fixed_share: float, k: int) -> tuple[float, float, float]:
+def batch_estimate(fixed_share: float, k: int, most_fixed: float | None = None) -> tuple[float, float, float]:
     """(low, estimate, high) samples/s gain of a ``k``× batch where ``fixed_share`` of the step
     does not grow with the batch: k/(o + k(1-o)r), r the change of the per-sample cost (1: the
     same, the estimate; from a rise of ``PER_SAMPLE_COST_RISE_MAX`` to a fall of
     ``PER_SAMPLE_COST_FALL_MAX``). Not a bound: the per-sample cost often falls with the batch.
-    The high end is at least ``k``: the fixed share is measured from a low quantile of the cost
-    per operator call, which undercounts it, and a step that is all per-call cost (tiny layers:
-    100 of Linear(16)+LayerNorm+GELU take the same time at batch 1 and 64) gains the whole k."""
-    def at(r: float) -> float:
-        return k / (fixed_share + k * (1.0 - fixed_share) * r)
-    return at(T.PER_SAMPLE_COST_RISE_MAX), at(1.0), max(float(k), at(1.0 / T.PER_SAMPLE_COST_FALL_MAX))
+    The high end takes ``most_fixed`` of the step as fixed (Python that may or may not grow
+    with the batch counted as fixed), and is at least ``k``: the fixed share is measured from
+    a low quantile of the cost per operator call, which undercounts it, and a step that is all
+    per-call cost (tiny layers: 100 of Linear(16)+LayerNorm+GELU take the same time at batch 1
+    and 64) gains the whole k."""
+    def at(o: float, r: float) -> float:
+        return k / (o + k * (1.0 - o) * r)
+    most = fixed_share if most_fixed is None else max(most_fixed, fixed_share)
+    return (at(fixed_share, T.PER_SAMPLE_COST_RISE_MAX), at(fixed_share, 1.0),
+            max(float(k), at(most, 1.0 / T.PER_SAMPLE_COST_FALL_MAX)))
 
 
 def _batch_code(record: LoaderRecord | None, new_batch: int | None, factor: float, trains: bool = True) -> str:

@@ -87,6 +87,14 @@ class Suggestion:
     def nothing_to_improve(self) -> bool:
         return self.kind == NOTHING_TO_IMPROVE
 
+    @property
+    def guidance(self) -> bool:
+        """Whether the card is guidance: its change is in code this profiler cannot write (the
+        loop that batches samples when no DataLoader was seen), so its code is none or only
+        comments, and pasting it changes nothing. Renderers label it so and offer no "Try it",
+        which would re-profile the unchanged cell."""
+        return not any(line.strip() and not line.lstrip().startswith("#") for line in (self.code or "").splitlines())
+
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data, for the report payload and widgets."""
         return {
@@ -100,6 +108,7 @@ class Suggestion:
             "claim": self.claim,
             "gain_range": [float(g) for g in self.gain_range],
             "code": self.code,
+            "guidance": self.guidance,
             "detail": self.detail,
         }
 
@@ -113,7 +122,10 @@ class Suggestion:
             lines.extend(f"    - {fact}" for fact in self.facts)
         if self.expected_gain:
             lines.append(f"  expected gain: {self.expected_gain}")
-        if self.code:
+        if self.code and self.guidance:
+            lines.append("  guidance (make the change in your own code; nothing to paste or try):")
+            lines.extend("    " + line for line in self.code.splitlines())
+        elif self.code:
             lines.append("  code:")
             lines.extend("    " + line for line in self.code.splitlines())
         return "\n".join(lines)

@@ -62,6 +62,19 @@ MIN_BATCH_GROWTH = 2
 CPU_OVERHEAD_SHARE = 0.50
 # A typical operator's fixed cost is estimated from the fast end of the operator durations.
 CPU_FIXED_COST_QUANTILE = 0.10
+# The fixed share is judged by the median of the profiled steps' shares, with the interval of order
+# statistics that holds the true median at least 75% of the time: of 3 steps (the default --active),
+# all 3, so a decision needs them all on one side of the threshold. Fewer than 3 steps decide nothing.
+# A threshold inside the interval is no decision, and the verdict says how many steps would make one,
+# up to 1,000 (a share that close to the threshold makes no difference worth a change).
+FIXED_SHARE_LEVEL = 0.75
+FIXED_SHARE_MIN_STEPS = 3
+FIXED_SHARE_MAX_STEPS = 1000
+# A profiled step that took more than twice the quickest one's time was stopped by the machine for part
+# of it (a busy machine preempts the loop for milliseconds): wherever the pause fell, in an operator or
+# in the optimizer, it reads near 0 or near 1, so such steps are left out of the decision. On a shared
+# 2-core machine a third of 1 ms steps were.
+PREEMPTED_STEP_FACTOR = 2.0
 # The larger CPU batch we suggest: this many times the current one (a power of two).
 CPU_BATCH_GROWTH = 4
 # A batch of 16 or fewer samples on CPU is small: its per-sample cost also falls with the batch

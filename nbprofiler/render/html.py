@@ -146,7 +146,8 @@ def device_html(report: "Report") -> str:
 
 
 def suggestion_card(s: "Suggestion", copy_button: bool, report: "Report") -> str:
-    parts = [f'<div class="card {esc(s.severity)}"><b>{esc(s.title)}</b> <span class="how">[{esc(s.severity)}]</span>']
+    label = f"{s.severity}, guidance" if s.code and s.guidance else s.severity
+    parts = [f'<div class="card {esc(s.severity)}"><b>{esc(s.title)}</b> <span class="how">[{esc(label)}]</span>']
     if s.detail:
         parts.append(f"<div>{esc(s.detail)}</div>")
     if s.facts:
@@ -157,7 +158,10 @@ def suggestion_card(s: "Suggestion", copy_button: bool, report: "Report") -> str
     if s.code:
         button = (f'<button class="nbp-copy-code" type="button" onclick="{esc(_COPY_ONCLICK)}">Copy</button>'
                   if copy_button else "")
-        parts.append(f"<div>{button}{try_button(s.kind, report)}<pre>{esc(s.code)}</pre></div>{TRY_LINE}")
+        if s.guidance:  # only comments: nothing to paste that would change the run, so nothing to try
+            parts.append(f"<div>{button}<pre>{esc(s.code)}</pre></div>{GUIDANCE_LINE}")
+        else:
+            parts.append(f"<div>{button}{try_button(s.kind, report)}<pre>{esc(s.code)}</pre></div>{TRY_LINE}")
     parts.append("</div>")
     return "".join(parts)
 
@@ -167,6 +171,9 @@ def suggestion_card(s: "Suggestion", copy_button: bool, report: "Report") -> str
 # and shows the line, which says how to do the same by hand. The button of a report made by this
 # kernel carries its token, which the extension checks with the kernel before it runs the code;
 # any other says where its report came from, and its code is inserted without running (``origin``).
+# A guidance card's code is comments only: the change is in the user's own loop, in words.
+GUIDANCE_LINE = ('<div class="nbp-guidance">Guidance: make this change in your own code; there is no code to paste '
+                 "or try.</div>")
 TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell below, run it, then re-run this '
             "cell with <code>%%torchprofile --compare</code>.</div>")
 

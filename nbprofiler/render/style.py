@@ -74,7 +74,8 @@ STYLE = THEME + """
 .nbp .mhead{font-weight:600}
 .nbp .nbp-copy-code,.nbp .nbp-try{font:inherit;font-size:12px;padding:1px 8px;margin-right:6px;cursor:pointer;
   border:1px solid var(--nbp-border);border-radius:3px;background:var(--nbp-button-bg);color:var(--nbp-button-fg)}
-.nbp .nbp-try:disabled{cursor:progress;opacity:.7}.nbp .nbp-try-line{color:var(--nbp-muted);font-size:12px;margin:2px 0}
+.nbp .nbp-try:disabled{cursor:progress;opacity:.7}
+.nbp .nbp-try-line,.nbp .nbp-guidance{color:var(--nbp-muted);font-size:12px;margin:2px 0}
 .nbp .nbp-try{display:none}.nbp-lab .nbp .nbp-try{display:inline-block}.nbp-lab .nbp .nbp-try-line{display:none}
 """
 

@@ -62,6 +62,8 @@ export interface ISuggestion {
   facts: string[];
   expected_gain: string;
   code: string | null;
+  /** The code is only comments (the change is in the user's own loop): no "Try it"; false in older payloads. */
+  guidance: boolean;
   detail: string | null;
 }
 
@@ -337,6 +339,7 @@ export function parseReport(data: unknown): IReport {
       facts: strings(s.facts),
       expected_gain: str(s.expected_gain),
       code: s.code === null || s.code === undefined ? null : str(s.code),
+      guidance: s.guidance === true,
       detail: s.detail === null || s.detail === undefined ? null : str(s.detail)
     })),
     charts: isObject(data.charts) ? data.charts : {},

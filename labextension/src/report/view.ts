@@ -740,22 +740,31 @@ export class ReportView {
           () => this.flash(button, 'Copy failed: select the code')
         );
       });
-      // "Try it" has no handler here: the extension's one click handler serves every card (try/run.ts).
-      const tryIt = h(
-        'button',
-        { type: 'button', class: 'nbp-try', 'data-nbp-kind': sug.kind, title: TRY_TITLE, ...trialAttributes(this.report.trial) },
-        'Try it'
-      );
-      children.push(
-        h('div', { class: 'nbp-code' }, h('div', { class: 'nbp-code-actions' }, tryIt, button), h('pre', null, h('code', null, code))),
-        h(
-          'div',
-          { class: 'nbp-try-line' },
-          'To try it: paste the code in a new cell below, run it, then re-run this cell with ',
-          h('code', null, '%%torchprofile --compare'),
-          '.'
-        )
-      );
+      const codeBlock = h('pre', null, h('code', null, code));
+      if (sug.guidance) {
+        // Only comments: pasting changes nothing, so there is nothing to try.
+        children.push(
+          h('div', { class: 'nbp-code' }, h('div', { class: 'nbp-code-actions' }, button), codeBlock),
+          h('div', { class: 'nbp-guidance' }, 'Guidance: make this change in your own code; there is no code to paste or try.')
+        );
+      } else {
+        // "Try it" has no handler here: the extension's one click handler serves every card (try/run.ts).
+        const tryIt = h(
+          'button',
+          { type: 'button', class: 'nbp-try', 'data-nbp-kind': sug.kind, title: TRY_TITLE, ...trialAttributes(this.report.trial) },
+          'Try it'
+        );
+        children.push(
+          h('div', { class: 'nbp-code' }, h('div', { class: 'nbp-code-actions' }, tryIt, button), codeBlock),
+          h(
+            'div',
+            { class: 'nbp-try-line' },
+            'To try it: paste the code in a new cell below, run it, then re-run this cell with ',
+            h('code', null, '%%torchprofile --compare'),
+            '.'
+          )
+        );
+      }
     }
     const severity = ['high', 'medium', 'low'].includes(sug.severity) ? sug.severity : 'low';
     return h('div', { class: `nbp-card nbp-card-${severity}`, 'data-kind': sug.kind }, ...children);
