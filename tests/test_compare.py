@@ -5,6 +5,9 @@ shell, and the bootstrap itself on simulated step times.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -369,3 +372,70 @@ def test_stated_against_measured():
         f"{cmp.steps_to_tell((0.8, 1.5), (4, 4))} steps a side would")
     assert cmp.stated_vs_measured((1.0, 3.2), "about 3.18×", 1.74, (1.6, 1.9), bound=False,
                                   quantity="samples/s").startswith("stated: about 3.18× · measured: 1.74× samples/s")
+
+
+# -- a 1.35× change and an unchanged re-run, at default options -------------------------------
+RECORDED = json.loads((Path(__file__).parent / "data" / "compare" / "step_times.json").read_text())
+
+
+def _timed(wall_ms: list[float]) -> cmp.StepSource:
+    sampled = pd.DataFrame({"step": range(len(wall_ms)), "wall_ms": wall_ms})
+    return cmp.StepSource((), pd.DataFrame(columns=["step", "start_us", "end_us"]), sampled)
+
+
+def test_recorded_steps_tell_a_1_35x_change_and_leave_a_rerun_alone():
+    """Real step times of a 30-step loop profiled at default options on a 2-core machine shared
+    with other jobs (tests/data/compare/step_times.json says how they were recorded): each round
+    compared with the same loop again and with a loop doing 1.35× less work. At the allowance for
+    a machine other programs keep busy, the change reads faster and the re-run no measurable change
+    in at least 9 of 10 rounds."""
+    rounds = RECORDED["rounds"]
+    assert len(rounds) >= 10
+    faster = same = 0
+    for r in rounds:
+        for arm in ("same", "after"):
+            b, a = cmp.compared_steps(_timed(r["before"]), _timed(r[arm]))
+            assert len(b.ms) == len(r["before"]) - 1  # every step timed, less the cell's first
+            words = cmp.verdict(cmp.speedup(b.ms, a.ms), cmp.speedup_interval(b.ms, a.ms, drift=cmp.BUSY_RUN_DRIFT))
+            if arm == "same":
+                same += words.startswith("no measurable change")
+            else:
+                faster += words.split(" (")[0].endswith("× faster")
+    assert faster >= 0.9 * len(rounds) and same >= 0.9 * len(rounds)
+    # the allowance is the busy machine's when other programs kept half a core busy during either run
+    assert cmp.run_drift((1.0, 0.1)) == cmp.BUSY_RUN_DRIFT and cmp.run_drift((0.1, None)) == cmp.RUN_DRIFT
+
+
+LAYERS_SETUP = """
+import torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(0)
+def stack(layers):
+    return nn.Sequential(*[m for _ in range(layers) for m in (nn.Linear(256, 256), nn.ReLU())], nn.Linear(256, 10))
+before_net, after_net = stack(27), stack(20)
+batches = [(torch.randn(64, 256), torch.randint(0, 10, (64,))) for _ in range(60)]
+"""
+LAYERS_CELL = """
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+for x, y in batches:
+    loss = F.cross_entropy(net(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_compare_at_default_options_sees_a_1_35x_change_and_not_a_rerun(shell, one_torch_thread):
+    """A loop through 27 layers, profiled at default options (3 profiled steps), re-run unchanged
+    and with 20 layers (1.35× less work): --compare reads the re-run as no measurable change and the
+    change as faster, over all 59 steps after the first."""
+    shell.run_cell(LAYERS_SETUP).raise_error()
+    shell.user_ns["net"] = shell.user_ns["before_net"]
+    shell.run_cell_magic("torchprofile", "-q --no-history -o base", LAYERS_CELL)
+    shell.run_cell_magic("torchprofile", "-q --no-history --compare base", LAYERS_CELL)
+    rerun = nbprofiler.last_comparison()
+    shell.user_ns["net"] = shell.user_ns["after_net"]
+    shell.run_cell_magic("torchprofile", "-q --no-history --compare base", LAYERS_CELL)
+    changed = nbprofiler.last_comparison()
+    assert changed is not rerun and changed.before is rerun.before is shell.user_ns["base"]
+    assert rerun.steps_compared == ("the 59 steps the cell ran after its first",) * 2
+    assert len(rerun.before.step_window.steps) == 3  # the profiled ones: the default schedule
+    assert rerun.verdict.startswith("no measurable change ("), rerun.to_text()
+    assert changed.verdict.startswith(f"{changed.speedup:.2f}× faster ("), changed.to_text()

@@ -93,12 +93,17 @@ class Comparison:
     def speedup_ci(self) -> tuple[float, float] | None:
         """The speed-up's interval (``method``); None when a side has fewer than 2 steps."""
         b, a = self._steps
-        return cmp.speedup_interval(b.ms, a.ms)
+        return cmp.speedup_interval(b.ms, a.ms, drift=self._drift)
+
+    @cached_property
+    def _drift(self) -> float:
+        """The interval's allowance for the machine's load moving between the runs."""
+        return cmp.run_drift((_other_cores(self.before), _other_cores(self.after)))
 
     @property
     def method(self) -> str:
         """How the speed-up and its interval were made, in words."""
-        return cmp.METHOD
+        return cmp.method(self._drift)
 
     @cached_property
     def step_ms(self) -> tuple[float | None, float | None]:
@@ -234,9 +239,10 @@ class Comparison:
             quantity = "samples/s"
             counted = all(len(x.samples) and np.isfinite(x.samples).all() and x.samples.sum() > 0 for x in (b, a))
             gain, interval = ((cmp.speedup(b.ms, a.ms, b.samples, a.samples),
-                               cmp.speedup_interval(b.ms, a.ms, b.samples, a.samples)) if counted else (None, None))
+                               cmp.speedup_interval(b.ms, a.ms, b.samples, a.samples, drift=self._drift))
+                              if counted else (None, None))
         return cmp.stated_vs_measured(s.gain_range, stated, gain, interval, bound=s.claim == "at_most",
-                                      steps=(len(b.ms), len(a.ms)), quantity=quantity)
+                                      steps=(len(b.ms), len(a.ms)), quantity=quantity, drift=self._drift)
 
     @read_only_table
     def ranks(self) -> pd.DataFrame:
@@ -339,7 +345,7 @@ def _step_notes(c: Comparison) -> list[str]:
     else:
         out = [f"The speed-up is over {b.label} in the {c.before_label} run and {a.label} in the "
                f"{c.after_label} run."]
-    out += cmp.more_steps_note(c.speedup_ci, b, a)
+    out += cmp.more_steps_note(c.speedup_ci, b, a, c._drift)
     if min(len(b.ms), len(a.ms)) == 1:
         out.append(cmp.ONE_STEP[0].upper() + cmp.ONE_STEP[1:] + ".")
     return out
