@@ -5,6 +5,7 @@ shell, and the bootstrap itself on simulated step times.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -439,3 +440,30 @@ def test_compare_at_default_options_sees_a_1_35x_change_and_not_a_rerun(shell, o
     assert len(rerun.before.step_window.steps) == 3  # the profiled ones: the default schedule
     assert rerun.verdict.startswith("no measurable change ("), rerun.to_text()
     assert changed.verdict.startswith(f"{changed.speedup:.2f}× faster ("), changed.to_text()
+
+
+TRAIN_LOOP = """for x, y in train_loader:
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_claim_in_samples_per_second_is_held_against_samples_per_second(shell, one_torch_thread):
+    """A batch-size claim is in samples/s, and a 4× batch makes each step longer: the claim is held
+    against the runs' samples/s over the steps compared, not their step times."""
+    from nbprofiler.advice.suggestion import Suggestion
+
+    shell.run_cell("big_ds = TensorDataset(torch.randn(768, 20), torch.randint(0, 4, (768,)))\n"
+                   "train_loader = DataLoader(big_ds, batch_size=8)").raise_error()
+    before = _profile(shell, "%%torchprofile -q --no-history -o {out}\n" + TRAIN_LOOP, "small")
+    shell.run_cell("train_loader = DataLoader(big_ds, batch_size=32)").raise_error()
+    after = _profile(shell, "%%torchprofile -q --no-history -o {out}\n" + TRAIN_LOOP, "large")
+    claim = Suggestion(kind="batch_size", title="a 4× batch", severity="high", gain=3.0, claim="estimate",
+                       gain_low=2.0, gain_high=4.0)
+    c = nbprofiler.compare(dataclasses.replace(before, stored={"suggestions": (claim,)}), after, tried="batch_size")
+    b, a = c.step_samples
+    assert len(b) == 95 and len(a) == 23
+    rate = (32 * len(a) / a.sum()) / (8 * len(b) / b.sum())
+    assert c.stated_vs_measured.startswith(
+        f"stated: about 3.00× (estimate, 2.00–4.00×) · measured: {rate:.2f}× samples/s (")
+    assert rate == pytest.approx(4 * c.speedup)  # each step takes 4× the samples: not the step time's ratio
