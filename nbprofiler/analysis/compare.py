@@ -49,7 +49,6 @@ from ..trace.table import DeviceInfo
 RESAMPLES = 10_000
 SEED = 12  # fixed: the same two runs always get the same interval
 CONFIDENCE = 0.95
-Z = 1.959964  # the normal quantile of CONFIDENCE, two-sided
 # How far the machine's load can move a whole run's steps between two runs (see the module
 # docstring): the interval is widened by this factor on each side.
 RUN_DRIFT = 0.02
