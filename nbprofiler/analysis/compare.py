@@ -4,18 +4,36 @@ Pure functions over what two reports measured: the per-step times, the per-step
 breakdown, the operator, kernel and memory tables, and the live runs' set-up.
 ``nbprofiler.report.comparison.Comparison`` feeds them from two Reports.
 
+The speed-up is the ratio of the mean step times, which is what throughput (and an
+epoch) follows: a loop whose steps alternate between waiting for a batch and not
+gains what its mean gains, whatever its median does. Between two live runs it is
+over every step the per-step sampler timed, not only the few the profiler kept, so
+a default schedule of 3 profiled steps still sees a loop's whole length; between a
+live run and a trace file, or two trace files, it is over the profiled steps, the
+only ones a trace times. The cell's first step is left out where others remain: it
+pays once for what later steps reuse (the DataLoader's iterator and workers, lazy
+initialisation, the allocator's first blocks).
+
 The interval is a percentile bootstrap over the steps of each run, each side
 resampled on its own: it needs no assumption about the shape of the step-time
-distribution, and it holds for the few steps a default schedule profiles (3 a
-side; ``tests/test_compare.py`` checks that identical distributions give an
-interval holding 1 in at least 90% of simulated pairs). What it cannot see is a
-drift between the two runs that no step of either shows: the machine's load
-moving between them. The same cell profiled twice on a busy 2-core machine, its
-steps steady to 1% within each run, measured medians 2% apart. So the interval
-is widened by ``RUN_DRIFT`` on each side, and a change must beat that too.
+distribution. A bootstrap of a mean from few steps is too narrow by sqrt((n-1)/n),
+so each side's resampled deviations are widened by its inverse (``tests/test_compare.py``
+checks that identical distributions give an interval holding 1 in at least 90% of
+simulated pairs from 3 steps a side). What it cannot see is a drift between the two
+runs that no step of either shows: the machine's load moving between them. The same
+cell profiled twice on a busy 2-core machine, its steps steady to 1% within each run,
+measured 2% apart. So the interval is widened by ``RUN_DRIFT`` on each side, and a
+change must beat that too. Where other programs kept a share of the machine busy during
+either run (``RunRecord.other_cores``), whole runs move further: the same 30-step cell,
+profiled 18 times on a 2-core machine shared with other jobs (load average 1.1 to 1.8),
+its steps steady to 5-10% within each run, read runs apart by about 10% (standard
+deviation). There the allowance is ``BUSY_RUN_DRIFT``, which kept 17 of those 18
+identical pairs "no measurable change" and 17 of 18 changes of 1.35× "faster"
+(``bench/compare_power.py`` measures both).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Callable, Iterable, Mapping, Sequence
@@ -23,7 +41,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..format import fmt_delta_us, fmt_factor, fmt_interval, fmt_pct, fmt_us
+from ..format import fmt_delta_us, fmt_factor, fmt_interval, fmt_pct
 from ..options import ProfileOptions
 from ..records import LoaderRecord, RunRecord
 from ..trace.table import DeviceInfo
@@ -34,19 +52,25 @@ CONFIDENCE = 0.95
 # How far the machine's load can move a whole run's steps between two runs (see the module
 # docstring): the interval is widened by this factor on each side.
 RUN_DRIFT = 0.02
-# An interval whose ends are further apart than this factor cannot test a claimed gain.
-TOO_WIDE = 2.0
+# The allowance where other programs kept at least LOAD_BUSY_CORES busy during either run.
+BUSY_RUN_DRIFT = 0.08
+LOAD_BUSY_CORES = 0.5
+# The smallest change a comparison should be able to tell from none: where the interval holds
+# both 1 and this factor (or its inverse), it says how many steps would tell them apart.
+TELL_FACTOR = 1.3
 # Other programs' load (cores kept busy) differing by this much between two runs can move a CPU
 # run's steps by more than RUN_DRIFT: a comparison then says the machine may explain it.
 LOAD_SHIFT_CORES = 0.5
 # A part that moved by less than this share of the step is not worth explaining, however sure the move.
 NEGLIGIBLE_PART = 0.01
-ONE_STEP = "one step on a side: no interval; profile more steps with --active"
+# The cell's first step is left out of a live run's steps when at least this many remain.
+AFTER_FIRST_STEP = 2
+ONE_STEP = "one step on a side: no interval; run more steps"
 NO_STEPS = "no step on a side: nothing to compare"
-METHOD = (f"{CONFIDENCE:.0%} percentile bootstrap of the ratio of median step times, each run's steps resampled "
-          f"on their own ({RESAMPLES:,} resamples, fixed seed), widened by {RUN_DRIFT:.0%} on each side for the "
-          "machine's load moving between the runs, which no step of either shows")
 UNKNOWN_SETUP = "unknown: trace files record no set-up"
+# Suggestion kinds whose claim is in samples/s (a larger batch makes each step longer): their
+# claim is held against the runs' samples/s, not their step times.
+PER_SAMPLE_KINDS = frozenset({"batch_size"})
 
 LOADER_SETTINGS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
 SCHEDULE = ("skip_first", "wait", "warmup", "active", "repeat")
@@ -73,21 +97,97 @@ class SetupChange:
     parts: frozenset[str] | None
 
 
+def method(drift: float) -> str:
+    """How the speed-up and its interval are made, in words, with the drift allowance used."""
+    return (f"ratio of the mean step times (throughput); {CONFIDENCE:.0%} percentile bootstrap, each run's steps "
+            f"resampled on their own ({RESAMPLES:,} resamples, fixed seed, each side's spread corrected for its "
+            f"few steps), widened by {drift:.0%} on each side for the machine's load moving between the runs, "
+            "which no step of either shows")
+
+
+def run_drift(other_cores: tuple[float | None, float | None]) -> float:
+    """The allowance for the machine's load moving between two runs: ``BUSY_RUN_DRIFT`` when
+    other programs kept ``LOAD_BUSY_CORES`` busy during either, else ``RUN_DRIFT``."""
+    busy = any(cores is not None and cores >= LOAD_BUSY_CORES for cores in other_cores)
+    return BUSY_RUN_DRIFT if busy else RUN_DRIFT
+
+
 # -- step times --------------------------------------------------------------------------
-def step_samples(window: Sequence[int], spans: pd.DataFrame, sampled: pd.DataFrame | None) -> np.ndarray:
-    """The per-step times (ms) the report's figures are over: the live sampler's ``wall_ms``
-    of the window's steps, else the steps' spans (``end_us - start_us``, stretched on a GPU)."""
-    if sampled is not None and len(sampled):
-        rows = sampled[sampled["step"].isin(window)].sort_values("step")
+@dataclass(frozen=True)
+class StepSource:
+    """Where a report's step times come from: its profiled steps by number (``window``), their
+    spans (``end_us - start_us``, stretched on a GPU), and the live sampler's rows (None for a
+    trace file, which has no sampler)."""
+
+    window: Sequence[int]
+    spans: pd.DataFrame
+    sampled: pd.DataFrame | None
+
+    @property
+    def live(self) -> bool:
+        return self.sampled is not None and len(self.sampled) > 0
+
+
+@dataclass(frozen=True)
+class Steps:
+    """One run's steps a comparison is over: each one's time (ms), the samples it consumed (NaN
+    where unknown), which steps they are in words, and whether they are every step the sampler
+    timed (``timed``) or the profiled ones."""
+
+    ms: np.ndarray
+    samples: np.ndarray
+    label: str
+    timed: bool
+
+
+def compared_steps(before: StepSource, after: StepSource) -> tuple[Steps, Steps]:
+    """The steps each side's speed-up is over: every step the sampler timed when both runs are
+    live, else the profiled steps of both (a trace file times no others, and the two sides are
+    then measured the same way)."""
+    if before.live and after.live:
+        return timed_steps(before), timed_steps(after)
+    return profiled_steps(before), profiled_steps(after)
+
+
+def timed_steps(source: StepSource) -> Steps:
+    """Every step the live sampler timed, less the cell's first when ``AFTER_FIRST_STEP`` remain."""
+    assert source.sampled is not None
+    rows = source.sampled.sort_values("step")
+    rows = rows[_positive(rows["wall_ms"])]
+    after_first = len(rows) > AFTER_FIRST_STEP and rows["step"].iloc[0] == 0
+    if after_first:
+        rows = rows.iloc[1:]
+    label = f"the {_count(len(rows))} the cell ran" + (" after its first" if after_first else "")
+    return Steps(rows["wall_ms"].to_numpy(np.float64), _samples(rows), label, True)
+
+
+def profiled_steps(source: StepSource) -> Steps:
+    """The profiled steps: the live sampler's ``wall_ms`` of the window's steps, else the
+    steps' spans (a trace file's)."""
+    if source.live:
+        assert source.sampled is not None
+        rows = source.sampled[source.sampled["step"].isin(source.window)].sort_values("step")
+        rows = rows[_positive(rows["wall_ms"])]
         if len(rows):
-            return _finite(rows["wall_ms"])
-    rows = spans[spans["step"].isin(window)]
-    return _finite((rows["end_us"] - rows["start_us"]) / 1e3)
+            return Steps(rows["wall_ms"].to_numpy(np.float64), _samples(rows),
+                         f"the {_count(len(rows))} profiled", False)
+    rows = source.spans[source.spans["step"].isin(source.window)]
+    ms = ((rows["end_us"] - rows["start_us"]) / 1e3).to_numpy(np.float64)
+    ms = ms[_positive(ms)]
+    return Steps(ms, np.full(len(ms), np.nan), f"the {_count(len(ms))} profiled", False)
 
 
-def _finite(values: Iterable[float]) -> np.ndarray:
-    x = np.asarray(list(values), dtype=np.float64)
-    return x[np.isfinite(x) & (x > 0)]
+def _positive(values: Iterable[float]) -> np.ndarray:
+    x = np.asarray(values, dtype=np.float64)
+    return np.isfinite(x) & (x > 0)
+
+
+def _samples(rows: pd.DataFrame) -> np.ndarray:
+    return rows["samples"].to_numpy(np.float64) if "samples" in rows else np.full(len(rows), np.nan)
+
+
+def _count(n: int) -> str:
+    return f"{n} step{'s' if n != 1 else ''}"
 
 
 def resample(x: np.ndarray, stat: Callable[..., np.ndarray], rng: np.random.Generator,
@@ -105,37 +205,78 @@ def _percentiles(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.
     return low, high
 
 
-def median_ratio(before: np.ndarray, after: np.ndarray) -> float | None:
-    """median(before) / median(after): above 1 when the after run is faster."""
+def speedup(before: np.ndarray, after: np.ndarray, before_work: np.ndarray | None = None,
+            after_work: np.ndarray | None = None) -> float | None:
+    """The after run's throughput over the before run's: mean(work) / mean(step ms) on each side.
+    Without ``work`` each step is one step's worth, and it is mean(before) / mean(after)."""
     if len(before) == 0 or len(after) == 0:
         return None
-    return float(np.median(before) / np.median(after))
+    return _rate(after, after_work) / _rate(before, before_work)
 
 
-def median_ratio_interval(before: np.ndarray, after: np.ndarray, *, seed: int = SEED, resamples: int = RESAMPLES,
-                          confidence: float = CONFIDENCE, drift: float = RUN_DRIFT) -> tuple[float, float] | None:
-    """The bootstrap interval of ``median_ratio``, widened by ``drift`` on each side; None when
-    a side has fewer than 2 steps (one step says nothing about how much steps vary)."""
+def _rate(ms: np.ndarray, work: np.ndarray | None) -> float:
+    return float((1.0 if work is None else work.mean()) / ms.mean())
+
+
+def speedup_interval(before: np.ndarray, after: np.ndarray, before_work: np.ndarray | None = None,
+                     after_work: np.ndarray | None = None, *, seed: int = SEED, resamples: int = RESAMPLES,
+                     confidence: float = CONFIDENCE, drift: float = RUN_DRIFT) -> tuple[float, float] | None:
+    """The bootstrap interval of ``speedup``, widened by ``drift`` on each side; None when a
+    side has fewer than 2 steps (one step says nothing about how much steps vary)."""
     if len(before) < 2 or len(after) < 2:
         return None
     rng = np.random.default_rng(seed)
-    ratios = resample(before, np.median, rng, resamples) / resample(after, np.median, rng, resamples)
+    ratios = (_resampled_rates(after, after_work, rng, resamples)
+              / _resampled_rates(before, before_work, rng, resamples))
     low, high = _percentiles(ratios, confidence)
     return float(low) / (1 + drift), float(high) * (1 + drift)
 
 
-def centre_note(before: np.ndarray, after: np.ndarray, interval: tuple[float, float] | None) -> list[str]:
-    """A note when the ratio of the mean steps (what the reports headline, and what throughput
-    follows) lies outside the interval of the medians' ratio: the steps then vary in a pattern,
-    as when a loader's workers deliver batches in bursts, and the two figures tell it apart."""
-    if interval is None or len(before) == 0 or len(after) == 0:
+def _resampled_rates(ms: np.ndarray, work: np.ndarray | None, rng: np.random.Generator,
+                     resamples: int) -> np.ndarray:
+    """A side's throughput in each resample. A resampled mean of n steps spreads by
+    sqrt((n-1)/n) of the mean's own spread: its deviations (on a log scale, so a rate stays
+    positive) are widened by the inverse."""
+    n = len(ms)
+    idx = rng.integers(0, n, size=(resamples, n))
+    rates = (1.0 if work is None else work[idx].mean(axis=1)) / ms[idx].mean(axis=1)
+    centre = math.log(_rate(ms, work))
+    return np.exp(centre + (np.log(rates) - centre) * math.sqrt(n / (n - 1)))
+
+
+def steps_to_tell(interval: tuple[float, float] | None, steps: tuple[int, int], factor: float = TELL_FACTOR,
+                  drift: float = RUN_DRIFT) -> int | None:
+    """How many steps a side would tell a ``factor`` change from none, when ``interval`` cannot:
+    it holds 1 and reaches ``factor`` (or 1/``factor``). None when it can, or has no interval.
+
+    The rule: the interval's half-width on a log scale, less the drift allowance, shrinks as
+    1/sqrt(steps); it tells the two apart once it is under half the distance between them
+    (log(factor) / 2, less the allowance), so that no interval can hold both. ``steps``: each
+    side's count, taken together as their harmonic mean (the spread of a ratio of two means
+    goes as 1/n_before + 1/n_after)."""
+    if interval is None:
+        return None
+    low, high = interval
+    if not low <= 1 <= high or (high < factor and low > 1 / factor):
+        return None
+    allowance = math.log1p(drift)
+    spread = math.log(high / low) / 2 - allowance
+    room = math.log(factor) / 2 - allowance
+    now = 2 / (1 / steps[0] + 1 / steps[1])
+    return max(math.ceil(now * (spread / room) ** 2), math.floor(now) + 1)
+
+
+def more_steps_note(interval: tuple[float, float] | None, before: Steps, after: Steps,
+                    drift: float = RUN_DRIFT) -> list[str]:
+    """Where the interval cannot tell a ``TELL_FACTOR`` change from none, how many steps would."""
+    needed = steps_to_tell(interval, (len(before.ms), len(after.ms)), drift=drift)
+    if needed is None or interval is None:
         return []
-    by_means = float(before.mean() / after.mean())
-    if interval[0] <= by_means <= interval[1]:
-        return []
-    return [f"By the mean steps ({fmt_us(before.mean() * 1e3)} → {fmt_us(after.mean() * 1e3)}) the speed-up is "
-            f"{fmt_factor(by_means)}, outside the medians' interval: the steps vary in a pattern (a loader's "
-            "workers delivering batches in bursts, say), and throughput follows the means."]
+    how = (f"run the loop for {needed + 1} steps or more (its first is left out)" if before.timed
+           else f"profile them with --active {needed} on both runs")
+    return [f"The interval ({fmt_interval(*interval)}) holds both no change and a {fmt_factor(TELL_FACTOR)} change, "
+            f"so it cannot tell them apart: about {needed} steps a side would, at the spread these steps "
+            f"measured: {how}."]
 
 
 def verdict(speedup: float | None, interval: tuple[float, float] | None) -> str:
@@ -144,7 +285,7 @@ def verdict(speedup: float | None, interval: tuple[float, float] | None) -> str:
         return NO_STEPS
     if interval is None:
         direction = "faster" if speedup >= 1 else "slower"
-        return f"{fmt_factor(max(speedup, 1 / speedup))} {direction} by the medians ({ONE_STEP})"
+        return f"{fmt_factor(max(speedup, 1 / speedup))} {direction} by the mean steps ({ONE_STEP})"
     low, high = interval
     if low > 1:
         return f"{fmt_factor(speedup)} faster ({fmt_interval(low, high)})"
@@ -397,22 +538,30 @@ def _paired_loaders(before: Sequence[LoaderRecord], after: Sequence[LoaderRecord
 
 # -- what was claimed, ranks -----------------------------------------------------------------
 def stated_vs_measured(gain_range: tuple[float, float] | None, stated: str, speedup: float | None,
-                       interval: tuple[float, float] | None) -> str:
-    """A suggestion's claim beside the measured speed-up, and whether the measurement is
-    within it: the interval (or the point, without one) overlapping the claimed range."""
-    measured = "no step to measure" if speedup is None else fmt_factor(speedup) + (
+                       interval: tuple[float, float] | None, *, bound: bool, steps: tuple[int, int] = (0, 0),
+                       quantity: str = "step time", drift: float = RUN_DRIFT) -> str:
+    """A suggestion's claim beside the measured speed-up of the same quantity (the caller
+    measures samples/s for a claim in samples/s), and whether the measurement is within it: the
+    interval (or the point, without one) overlapping the claimed range. ``bound``: the claim is
+    "at most", so a measurement above it means the bound was wrong. ``steps``: each side's
+    count, to say how many would test a claim the interval is too wide for. ``quantity``: what
+    the speed-up is of, named when it is not step time ("samples/s")."""
+    named = "" if quantity == "step time" else f" {quantity}"
+    measured = f"no {quantity} to measure" if speedup is None else fmt_factor(speedup) + named + (
         f" ({fmt_interval(*interval)})" if interval else "")
     line = f"stated: {stated} · measured: {measured}"
     if gain_range is None or speedup is None:
         return line
     low, high = interval or (speedup, speedup)
     if high < gain_range[0]:
-        return f"{line}: below the claim"
+        return f"{line}: below the claim" + (": the change made the loop slower" if bound else "")
     if low > gain_range[1]:
-        return f"{line}: beyond the claim (something else changed too, or the machine was busier before)"
-    if high / low > TOO_WIDE:
-        return (f"{line}: within the claim, but the interval is too wide to test it: profile more steps "
-                "(--active 10)")
+        if bound:
+            return f"{line}: measured above the stated bound: the bound did not hold"
+        return f"{line}: measured above the estimate's range: the estimate was too low"
+    needed = steps_to_tell(interval, steps, drift=drift) if all(steps) else None
+    if needed is not None:
+        return f"{line}: within the claim, but the interval is too wide to test it: about {needed} steps a side would"
     return f"{line}: within the claim"
 
 

@@ -34,8 +34,9 @@ COMPARE_STYLE = """
 """
 
 HOW = {
-    "Summary": "Speed-up is the median step before over the median step after (above 1: faster); the interval "
-               "says how far it could be from noise alone.",
+    "Summary": "Speed-up is the mean step before over the mean step after, the throughput's ratio (above 1: "
+               "faster), over every step the sampler timed when both runs are live, else the profiled steps; the "
+               "interval says how far it could be from noise alone.",
     "Breakdown": "Where each step's time went, before and after, on the same time scale; below, the change per part "
                  "with its interval and what explains it.",
     "Operators": "Operators of both runs, per step, largest change first. New: only in the run after; vanished: only "
@@ -80,7 +81,7 @@ def summary_html(comparison: "Comparison") -> str:
     if c.speedup is not None:
         ci = fmt_interval(*c.speedup_ci) if c.speedup_ci is not None else "no interval"
         boxes.append(("speed-up", fmt_factor(c.speedup), ci))
-    boxes.append(("median step", fmt_before_after(c.median_step_ms, fmt_ms), "before → after"))
+    boxes.append(("mean step", fmt_before_after(c.mean_step_ms, fmt_ms), "of the steps compared"))
     boxes.append(("average step", fmt_before_after(c.step_ms, fmt_ms), "each report's headline"))
     if any(v is not None for v in c.samples_per_s):
         boxes.append(("samples / s", fmt_before_after(c.samples_per_s, lambda v: f"{v:,.0f}"), "before → after"))

@@ -21,7 +21,7 @@ TOP_ROWS = 10
 
 def _header(c: "Comparison") -> list[str]:
     figures = [f"avg step {fmt_before_after(c.step_ms, fmt_ms)}",
-               f"median {fmt_before_after(c.median_step_ms, fmt_ms)}"]
+               f"mean of the steps compared {fmt_before_after(c.mean_step_ms, fmt_ms)}"]
     if any(v is not None for v in c.samples_per_s):
         figures.append(f"samples/s {fmt_before_after(c.samples_per_s, lambda v: f'{v:,.0f}')}")
     b, a = c.step_samples

@@ -66,29 +66,44 @@ class Comparison:
 
     # -- the step ----------------------------------------------------------------------------
     @cached_property
-    def _samples(self) -> tuple[np.ndarray, np.ndarray]:
-        return _step_samples(self.before), _step_samples(self.after)
+    def _steps(self) -> tuple[cmp.Steps, cmp.Steps]:
+        return cmp.compared_steps(_step_source(self.before), _step_source(self.after))
 
     @property
     def step_samples(self) -> tuple[np.ndarray, np.ndarray]:
         """Each run's per-step times (ms) that the speed-up and its interval are over."""
-        b, a = self._samples
-        return b.copy(), a.copy()
+        b, a = self._steps
+        return b.ms.copy(), a.ms.copy()
+
+    @property
+    def steps_compared(self) -> tuple[str, str]:
+        """Which steps of each run the speed-up is over, in words: every step the sampler timed
+        when both runs are live (less the cell's first), else the profiled ones."""
+        b, a = self._steps
+        return b.label, a.label
 
     @cached_property
     def speedup(self) -> float | None:
-        """median(before step ms) / median(after step ms): above 1 when the after run is faster."""
-        return cmp.median_ratio(*self._samples)
+        """mean(before step ms) / mean(after step ms), the throughput's ratio: above 1 when the
+        after run is faster."""
+        b, a = self._steps
+        return cmp.speedup(b.ms, a.ms)
 
     @cached_property
     def speedup_ci(self) -> tuple[float, float] | None:
         """The speed-up's interval (``method``); None when a side has fewer than 2 steps."""
-        return cmp.median_ratio_interval(*self._samples)
+        b, a = self._steps
+        return cmp.speedup_interval(b.ms, a.ms, drift=self._drift)
+
+    @cached_property
+    def _drift(self) -> float:
+        """The interval's allowance for the machine's load moving between the runs."""
+        return cmp.run_drift((_other_cores(self.before), _other_cores(self.after)))
 
     @property
     def method(self) -> str:
-        """How the interval was made, in words."""
-        return cmp.METHOD
+        """How the speed-up and its interval were made, in words."""
+        return cmp.method(self._drift)
 
     @cached_property
     def step_ms(self) -> tuple[float | None, float | None]:
@@ -96,8 +111,9 @@ class Comparison:
         return _avg_ms(self.before), _avg_ms(self.after)
 
     @cached_property
-    def median_step_ms(self) -> tuple[float | None, float | None]:
-        return tuple(float(np.median(s)) if len(s) else None for s in self._samples)  # type: ignore[return-value]
+    def mean_step_ms(self) -> tuple[float | None, float | None]:
+        """Each run's mean step (ms) over the steps compared (``steps_compared``)."""
+        return tuple(float(s.ms.mean()) if len(s.ms) else None for s in self._steps)  # type: ignore[return-value]
 
     @cached_property
     def samples_per_s(self) -> tuple[float | None, float | None]:
@@ -207,16 +223,26 @@ class Comparison:
 
     @cached_property
     def stated_vs_measured(self) -> str | None:
-        """With ``tried``: the before run's claim for that suggestion beside the measured speed-up."""
+        """With ``tried``: the before run's claim for that suggestion beside the measured speed-up
+        of the same quantity (samples/s for a claim in samples/s, step time otherwise)."""
         if self.tried is None:
             return None
+        b, a = self._steps
         s = self.tried_suggestion
         if s is None:
             return cmp.stated_vs_measured(None, f"no '{self.tried}' suggestion in the {self.before_label} run",
-                                          self.speedup, self.speedup_ci)
+                                          self.speedup, self.speedup_ci, bound=False)
         stated = (f"at most {s.gain:.2f}×" if s.claim == "at_most"
                   else f"about {s.gain:.2f}× (estimate, {s.gain_range[0]:.2f}–{s.gain_range[1]:.2f}×)")
-        return cmp.stated_vs_measured(s.gain_range, stated, self.speedup, self.speedup_ci)
+        gain, interval, quantity = self.speedup, self.speedup_ci, "step time"
+        if s.kind in cmp.PER_SAMPLE_KINDS:
+            quantity = "samples/s"
+            counted = all(len(x.samples) and np.isfinite(x.samples).all() and x.samples.sum() > 0 for x in (b, a))
+            gain, interval = ((cmp.speedup(b.ms, a.ms, b.samples, a.samples),
+                               cmp.speedup_interval(b.ms, a.ms, b.samples, a.samples, drift=self._drift))
+                              if counted else (None, None))
+        return cmp.stated_vs_measured(s.gain_range, stated, gain, interval, bound=s.claim == "at_most",
+                                      steps=(len(b.ms), len(a.ms)), quantity=quantity, drift=self._drift)
 
     @read_only_table
     def ranks(self) -> pd.DataFrame:
@@ -259,9 +285,9 @@ class Comparison:
         return f"<nbprofiler.Comparison {self.before_label} → {self.after_label}: {self.verdict}>"
 
 
-def _step_samples(report: Report) -> np.ndarray:
+def _step_source(report: Report) -> cmp.StepSource:
     run = report.run
-    return cmp.step_samples(report.step_window.steps, report.stretched_steps, None if run is None else run.steps)
+    return cmp.StepSource(report.step_window.steps, report.stretched_steps, None if run is None else run.steps)
 
 
 def _other_cores(report: Report) -> float | None:
@@ -308,9 +334,19 @@ def _notes(c: Comparison) -> list[str]:
                        "ended): its steps may not be typical.")
     if c._load_note is not None:
         out.append(c._load_note)
-    b, a = c._samples
-    out += cmp.centre_note(b, a, c.speedup_ci)
-    if min(len(b), len(a)) == 1:
+    return out + _step_notes(c)
+
+
+def _step_notes(c: Comparison) -> list[str]:
+    """Which steps the speed-up is over, and whether there were enough of them."""
+    b, a = c._steps
+    if b.label == a.label:
+        out = [f"The speed-up is over {b.label}, in each run."]
+    else:
+        out = [f"The speed-up is over {b.label} in the {c.before_label} run and {a.label} in the "
+               f"{c.after_label} run."]
+    out += cmp.more_steps_note(c.speedup_ci, b, a, c._drift)
+    if min(len(b.ms), len(a.ms)) == 1:
         out.append(cmp.ONE_STEP[0].upper() + cmp.ONE_STEP[1:] + ".")
     return out
 
