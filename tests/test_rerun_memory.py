@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from nbprofiler.capture.heap import heap_usage
+from nbprofiler.capture.heap import heap_usage, release_free_heap
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -79,7 +79,6 @@ def test_reruns_keep_one_report_and_the_kernel_holds_no_freed_heap(ip):
     """What a profiled run leaves behind is bounded (the latest Report, for nbprofiler.last()
     and --compare), and what the profiler and the analysis freed is not left resident: the
     kernel's RSS would otherwise climb over re-runs by tens of MiB of free heap."""
-    from nbprofiler.capture.heap import _libc
     from nbprofiler.report import Report
     from nbprofiler.trace.table import EventTable
 
@@ -92,7 +91,7 @@ def test_reruns_keep_one_report_and_the_kernel_holds_no_freed_heap(ip):
     alive, released = [], []
     for report in profiled_runs(ip, 4):
         before = resident()
-        _libc().malloc_trim(0)  # what of the RSS was free heap, handed back now
+        release_free_heap()  # what of the RSS was free heap goes back now
         released.append(before - resident())
         del report
         ip.user_ns.pop("run")

@@ -9,7 +9,6 @@ held memory from kept free memory.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from typing import Any
 
@@ -22,20 +21,22 @@ class _MallInfo2(ctypes.Structure):
 
 @functools.lru_cache(maxsize=1)
 def _libc() -> Any:
-    """glibc, when this process runs on it with ``mallinfo2`` (2.33 and later); else None."""
+    """The C library this process runs on, when it is glibc (it has ``malloc_trim``); else None."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallinfo2.restype = _MallInfo2
+        libc = ctypes.CDLL(None)  # the process's own symbols: no search for the library's file
         libc.malloc_trim.argtypes = [ctypes.c_size_t]
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # not glibc, or no dlopen(NULL) (Windows)
         return None
+    mallinfo2 = getattr(libc, "mallinfo2", None)  # glibc 2.33 and later
+    if mallinfo2 is not None:
+        mallinfo2.restype = _MallInfo2
     return libc
 
 
 def heap_usage() -> tuple[int, int] | None:
-    """(bytes of C heap in use, bytes free that the allocator keeps); None off glibc."""
+    """(bytes of C heap in use, bytes free in it, resident or handed back); None off glibc 2.33+."""
     libc = _libc()
-    if libc is None:
+    if libc is None or getattr(libc, "mallinfo2", None) is None:
         return None
     info = libc.mallinfo2()
     return int(info.uordblks + info.hblkhd), int(info.fordblks)
