@@ -23,6 +23,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 
 from .capture.ctrl_c import CtrlCAfterTheCell, ctrl_c_held
+from .capture.heap import release_free_heap
 from .capture.session import ProfileRun
 from .cell_identity import cell_key, notebook_path
 from .cell_runs import Baseline, baseline, compared, finished
@@ -241,6 +242,7 @@ class TorchProfileMagics(Magics):
                                    request.output)
         finally:
             pressed = ctrl_c.close()
+        release_free_heap()  # what the profiler and the report's analysis freed goes back to the system
         if pressed and not said:  # pressed as the ending above was decided: said all the same
             ending, said = _ending(run.report, cell, failure, stopping, drawing, True, namespace, request.output)
         if ending is not None:

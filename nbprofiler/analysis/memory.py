@@ -14,12 +14,18 @@ cumulative ``Bytes`` per device instead:
   the same cell (by a few MiB a run for a small Transformer with AdamW).
 
 The trace cannot say what was allocated before it started, so a rebuilt total
-is counted from the lowest level the events allow (the level before the first
-event is chosen so that the running total never drops below 0), and marked
-``reconstructed``: a level relative to the start of recording. What it says
-exactly is how memory moves within the profiled steps: the rise of a step's
-peak over the step's starting level (``peak_rise_bytes``), and the change of
-the level from step to step, which identical runs of a cell repeat.
+is a level relative to the start of recording, marked ``reconstructed``. On the
+CPU it counts the blocks allocated while recording that are still held: the
+frees of blocks made before recording are left out, because torch reports one
+only when its table of block sizes (kept across runs, never cleared of blocks
+freed while not profiling) happens to hold the block's address from an earlier
+run, so counting them gave identical runs of a cell different levels. Elsewhere (2021 traces) every free counts, and
+the level before the first event is chosen so that the total never drops below 0.
+What a rebuilt level says exactly is how memory moves within the profiled steps:
+the rise of a step's peak over the step's starting level (``peak_rise_bytes``),
+and the change of the level from step to step, which identical runs of a cell
+repeat. The first profiled step's rise includes the replacements of what it freed
+from before recording (last step's gradients, say): the report leaves it out.
 
 A live run's per-step sampler (``report.run.steps``) covers every step the cell
 ran, while the trace covers only the active ones; ``memory_steps`` puts the
@@ -96,19 +102,28 @@ def sampler_device(device: DeviceInfo) -> str:
 def memory_timeline(table: EventTable) -> pd.DataFrame:
     """``ts, device, allocated_bytes, reserved_bytes, delta_bytes, reconstructed``: one row per
     ``[memory]`` event, sorted by time, allocated being the device's running total after it
-    (rebuilt from the events where the trace's own is no absolute level: see the module docstring)."""
+    (rebuilt from the events where the trace's own is no absolute level: see the module docstring).
+    ``delta_bytes`` is what the event adds to the level: 0 for a CPU free of a block made
+    before recording."""
     idx = _memory_events(table)
     if len(idx) == 0:
         return pd.DataFrame(columns=TIMELINE_COLUMNS)
-    device = device_label(table["mem_device_type"][idx], table["mem_device_id"][idx])
-    ts, delta = table["ts"][idx], table["bytes"][idx]
+    code, labels = device_codes(table["mem_device_type"][idx], table["mem_device_id"][idx])
+    device = labels[code]
+    ts, delta = table["ts"][idx], np.nan_to_num(table["bytes"][idx])
     allocated = table["total_allocated"][idx].copy()
     reserved = table["total_reserved"][idx]
     reconstructed = np.zeros(len(idx), dtype=bool)
+    on_cpu = device == "cpu"
+    if on_cpu.any():
+        # A CPU free of a block made before recording is reported or not as torch's table of
+        # block sizes happens to hold its address from an earlier run: never counted.
+        made_before = on_cpu & (delta < 0) & (_partners(delta, code, table["addr"][idx]) < 0)
+        delta = np.where(made_before, 0.0, delta)
     for label in pd.unique(device):  # a few devices: hashing beats sorting a million labels
         on = device == label
         if label == "cpu" or np.isnan(allocated[on]).all():
-            running = np.cumsum(np.nan_to_num(delta[on]))
+            running = np.cumsum(delta[on])
             allocated[on] = running - min(0.0, float(running.min()))
             reconstructed[on] = True
     return pd.DataFrame({"ts": ts, "device": device, "allocated_bytes": allocated, "reserved_bytes": reserved,
@@ -389,7 +404,18 @@ def _memory_events(table: EventTable) -> np.ndarray:
 
 def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray, addr: np.ndarray) -> np.ndarray:
     """For each allocation event, the time of the free paired with it (+inf when none);
-    ``device`` holds device codes (``device_codes``).
+    ``device`` holds device codes (``device_codes``)."""
+    partner = _partners(delta, device, addr)
+    out = np.full(len(ts), np.inf)
+    paired = (delta > 0) & (partner >= 0)
+    out[paired] = ts[partner[paired]]
+    return out
+
+
+def _partners(delta: np.ndarray, device: np.ndarray, addr: np.ndarray) -> np.ndarray:
+    """For each event, the position of the event it pairs with: an allocation's free, a
+    free's allocation; -1 when it has none in the trace (a block not yet freed, or freed
+    but made before recording).
 
     Events group by (device, address), or by (device, size) where the trace has
     no address. Within one group, pairing each free with the most recent
@@ -399,8 +425,8 @@ def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray, add
     by (group, level, time) puts those two next to each other, so the matching
     is one sort, no loop.
     """
-    n = len(ts)
-    out = np.full(n, np.inf)
+    n = len(delta)
+    out = np.full(n, -1, dtype=np.int64)
     sign = np.sign(delta).astype(np.int64)
     size = np.abs(delta)
     size_code = pd.factorize(size)[0]
@@ -414,12 +440,13 @@ def _paired_free_time(ts: np.ndarray, delta: np.ndarray, device: np.ndarray, add
     offset = np.repeat(depth[group_start] - s[group_start], np.diff(np.concatenate((group_start, [n]))))
     depth = depth - offset
     level = np.where(s > 0, depth, depth + 1)  # the depth an allocation rises to, or a free falls from
-    level_range = int(level.max()) - int(level.min()) + 1
-    pair_order = np.argsort(g * level_range + (level - level.min()), kind="stable")  # by group, level, time
+    level_range = int(level.max(initial=0)) - int(level.min(initial=0)) + 1
+    pair_order = np.argsort(g * level_range + (level - level.min(initial=0)), kind="stable")  # group, level, time
     pos = order[pair_order]
     same = (g[pair_order][1:] == g[pair_order][:-1]) & (level[pair_order][1:] == level[pair_order][:-1])
     matched = same & (s[pair_order][:-1] > 0) & (s[pair_order][1:] < 0)
-    out[pos[:-1][matched]] = ts[pos[1:][matched]]
+    out[pos[:-1][matched]] = pos[1:][matched]
+    out[pos[1:][matched]] = pos[:-1][matched]
     return out
 
 
