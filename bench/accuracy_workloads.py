@@ -3,8 +3,11 @@
 Each is a setup (imports, seeds, thread count, data, model, optimizer, loader) and a
 cell (the loop a user profiles). Every cell adds the samples it processed to
 ``samples``, so that a pasted change of batch size or loader is timed in samples/s,
-not in steps. Sizes are chosen so that one run of a cell takes 1–3 s on a 2-core
-machine; the thread count is fixed per workload, so that runs compare.
+not in steps. Each is a different shape of work (training and inference; loaders with
+and without workers, collate functions, per-item decoding and waiting; two optimizers,
+accumulation, evaluation inside the loop; tiny, small-op and compute-bound models), sized
+so that one pass of its cell takes under 2 s on a 2-core machine; the thread count is fixed
+per workload, so that runs compare. ``COMPARE_KNOB`` is the cell ``--compare`` is checked on.
 """
 from __future__ import annotations
 
