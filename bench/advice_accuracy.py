@@ -1,13 +1,15 @@
 """Does the advice hold? Each suggestion's code, pasted into the loop it was made for,
-against the gain the suggestion states.
+against the gain the suggestion states; whether identical re-runs give the same advice; and
+whether ``%%torchprofile --compare`` tells a 1.3x change and no change apart.
 
 For each workload of bench/accuracy_workloads.py (CPU, deterministic seeds, fixed
-thread counts): run its setup in a real IPython shell, profile the loop once with
+thread counts): run its setup in a real IPython shell, profile the loop with
 ``%%torchprofile -q -o report`` and take ``report.suggestions``. Then each suggestion
 with code is applied as a user pastes it: where its evidence names a cell ``line``,
 the code replaces that line (the statement the fix is for); otherwise the code runs
 after the setup, before the loop (``train_loader = DataLoader(...)``,
-``model = torch.compile(model)``).
+``model = torch.compile(model)``). A card whose code is only comments is guidance:
+there is nothing to paste, and it is listed as such.
 
 Speed: interleaved rounds (5, or 3 with ``--quick``), each running the loop as it was
 (baseline) and with the change (applied), in the order A B then B A, each arm in a
@@ -16,22 +18,36 @@ loop (the cell counts ``samples``), and each round gives a ratio applied/baselin
 The measured speed-up is the median ratio, its spread half the interquartile range.
 A ``torch.compile`` change is run once first, with an empty inductor cache, timed as its
 compile cost (stated in the table) and left out of the rounds; later fresh namespaces
-reuse the compiled code.
+reuse the compiled code (dynamo's caches are emptied between workloads, so that one
+workload's graphs never crowd out another's).
 
 Memory: the memory-growth suggestion claims no speed-up but that memory stops
 growing, so it is measured on that: after one pass of the loop, the bytes that the
 autograd graphs of live tensors alone hold (saved activations, nothing owned by a
 tensor without a graph), before and after the fix.
 
-A claim is flagged when the measurement falls outside it by more than the spread:
+Stability: each workload is profiled R times unchanged (setup and cell re-run;
+``--stability R``, 5 by default, 3 with ``--quick``); a re-run agrees when the set of its
+suggestion kinds is the workload's most common set.
+
+Compare: the cell of ``COMPARE_KNOB`` is profiled, its knob ``depth`` lowered so that a step
+does about 1.3x less work, and the same cell profiled again with ``%%torchprofile -q
+--compare`` (default schedule); the reading is the Comparison's own (``changed`` and
+the direction of ``speedup``). Then the same with the knob unchanged. Each N times
+(``--compare-runs N``, 10 by default); the pair's true speed-up is timed plainly, in
+interleaved rounds, and printed beside it.
+
+A row is flagged when the measurement falls outside its claim by more than the spread:
 "at most G" when measured > G + spread, or the change made the loop slower
 (measured < 1 - spread); an estimate lo–hi when measured is outside
 [lo - spread, hi + spread]; code that fails when pasted, and a leak fix after which
 graphs are still kept, are flagged too. Prints each workload's figures (steps, step
-time, data-wait share), each suggestion's code, then the table. Exits 1 when any claim
-is flagged.
+time, data-wait share), each suggestion's code, the table, then the summary: one
+``SUMMARY name: value (target ...): met|MISSED`` line per target. Exits 1 when a target is
+missed.
 
-    .venv/bin/python bench/advice_accuracy.py [--quick] [--only NAME]
+    .venv/bin/python bench/advice_accuracy.py [--quick] [--only NAME|compare] [--stability R]
+        [--compare-runs N] [--skip-stability] [--skip-compare]
 """
 from __future__ import annotations
 
@@ -43,26 +59,39 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy_workloads import WORKLOADS, Workload  # noqa: E402 - bench/ is on sys.path
+from accuracy_workloads import COMPARE_DEPTHS, COMPARE_KNOB, WORKLOADS, Workload  # noqa: E402 - bench/ on sys.path
 
 from nbprofiler.advice.suggestion import Suggestion  # noqa: E402 - the repository is on sys.path
 from nbprofiler.measure import rounds  # noqa: E402 - the same
 
 ROUNDS = 5
 QUICK_ROUNDS = 3
+STABILITY_RUNS = 5
+QUICK_STABILITY_RUNS = 3
+COMPARE_RUNS = 10
 MIN_ARM_SECONDS = 1.0  # each arm of a round repeats its cell until this long: a 60 ms pass is mostly noise
 MAGIC = "%%torchprofile -q -o report\n"
+
+# The targets the summary holds the product to.
+SLOWER_THAN = 0.97  # a suggestion measured below this (median) made the loop slower
+ESTIMATES_HELD = 0.90  # share of estimates whose range holds the measured median
+STABLE_SHARE = 0.90  # share of identical re-runs that give the workload's most common suggestion kinds
+COMPARE_CORRECT = 0.90  # share of --compare runs that read a 1.3x change "faster", and no change as none
+
+Outcome = Literal["speed", "memory", "paste_failed", "guidance", "no_code", "nothing"]
+Reading = Literal["faster", "slower", "no measurable change", "no comparison"]
 
 
 # -- the verdict on one claim (pure) ---------------------------------------------------------------
@@ -104,6 +133,12 @@ def broken_claim(claim: str, gain: float, low: float, high: float, measured: flo
     return None
 
 
+def is_guidance(code: str) -> bool:
+    """Whether a card's code is only comments (and blank lines): guidance in words, which
+    pasted changes nothing, so there is no code to measure."""
+    return all(not line.strip() or line.strip().startswith("#") for line in code.splitlines())
+
+
 def paste(cell: str, code: str, evidence: dict[str, Any]) -> tuple[str, str]:
     """The code to run before the loop and the loop, once ``code`` is pasted as a user would:
     in place of the cell line the evidence names (1-based; through ``end_line`` where given),
@@ -121,10 +156,11 @@ def paste(cell: str, code: str, evidence: dict[str, Any]) -> tuple[str, str]:
     return "", "\n".join(lines[:line - 1] + new + lines[end:]) + "\n"
 
 
-# -- running the workloads -------------------------------------------------------------------------
+# -- the summary (pure) ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Row:
-    """One line of the table."""
+    """One line of the table. ``outcome`` says what was done with the suggestion; a speed row
+    carries its claim and measured ``median`` with its ``noise`` (the spread), for the summary."""
 
     workload: str
     kind: str
@@ -132,8 +168,93 @@ class Row:
     measured: str
     verdict: str
     flagged: bool = False
+    outcome: Outcome = "speed"
+    claim: str = "at_most"
+    low: float = 1.0
+    high: float = 1.0
+    median: float | None = None
+    noise: float = 0.0
 
 
+@dataclass(frozen=True)
+class Target:
+    """One line of the summary: a figure and whether it meets its target."""
+
+    name: str
+    value: str
+    target: str
+    met: bool
+
+    def line(self) -> str:
+        return f"SUMMARY {self.name}: {self.value} (target {self.target}): {'met' if self.met else 'MISSED'}"
+
+
+def share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else f"{part}/0 (none measured)"
+
+
+def row_targets(rows: Sequence[Row]) -> list[Target]:
+    """What the table adds up to: pasted codes that fail, changes measured slower than
+    ``SLOWER_THAN``, estimates whose range holds the measured median (strictly: the spread is
+    not added), "at most" bounds exceeded beyond the spread, and leak fixes that did not stop
+    the growth."""
+    speed = [r for r in rows if r.outcome == "speed" and r.median is not None]
+    failed = sum(r.outcome == "paste_failed" for r in rows)
+    slower = sum(r.median < SLOWER_THAN for r in speed if r.median is not None)
+    estimates = [r for r in speed if r.claim == "estimate"]
+    held = sum(r.low <= r.median <= r.high for r in estimates if r.median is not None)
+    bounds = [r for r in speed if r.claim != "estimate"]
+    exceeded = sum(r.median > r.high + r.noise for r in bounds if r.median is not None)
+    leaks = sum(r.outcome == "memory" and r.flagged for r in rows)
+    guidance = sum(r.outcome == "guidance" for r in rows)
+    return [
+        Target("pasted_codes_failing", f"{failed} of {failed + len(speed) + sum(r.outcome == 'memory' for r in rows)} "
+               f"pasted ({guidance} guidance cards: no code to paste)", "0", failed == 0),
+        Target(f"suggestions_below_{SLOWER_THAN}x", f"{slower} of {len(speed)} measured", "0", slower == 0),
+        Target("estimates_holding_median", share(held, len(estimates)), f">= {ESTIMATES_HELD:.0%}",
+               not estimates or held / len(estimates) >= ESTIMATES_HELD),
+        Target("bounds_exceeded", f"{exceeded} of {len(bounds)} 'at most' claims", "0", exceeded == 0),
+        Target("leak_fixes_still_growing", str(leaks), "0", leaks == 0),
+    ]
+
+
+def stability(kind_sets: Mapping[str, Sequence[frozenset[str]]]) -> tuple[int, int]:
+    """(re-runs that agree, re-runs): a re-run agrees when its set of suggestion kinds is its
+    workload's most common set (on a tie, the one seen first)."""
+    agree = total = 0
+    for sets in kind_sets.values():
+        if sets:
+            agree += Counter(sets).most_common(1)[0][1]
+            total += len(sets)
+    return agree, total
+
+
+def stability_target(kind_sets: Mapping[str, Sequence[frozenset[str]]]) -> Target:
+    agree, total = stability(kind_sets)
+    return Target("identical_reruns_same_kinds", share(agree, total), f">= {STABLE_SHARE:.0%}",
+                  total > 0 and agree / total >= STABLE_SHARE)
+
+
+def reading(changed: bool, speedup: float | None) -> Reading:
+    """A Comparison read as a user reads its verdict: faster or slower when its interval
+    excludes 1 (``changed``), else no measurable change."""
+    if not changed or speedup is None:
+        return "no measurable change"
+    return "faster" if speedup > 1 else "slower"
+
+
+def compare_targets(change: Sequence[Reading], same: Sequence[Reading]) -> list[Target]:
+    """The ``--compare`` runs on a 1.3x change that read "faster", and on an unchanged cell
+    that read "no measurable change"."""
+    faster = sum(r == "faster" for r in change)
+    unchanged = sum(r == "no measurable change" for r in same)
+    return [Target("compare_1.3x_read_faster", f"{faster} of {len(change)}", f">= {COMPARE_CORRECT:.0%}",
+                   len(change) > 0 and faster / len(change) >= COMPARE_CORRECT),
+            Target("compare_identical_read_no_change", f"{unchanged} of {len(same)}", f">= {COMPARE_CORRECT:.0%}",
+                   len(same) > 0 and unchanged / len(same) >= COMPARE_CORRECT)]
+
+
+# -- running the workloads -------------------------------------------------------------------------
 def run_loop(setup: str, before: str, cell: str, min_seconds: float = 0.0) -> tuple[float, dict[str, Any]]:
     """Samples/s of ``cell`` in a fresh namespace built from ``setup`` and ``before``: one pass,
     or as many as fill ``min_seconds`` (a short cell timed once is mostly noise); the
@@ -173,6 +294,17 @@ def interleaved(w: Workload, before: str, cell: str, rounds: int) -> list[float]
     return ratios
 
 
+def failed_paste(w: Workload, s: Suggestion, claim: str, why: str) -> Row:
+    return Row(w.name, s.kind, claim, "—", why, True, "paste_failed")
+
+
+def failure(e: BaseException) -> str:
+    """A pasted code's exception in one line: its type and the last line of its message (a
+    DataLoader worker's carries the worker's whole traceback)."""
+    lines = [line for line in str(e).splitlines() if line.strip()]
+    return f"code fails when pasted: {type(e).__name__}: {lines[-1].strip() if lines else ''}"
+
+
 def speed_row(w: Workload, s: Suggestion, code: str, rounds: int) -> Row:
     """Paste the suggestion's ``code``, time it against the loop as it was, and judge its claim."""
     low, high = s.gain_range
@@ -180,21 +312,21 @@ def speed_row(w: Workload, s: Suggestion, code: str, rounds: int) -> Row:
     before, cell = paste(w.cell, code, s.evidence)
     mismatch = _line_mismatch(w.cell, s.evidence)
     if mismatch:
-        return Row(w.name, s.kind, claim, "—", mismatch, True)
+        return failed_paste(w, s, claim, mismatch)
     try:
         loop_rate(w.setup, "", w.cell)  # warm-up, untimed
         start = time.perf_counter()
         loop_rate(w.setup, before, cell)  # the first run: a compile happens here, and a failing paste shows
         first = time.perf_counter() - start
+        ratios = interleaved(w, before, cell, rounds)
     except Exception as e:  # noqa: BLE001 - any failure of pasted code is the finding
-        return Row(w.name, s.kind, claim, "—", f"code fails when pasted: {type(e).__name__}: {e}", True)
-    note = ""
-    if "torch.compile" in code:
-        note = f"; compile run {first:.0f} s (left out)"
-    ratios = interleaved(w, before, cell, rounds)
+        return failed_paste(w, s, claim, failure(e))
+    note = f"; compile run {first:.0f} s (left out)" if "torch.compile" in code else ""
     q1, median, q3 = quartiles(ratios)
-    why = broken_claim(s.claim, s.gain, low, high, median, spread(ratios))
-    return Row(w.name, s.kind, claim, f"{median:.2f}× [IQR {q1:.2f}–{q3:.2f}]{note}", why or "holds", why is not None)
+    noise = spread(ratios)
+    why = broken_claim(s.claim, s.gain, low, high, median, noise)
+    return Row(w.name, s.kind, claim, f"{median:.2f}× [IQR {q1:.2f}–{q3:.2f}]{note}", why or "holds",
+               why is not None, "speed", s.claim, low, high, median, noise)
 
 
 def _line_mismatch(cell: str, evidence: dict[str, Any]) -> str:
@@ -264,13 +396,13 @@ def memory_row(w: Workload, s: Suggestion, code: str, steps: int) -> Row:
     claim = "memory stops growing"
     mismatch = _line_mismatch(w.cell, s.evidence)
     if mismatch:
-        return Row(w.name, s.kind, claim, "—", mismatch, True)
+        return failed_paste(w, s, claim, mismatch)
     kept = []
     for arm_before, arm_cell in (("", w.cell), (before, cell)):
         try:
             _, ns = run_loop(w.setup, arm_before, arm_cell)
         except Exception as e:  # noqa: BLE001 - any failure of pasted code is the finding
-            return Row(w.name, s.kind, claim, "—", f"code fails when pasted: {type(e).__name__}: {e}", True)
+            return failed_paste(w, s, claim, failure(e))
         kept.append(kept_graph_bytes())
         ns.clear()
         gc.collect()
@@ -278,22 +410,26 @@ def memory_row(w: Workload, s: Suggestion, code: str, steps: int) -> Row:
                 f"→ {kept[1] / 1e6:.1f} MB ({kept[1] / steps / 1e3:.0f} kB/step)")
     stopped = kept[1] <= 0.01 * kept[0]
     return Row(w.name, s.kind, claim, measured, "holds: growth stopped" if stopped else "memory still grows",
-               not stopped)
+               not stopped, "memory")
 
 
 def suggestion_rows(w: Workload, suggestions: Sequence[Suggestion], rounds: int, steps: int) -> list[Row]:
     """One row per suggestion: judged on speed, on memory (the leak fix), or listed."""
     rows = []
     for s in suggestions:
+        claim = stated(s.claim, s.gain, *s.gain_range)
         if s.nothing_to_improve:
-            rows.append(Row(w.name, "nothing to improve", "—", "—", "—"))
+            rows.append(Row(w.name, "nothing to improve", "—", "—", "—", outcome="nothing"))
         elif not s.code:
-            rows.append(Row(w.name, s.kind, stated(s.claim, s.gain, *s.gain_range), "—", "no code to paste"))
+            rows.append(Row(w.name, s.kind, claim, "—", "no code to paste", outcome="no_code"))
+        elif is_guidance(s.code):
+            rows.append(Row(w.name, s.kind, claim, "—", "guidance (comments only): no code to paste",
+                            outcome="guidance"))
         elif s.kind == "memory_growth":
             rows.append(memory_row(w, s, s.code, steps))
         else:
             rows.append(speed_row(w, s, s.code, rounds))
-    return rows or [Row(w.name, "(no suggestion)", "—", "—", "—")]
+    return rows or [Row(w.name, "(no suggestion)", "—", "—", "—", outcome="nothing")]
 
 
 def profile(shell: Any, w: Workload) -> Any:
@@ -307,6 +443,12 @@ def profile(shell: Any, w: Workload) -> Any:
     shell.run_line_magic("reset", "-f")  # its loaders' workers stop before anything is timed
     gc.collect()
     return report
+
+
+def kinds(report: Any) -> frozenset[str]:
+    """The kinds of a report's suggestions ("nothing_to_improve" included): what a re-run
+    should repeat."""
+    return frozenset(s.kind for s in report.suggestions)
 
 
 def figures(report: Any) -> str:
@@ -324,58 +466,149 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(out)
 
 
-def workload_rows(shell: Any, w: Workload, rounds: int) -> list[Row]:
-    """Profile one workload, print its figures and suggestions, and judge each suggestion."""
-    report = profile(shell, w)
-    print(f"\n== {w.name}: {w.what}\n   {figures(report)}", flush=True)
-    for s in report.suggestions:
+def distinct(suggestions: Sequence[Sequence[Suggestion]]) -> list[Suggestion]:
+    """Each different suggestion (kind and code) of a workload's runs once, in the order they
+    first appear: a card a re-run shows is one a user may paste."""
+    seen: dict[tuple[str, str | None], Suggestion] = {}
+    for run in suggestions:
+        for s in run:
+            seen.setdefault((s.kind, s.code), s)
+    return list(seen.values())
+
+
+def workload_rows(shell: Any, w: Workload, rounds: int, reruns: int) -> tuple[list[Row], list[frozenset[str]]]:
+    """Profile one workload ``reruns`` times unchanged (at least once), print its figures and
+    every different suggestion of its runs, and judge each of them; with the kind sets of
+    every run."""
+    import torch._dynamo
+
+    torch._dynamo.reset()  # another workload's compiled graphs never count against this one's cache limit
+    reports = [profile(shell, w) for _ in range(max(reruns, 1))]
+    print(f"\n== {w.name}: {w.what}\n   {figures(reports[0])}", flush=True)
+    sets = [kinds(r) for r in reports]
+    if reruns:
+        print(f"   runs' suggestion kinds: {'; '.join(', '.join(sorted(k)) or '(none)' for k in sets)}")
+    suggestions = distinct([r.suggestions for r in reports])
+    for s in suggestions:
         print(f"   [{s.kind}] {s.title}")
         if s.code:
             print("     " + s.code.replace("\n", "\n     "))
-    found = suggestion_rows(w, report.suggestions, rounds, len(report.steps))
+    found = suggestion_rows(w, suggestions, rounds, len(reports[0].steps))
     for r in found:
         print(f"   -> {r.kind}: {r.measured}: {r.verdict}", flush=True)
-    return found
+    return found, sets if reruns else []
+
+
+# -- --compare -------------------------------------------------------------------------------------
+def compare_once(shell: Any, first: int, second: int) -> tuple[Reading, str]:
+    """Profile ``COMPARE_KNOB``'s cell with ``depth = first``, then the same cell with ``depth =
+    second`` and ``--compare`` (this cell's previous run, default schedule); the Comparison's
+    reading, and its verdict in words."""
+    import nbprofiler
+    from IPython.utils.capture import capture_output
+
+    with capture_output():
+        shell.run_cell(COMPARE_KNOB.setup).raise_error()
+        shell.run_cell(f"depth = {first}").raise_error()
+        shell.run_cell("%%torchprofile -q\n" + COMPARE_KNOB.cell).raise_error()
+        shell.run_cell(f"depth = {second}").raise_error()
+        shell.run_cell("%%torchprofile -q --compare\n" + COMPARE_KNOB.cell).raise_error()
+    comparison = nbprofiler.last_comparison()
+    after = nbprofiler.last()
+    shell.run_line_magic("reset", "-f")
+    gc.collect()
+    if comparison is None or comparison.after is not after:  # this run made none: an earlier one is left
+        return "no comparison", "no comparison was made"
+    return reading(comparison.changed, comparison.speedup), comparison.verdict
+
+
+def compare_section(shell: Any, runs: int, rounds: int) -> list[Target]:
+    """The pair's plain speed-up, then ``runs`` comparisons of the 1.3x change and of no change."""
+    deeper, shallower = COMPARE_DEPTHS
+    ratios = interleaved(COMPARE_KNOB, f"depth = {shallower}", COMPARE_KNOB.cell, rounds)
+    q1, median, q3 = quartiles(ratios)
+    print(f"\n== --compare: {COMPARE_KNOB.what}; depth {deeper} → {shallower} measures {median:.2f}× "
+          f"[IQR {q1:.2f}–{q3:.2f}] timed plainly ({rounds} interleaved rounds)", flush=True)
+    change, same = [], []
+    for i in range(runs):
+        found, words = compare_once(shell, deeper, shallower)
+        change.append(found)
+        print(f"   1.3× change, run {i + 1}: {found} ({words})", flush=True)
+    for i in range(runs):
+        found, words = compare_once(shell, deeper, deeper)
+        same.append(found)
+        print(f"   identical cell, run {i + 1}: {found} ({words})", flush=True)
+    print(f"SUMMARY compare_pair_speedup: {median:.2f}× [IQR {q1:.2f}–{q3:.2f}] (by construction about 1.3×)")
+    return compare_targets(change, same)
 
 
 @contextmanager
-def cold_compile_cache() -> Iterator[None]:
-    """An empty inductor cache for this run, so that a compile run costs what a user's first
-    compile costs, not a cache hit from an earlier bench run."""
-    folder = tempfile.mkdtemp(prefix="advice-accuracy-inductor-")
-    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+def bench_environment() -> Iterator[None]:
+    """An empty inductor cache, so that a compile run costs what a user's first compile
+    costs, not a cache hit from an earlier bench run; and a history file of its own, so
+    that the bench's runs stay out of the user's history."""
+    folder = tempfile.mkdtemp(prefix="advice-accuracy-")
+    names = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(folder, "inductor"),
+             "NBPROFILER_HISTORY": os.path.join(folder, "history.sqlite")}
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(names)
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["TORCHINDUCTOR_CACHE_DIR"]
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} rounds instead of {ROUNDS}")
-    parser.add_argument("--only", metavar="NAME", choices=[w.name for w in WORKLOADS], help="run one workload")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_ROUNDS} rounds instead of {ROUNDS}, {QUICK_STABILITY_RUNS} re-runs instead of "
+                             f"{STABILITY_RUNS}")
+    parser.add_argument("--only", metavar="NAME", choices=[w.name for w in WORKLOADS] + ["compare"],
+                        help="run one workload, or only the --compare check")
+    parser.add_argument("--stability", type=int, metavar="R", default=None,
+                        help="profile each workload R times unchanged (at least 3 for the figure)")
+    parser.add_argument("--compare-runs", type=int, metavar="N", default=COMPARE_RUNS,
+                        help=f"comparisons of each kind (default {COMPARE_RUNS})")
+    parser.add_argument("--skip-stability", action="store_true", help="profile each workload once")
+    parser.add_argument("--skip-compare", action="store_true", help="leave out the --compare check")
     args = parser.parse_args(argv)
     rounds = QUICK_ROUNDS if args.quick else ROUNDS
+    reruns = 0 if args.skip_stability else args.stability or (QUICK_STABILITY_RUNS if args.quick else STABILITY_RUNS)
+    workloads = [w for w in WORKLOADS if args.only in (None, w.name)]
+    started = time.perf_counter()
 
     from IPython.testing.globalipapp import start_ipython
 
     shell = start_ipython()
     shell.run_line_magic("load_ext", "nbprofiler")
     rows: list[Row] = []
-    with cold_compile_cache():
-        for w in WORKLOADS:
-            if not args.only or w.name == args.only:
-                rows += workload_rows(shell, w, rounds)
-    print(f"\n{rounds} interleaved rounds per suggestion\n")
-    print(table(rows))
-    flagged = sum(r.flagged for r in rows)
-    print(f"\n{flagged} claim(s) flagged" if flagged else "\nno claim broken by more than the spread")
-    return 1 if flagged else 0
+    kind_sets: dict[str, list[frozenset[str]]] = {}
+    targets: list[Target] = []
+    with bench_environment():
+        profile(shell, COMPARE_KNOB)  # the profiler's first use in a process, which no workload should pay
+        for w in workloads:
+            found, kind_sets[w.name] = workload_rows(shell, w, rounds, reruns)
+            rows += found
+        if rows:
+            print(f"\n{len(workloads)} workloads, {rounds} interleaved rounds per suggestion\n")
+            print(table(rows))
+            print()
+            targets += row_targets(rows)
+        if reruns and workloads:
+            targets.append(stability_target(kind_sets))
+        if not args.skip_compare and args.only in (None, "compare"):
+            targets += compare_section(shell, args.compare_runs, rounds)
+    for t in targets:
+        print(t.line())
+    missed = [t.name for t in targets if not t.met]
+    print(f"\n{len(missed)} target(s) missed{': ' + ', '.join(missed) if missed else ''}; "
+          f"ran {time.perf_counter() - started:.0f} s")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
