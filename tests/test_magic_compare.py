@@ -104,10 +104,25 @@ def test_the_kinds_tried_are_every_kind_the_rules_make():
     assert made == {*SUGGESTION_KINDS, "NOTHING_TO_IMPROVE"} and len(SUGGESTION_KINDS) == len(set(SUGGESTION_KINDS))
 
 
+# A loop whose loader sleeps for each sample: the steps wait for data, so the run gets a suggestion.
+WAITING_CELL = """
+import time
+class Sleepy(torch.utils.data.Dataset):
+    def __len__(self): return 64
+    def __getitem__(self, i):
+        time.sleep(0.004)
+        return torch.randn(20), i % 4
+for x, y in DataLoader(Sleepy(), batch_size=8):
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
 def test_tried_puts_the_stated_gain_beside_the_measured_one(shell):
-    shell.run_cell_magic("torchprofile", "-q -o base", STEADY_CELL)
+    shell.run_cell_magic("torchprofile", "-q -o base", WAITING_CELL)
     kind = shell.user_ns["base"].suggestions[0].kind
-    shell.run_cell_magic("torchprofile", f"-q --compare base --tried {kind}", STEADY_CELL)
+    assert kind in SUGGESTION_KINDS
+    shell.run_cell_magic("torchprofile", f"-q --compare base --tried {kind}", WAITING_CELL)
     comparison = nbprofiler.last_comparison()
     assert comparison.tried == kind and comparison.before is shell.user_ns["base"]
 
