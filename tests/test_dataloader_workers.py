@@ -237,3 +237,49 @@ def test_on_cores_compute_uses_the_card_proposes_only_what_cannot_slow_the_loop(
         workers = int(card.code.split("num_workers=")[1].split(",")[0])
         assert call.arguments["candidates"] == [{"num_workers": workers}]
         assert card.gain_range[0] >= 0.97
+
+
+# -- what a run without workers cannot show: a batch's hand-over from a worker -------------------------
+def test_a_first_worker_for_a_short_wait_per_batch_is_to_be_measured_not_pasted():
+    """The shape of a click model over EmbeddingBag ids: a 1.7 ms step waits 0.4 ms for each batch
+    its collate builds, on 4 cores with compute on 1. Taking a batch from a worker costs the loop
+    more than that (num_workers=1 made such a loop 0.43x as fast), and a run without workers cannot
+    show it: the card gives no code, a range that reaches below 1, and the tuner call."""
+    report = _run(cpus=4, threads=1, step_ms=1.7, wait_ms=0.4)
+    card = _only(suggest(report), "dataloader")
+    assert card.code is None and card.evidence["to_measure"] == {"num_workers": 1}
+    low, high = card.gain_range
+    assert low == pytest.approx(1.7 / (1.7 - 0.4 + T.WORKER_HANDOVER_MS)) and low < 1 < high
+    assert "cannot show" in card.detail
+    assert _measured_call(card).arguments["candidates"] == [{"num_workers": 1}]
+
+
+def test_a_wait_per_batch_longer_than_any_hand_over_gets_workers_with_code():
+    """The same cores, a 40 ms step waiting 20 ms for each batch (decoding images): workers pay
+    whatever a hand-over costs, so the card pastes num_workers with its bound."""
+    report = _run(cpus=4, threads=1, step_ms=40.0, wait_ms=20.0)
+    card = _only(suggest(report), "dataloader")
+    assert card.code is not None and "num_workers=" in card.code and card.claim == "at_most" and card.gain > 1
+
+
+def test_persistent_workers_claim_the_waits_of_every_step_the_cell_ran():
+    """A loader with 2 workers on 2 cores, restarted at each pass: the first step of the pass waits 200 ms for
+    them to start, before the profiled steps, the rest 3 ms of 10. Persistent workers remove the
+    start-ups, which the profiled steps leave out, so the bound is all the loader's waiting over
+    every step the cell ran, not 1.00x."""
+    n = 8
+    wall = [210.0] + [10.0] * (n - 1)
+    wait = [200.0] + [3.0] * (n - 1)
+    phases = ["wait"] + ["active"] * (n - 1)  # the start-up falls before the profiled steps, as by default
+    steps = pd.DataFrame({"step": range(n), "phase": phases, "wall_ms": wall, "dataloader_ms": wait,
+                          "rss_bytes": 1e9})
+    loader = LoaderRecord(loader_id=1, batch_size=32, num_workers=2, pin_memory=False, persistent_workers=False,
+                          prefetch_factor=2, drop_last=False, shuffle=True, dataset_type="Records",
+                          dataset_length=10_000, dataset_repr="Records", name="train_loader",
+                          dataset_name="train_ds", batches=n, iterations_started=2,
+                          wait_ms_by_step=dict(enumerate(wait)))
+    record = RunRecord(options=ProfileOptions(), device=CPU, steps=steps, loaders=(loader,),
+                       step_source="optimizer", cpu_count=2, intra_op_threads=1)  # no core for a third worker
+    card = _only(suggest(Report.from_live(None, record, None)), "dataloader")
+    assert "persistent_workers=True" in card.code
+    assert card.claim == "at_most" and card.gain == pytest.approx(1 / (1 - sum(wait) / sum(wall)), rel=1e-3)

@@ -110,7 +110,9 @@ class LoaderPlan:
     up to ``trace_workers``); ``contended`` says more workers might help but only on
     cores compute needs, with no split that wins even if compute slows with its threads
     (or, loading that waits on I/O, whose computing part does not fit on the spare cores,
-    ``to_measure`` of them): one run cannot tell whether they speed the loop up, so they are to be measured,
+    ``to_measure`` of them; or, ``handover``, a first worker where each batch waits less than a
+    worker's hand-over of a batch may cost): one run cannot tell whether they speed the loop up, so they
+    are to be measured,
     ``prefetch`` (median and mean steady wait, when waiting is bursty),
     ``io_bound`` (the loading waited on I/O, so its workers are not limited to spare cores),
     ``persistent`` and ``pin``. ``loaded_wait`` is the steady wait left with these
@@ -126,6 +128,7 @@ class LoaderPlan:
     split: Split | None
     contended: bool
     to_measure: int | None
+    handover: bool
     all_cores: bool
     trace_workers: int
     prefetch: tuple[float, float] | None
@@ -170,6 +173,9 @@ class LoaderPlan:
         w, n = self.waiting, self.to_measure or 1
         if self.cores is None or w.step_ms <= 0 or self.load_ms is None:
             return 1.0, self.bound
+        if self.handover:  # the worst: every batch handed over at the most it was measured to cost
+            worst = w.step_ms / (w.step_ms - w.steady_ms + T.WORKER_HANDOVER_MS * w.batches)
+            return worst, self.bound
         worst = w.step_ms / split_step(w, self.load_ms, n, self.cores)
         best = min(self.bound, w.step_ms / max(w.compute_ms + _shortfall(self.load_ms, n, w.compute_ms), 1e-9))
         return min(worst, best), max(worst, best)
@@ -208,6 +214,7 @@ def plan(waiting: Waiting, record: LoaderRecord | None, workers: int | None, cor
     result = LoaderPlan(
         waiting=waiting, workers=workers, cores=cores, sampler=sampler, load_ms=more.load_ms,
         num_workers=more.num_workers, split=more.split, contended=more.contended, to_measure=more.to_measure,
+        handover=more.handover,
         all_cores=use_cores,
         trace_workers=more.trace_workers, prefetch=more.prefetch, io_bound=more.io_bound, persistent=persistent,
         restarts=_restarts(record, workers), pin=pin, loaded_wait=loaded,
@@ -237,6 +244,7 @@ class _MoreLoading:
     split: Split | None = None
     contended: bool = False
     to_measure: int | None = None
+    handover: bool = False
     trace_workers: int = T.TRACE_MAX_WORKERS
     prefetch: tuple[float, float] | None = None
     io_bound: bool = False
@@ -256,6 +264,9 @@ def _worker_changes(waiting: Waiting, record: LoaderRecord | None, workers: int 
     prefetch = _bursty_prefetch(waiting, record, workers)
     if cores is None or workers is None:
         return _MoreLoading(load_ms=load_ms, trace_workers=max(needed or 0, T.TRACE_MAX_WORKERS), prefetch=prefetch)
+    if workers == 0 and waiting.steady_ms / waiting.batches < T.WORKER_HANDOVER_MS:
+        return _MoreLoading(load_ms=load_ms, contended=True, to_measure=1, handover=True, prefetch=prefetch,
+                            io_bound=_waits_on_io(record, workers))
     if _waits_on_io(record, workers):
         target = min(T.IO_MAX_WORKERS, max(needed or T.IO_MAX_WORKERS, workers + 1))
         if not _io_fits_spare_cores(waiting, record, load_ms, target, cores):

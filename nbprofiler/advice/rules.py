@@ -239,10 +239,15 @@ def _measure_card(f: Facts, p: LoaderPlan, record: LoaderRecord | None, loader_n
     low, high = p.measure_range()
     evidence, facts = _loader_figures(f, p, record, loader_name)
     evidence.update(changed=[], to_measure={"num_workers": n})
-    why = ("the loading waits on I/O, but its computing part does not fit on the cores compute leaves free"
+    why = (f"the loop waits {_ms(w.steady_ms / w.batches)} for each batch, and taking a batch from a "
+           f"worker process costs the loop up to {_ms(T.WORKER_HANDOVER_MS)} of its own (measured), which a run "
+           "without workers cannot show" if p.handover else
+           "the loading waits on I/O, but its computing part does not fit on the cores compute leaves free"
            if p.io_bound else f"compute's {p.cores.compute} intra-op thread(s) use all {p.cores.per_rank} core(s) "
                               "this process may use")
-    assumes = (f"num_workers={n} takes cores from compute: between compute slowing in proportion to the cores "
+    assumes = (f"between each batch's hand-over from the worker costing up to {_ms(T.WORKER_HANDOVER_MS)} and "
+               "costing nothing" if p.handover else
+               f"num_workers={n} takes cores from compute: between compute slowing in proportion to the cores "
                "it gives up and compute keeping its speed")
     return Suggestion(
         kind="dataloader",
@@ -310,8 +315,29 @@ def _loader_suggestion(f: Facts, p: LoaderPlan, record: LoaderRecord | None) -> 
         facts=tuple(facts),
         code=code,
         detail="; ".join(reasons),
-        **_loader_claim(p, bool(changes), args.loader_name),
+        **(_startup_claim(f, record, args.loader_name) if record is not None and _only_startup(p)
+           else _loader_claim(p, bool(changes), args.loader_name)),
     )
+
+
+def _only_startup(p: LoaderPlan) -> bool:
+    """The plan keeps the workers the loader has and only stops restarting them (persistent workers),
+    which removes waits the profiled steps' steady waiting leaves out: the start-ups."""
+    return p.persistent and p.num_workers is None and p.split is None and bool(p.workers)
+
+
+def _startup_claim(f: Facts, record: LoaderRecord, loader_name: str) -> dict[str, Any]:
+    """What persistent workers can give: at most all of the loader's waiting gone, counted over
+    every step the cell ran (start-ups included, which fall on an epoch's first steps), a true bound."""
+    steps = f.report.run.steps if f.report.run is not None else None
+    wall = float(steps["wall_ms"].sum()) if steps is not None and "wall_ms" in steps else 0.0
+    share = min(sum(record.wait_ms_by_step.values()) / wall, 0.99) if wall > 0 else 0.0
+    bound = amdahl(share)
+    text = (f"at most 1/(1-{share:.2f}) = {bound:.2f}× over the {len(steps) if steps is not None else 0} steps the "
+            f"cell ran, if all the time they waited for {loader_name} disappeared: persistent workers remove its "
+            "workers' start-ups, once per pass over the data")
+    return dict(gain=bound, expected_gain=f"{text}. Measure it in the loop: "
+                                          f"nbprofiler.tune_dataloader({loader_name}, step=step)")
 
 
 def _loader_claim(p: LoaderPlan, changed: bool, loader_name: str) -> dict[str, Any]:

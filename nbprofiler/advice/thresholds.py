@@ -31,6 +31,13 @@ SPLIT_MIN_GAIN = 1.05
 # a process with its own copy of the dataset object).
 IO_BOUND_CPU_SHARE = 0.3  # a sleep computes ~0%; a decode on a busy shared machine still over 50%
 IO_MAX_WORKERS = 8
+# The most time the main process was measured to spend taking one batch from a worker (the
+# worker pickles it through shared memory, the loop unpickles it), which a run without workers
+# cannot show: 1.2 ms a batch (EmbeddingBag ids, offsets and labels) to 3.4 ms (padded text and
+# labels) on a 2-core machine, where num_workers=1 made those loops 0.43x and 0.89x as fast as
+# waiting 0.4 and 0.3 ms a batch without workers. New workers are proposed with code only where
+# the loop waits longer than this for each batch; below it, the card says to measure them.
+WORKER_HANDOVER_MS = 3.5
 # A trace does not say how many cores its machine had: its loader gets that machine's cores less
 # the main process's, up to this many workers (or what its figures need, if more).
 TRACE_MAX_WORKERS = 8
