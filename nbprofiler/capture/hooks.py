@@ -29,8 +29,9 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from ..records import LoaderRecord
-from .loaders import samples_in
+from .loaders import name_in, samples_in
 from .module_ranges import ModuleRanges
+from .optimizer_cycle import OptimizerCycle
 
 
 _ORIGINAL = "_nbprofiler_original"  # on each wrapper: the function it wraps
@@ -56,6 +57,8 @@ class StepHooks:
         # Per thread: two threads stepping their own optimizers at once must each end
         # their own step, not share one depth counter and one pending flag.
         self._thread = _StepState()
+        # Per thread too: which optimizer's step ends a loop iteration (``optimizer_cycle``).
+        self.cycles: dict[int, OptimizerCycle] = {}
         self._removers: list[Callable[[], None]] = []
         self.module_ranges: ModuleRanges | None = None
 
@@ -103,11 +106,17 @@ class StepHooks:
         if not self._mine():
             return
         self.saw_optimizer_step = True
-        if self.step_on in ("auto", "optimizer"):
+        if self.step_on in ("auto", "optimizer") and self._ends_iteration(optimizer):
             if self._thread.depth:
                 self._thread.pending = True  # ended by the wrapper once step() returns
             else:
                 self.listener.on_boundary("optimizer")
+
+    def _ends_iteration(self, optimizer: torch.optim.Optimizer) -> bool:
+        """Whether this optimizer's step ends the loop iteration (the last of several optimizers)."""
+        cycle = self.cycles.setdefault(threading.get_ident(), OptimizerCycle())
+        return cycle.ends_step(optimizer, lambda: name_in(self.listener.namespace, optimizer)
+                               or type(optimizer).__name__)
 
     def _wrap_step(self, original: Callable) -> Callable:
         hooks = self

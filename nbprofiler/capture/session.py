@@ -394,6 +394,13 @@ class ProfileRun:
                 "first optimizer.step(); if the loop accumulates gradients over several batches, run again with "
                 "--step-on optimizer so that every step is one optimizer step"
             )
+        cycle = self.hooks.cycles.get(self._cell_thread or 0)
+        if cycle is not None and cycle.several and "optimizer" in self._boundaries:
+            record.notes.append(
+                f"{len(cycle.order)} optimizers step in each loop iteration ({', '.join(cycle.names)}): a step is "
+                f"one iteration, ended by {cycle.closing_name}.step() (the first step is part of the first "
+                "iteration, the second the rest of it and the next iteration)"
+            )
         if self._cycles > 1:
             record.notes.append(
                 f"{self._cycles} cycles were recorded (--repeat {self.options.repeat}); torch clears its events "
@@ -425,7 +432,9 @@ class ProfileRun:
             return "other thread" if self._other_thread_steps else "none"
         return max(self._boundaries, key=self._boundaries.__getitem__)
 
-    def step(self) -> None:
+    def step(self, samples: int | None = None) -> None:
+        if samples is not None and threading.get_ident() == self._cell_thread:
+            self.sampler.set_samples(samples)
         self.on_boundary("manual")
 
 
