@@ -32,6 +32,7 @@ from ..records import LoaderRecord
 from .loaders import name_in, samples_in
 from .module_ranges import ModuleRanges
 from .optimizer_cycle import OptimizerCycle
+from .thread_clock import ThreadClock
 
 
 _ORIGINAL = "_nbprofiler_original"  # on each wrapper: the function it wraps
@@ -41,8 +42,9 @@ class StepHooks:
     """Installs the hooks for one profiled cell and reports events to ``listener``.
 
     ``listener`` gets ``on_boundary(source)`` when a step ends,
-    ``on_data_wait(seconds, cpu_seconds, record)`` for each fetch (its wall time, and the
-    CPU time the fetching thread used in it), and ``on_batch(samples)`` for
+    ``on_data_wait(seconds, cpu_seconds, queued_seconds, record)`` for each fetch (its wall
+    time, the CPU time the fetching thread used in it, and the time it waited for a core,
+    None where unknown: ``thread_clock``), and ``on_batch(samples)`` for
     each batch delivered; its ``options.modules``
     and ``namespace`` say whether to record module ranges and how to name the roots.
     """
@@ -61,9 +63,13 @@ class StepHooks:
         self.cycles: dict[int, OptimizerCycle] = {}
         self._removers: list[Callable[[], None]] = []
         self.module_ranges: ModuleRanges | None = None
+        self.clock: ThreadClock | None = None
 
     # -- installation -------------------------------------------------------------------
     def install(self) -> None:
+        """Install every hook; called in the thread that runs the cell (its fetches are timed)."""
+        clock = self.clock = ThreadClock()
+        self._removers.append(clock.close)
         handle = register_optimizer_step_post_hook(self._after_optimizer_step)
         self._removers.append(handle.remove)
         for cls in _optimizer_classes():
@@ -165,11 +171,20 @@ class StepHooks:
             record = getattr(iterator, "_nbprofiler_record", None)
             if hooks._loader_ends_step():
                 hooks.listener.on_boundary("dataloader")
-            start, cpu_start = time.perf_counter(), time.thread_time()
+            clock = hooks.clock
+            cpu_start, queued_start = clock.read() if clock is not None else (time.thread_time(), None)
+            start = time.perf_counter()
             try:
                 batch = original(iterator)
             finally:
-                hooks.listener.on_data_wait(time.perf_counter() - start, time.thread_time() - cpu_start, record)
+                seconds = time.perf_counter() - start
+                cpu_end, queued_end = clock.read() if clock is not None else (time.thread_time(), None)
+                cpu = cpu_end - cpu_start
+                # The clock is read just outside the wall time (its reads are not the loop's wait): a
+                # wait for a core that ends at those reads counts in neither more than the fetch had.
+                queued = (None if queued_start is None or queued_end is None
+                          else min(queued_end - queued_start, max(seconds - cpu, 0.0)))
+                hooks.listener.on_data_wait(seconds, cpu, queued, record)
             hooks._fetches_since_boundary += 1
             if record is not None:
                 record.batches += 1

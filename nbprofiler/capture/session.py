@@ -118,7 +118,8 @@ class ProfileRun:
             # the user's: the next step's clock starts after them.
             self.sampler.restart_clock()
 
-    def on_data_wait(self, seconds: float, cpu_seconds: float, record: LoaderRecord | None) -> None:
+    def on_data_wait(self, seconds: float, cpu_seconds: float, queued_seconds: float | None,
+                     record: LoaderRecord | None) -> None:
         if threading.get_ident() != self._cell_thread:
             return  # a producer thread's fetch is not the loop's wait
         self.sampler.add_wait(seconds)
@@ -126,6 +127,8 @@ class ProfileRun:
             step = self.sampler.count
             record.wait_ms_by_step[step] = record.wait_ms_by_step.get(step, 0.0) + seconds * 1e3
             record.wait_cpu_ms = (record.wait_cpu_ms or 0.0) + cpu_seconds * 1e3
+            if queued_seconds is not None:
+                record.wait_queued_ms = (record.wait_queued_ms or 0.0) + queued_seconds * 1e3
 
     def on_batch(self, samples: int | None) -> None:
         if threading.get_ident() == self._cell_thread:  # a producer thread's batches are not the loop's
