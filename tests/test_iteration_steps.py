@@ -107,3 +107,45 @@ def test_step_refuses_a_sample_count_that_is_not_a_whole_number():
 
     with pytest.raises(nbprofiler.OptionError, match="^samples: must be a whole number"):
         nbprofiler.step(samples=2.5)
+
+
+EPOCHS, EPOCH_BATCHES = 4, 6
+
+# A loader with two workers over several short epochs: a modest wait per step, and each epoch's
+# end shuts the workers down. The cell times each fetch around next() itself.
+EPOCHS_SETUP = f"""
+import time
+import torch, torch.nn as nn, torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0); torch.set_num_threads(1)
+net = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))
+net_opt = torch.optim.SGD(net.parameters(), lr=0.01)
+worker_loader = DataLoader(TensorDataset(torch.randn({BATCH * EPOCH_BATCHES}, 64),
+                                         torch.randint(0, 4, ({BATCH * EPOCH_BATCHES},))),
+                           batch_size={BATCH}, num_workers=2)
+"""
+
+EPOCHS_CELL = f"""%%torchprofile -o run -q
+fetch_s = []
+for epoch in range({EPOCHS}):
+    it = iter(worker_loader)
+    while True:
+        t = time.perf_counter()
+        try:
+            x, y = next(it)
+        except StopIteration:
+            break
+        fetch_s.append(time.perf_counter() - t)
+        loss = F.cross_entropy(net(x), y)
+        net_opt.zero_grad(); loss.backward(); net_opt.step()
+"""
+
+
+def test_the_data_wait_is_what_the_loops_own_timer_around_next_reads(shell):
+    shell.run_cell(EPOCHS_SETUP).raise_error()
+    shell.run_cell(EPOCHS_CELL).raise_error()
+    report, user_ms = shell.user_ns["run"], np.array(shell.user_ns["fetch_s"]) * 1e3
+    steps = report.steps
+    assert len(steps) == EPOCHS * EPOCH_BATCHES == len(user_ms)
+    # Over every step, one fetch each: the same waiting as the cell's own timer.
+    assert steps["dataloader_ms"].sum() == pytest.approx(user_ms.sum(), rel=0.2)

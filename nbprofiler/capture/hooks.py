@@ -174,17 +174,17 @@ class StepHooks:
             clock = hooks.clock
             cpu_start, queued_start = clock.read() if clock is not None else (time.thread_time(), None)
             start = time.perf_counter()
+            exhausted = False
             try:
                 batch = original(iterator)
+            except StopIteration:
+                # The epoch is over: shutting the workers down is no wait for a batch, and the
+                # loop's own timer around next() never sees this call.
+                exhausted = True
+                raise
             finally:
-                seconds = time.perf_counter() - start
-                cpu_end, queued_end = clock.read() if clock is not None else (time.thread_time(), None)
-                cpu = cpu_end - cpu_start
-                # The clock is read just outside the wall time (its reads are not the loop's wait): a
-                # wait for a core that ends at those reads counts in neither more than the fetch had.
-                queued = (None if queued_start is None or queued_end is None
-                          else min(queued_end - queued_start, max(seconds - cpu, 0.0)))
-                hooks.listener.on_data_wait(seconds, cpu, queued, record)
+                if not exhausted:
+                    hooks._report_wait(start, cpu_start, queued_start, record)
             hooks._fetches_since_boundary += 1
             if record is not None:
                 record.batches += 1
@@ -192,6 +192,18 @@ class StepHooks:
             return batch
 
         return __next__
+
+    def _report_wait(self, start: float, cpu_start: float, queued_start: float | None,
+                     record: LoaderRecord | None) -> None:
+        """Tell the listener how long a fetch that began at ``start`` took, and how its thread spent it."""
+        seconds = time.perf_counter() - start
+        cpu_end, queued_end = self.clock.read() if self.clock is not None else (time.thread_time(), None)
+        cpu = cpu_end - cpu_start
+        # The clock is read just outside the wall time (its reads are not the loop's wait): a
+        # wait for a core that ends at those reads counts no more than the fetch had.
+        queued = (None if queued_start is None or queued_end is None
+                  else min(queued_end - queued_start, max(seconds - cpu, 0.0)))
+        self.listener.on_data_wait(seconds, cpu, queued, record)
 
     def _loader_ends_step(self) -> bool:
         """A fetch ends the step that the previous batch started (dataloader-driven steps)."""
