@@ -68,10 +68,10 @@ class StepHooks:
     # -- installation -------------------------------------------------------------------
     def install(self) -> None:
         """Install every hook; called in the thread that runs the cell (its fetches are timed)."""
-        clock = self.clock = ThreadClock()
-        self._removers.append(clock.close)
         handle = register_optimizer_step_post_hook(self._after_optimizer_step)
         self._removers.append(handle.remove)
+        clock = self.clock = ThreadClock()
+        self._removers.append(clock.close)
         for cls in _optimizer_classes():
             if "step" in cls.__dict__:
                 self._patch(cls, "step", self._wrap_step)
