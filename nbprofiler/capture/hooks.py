@@ -12,7 +12,8 @@ range, and ending the step there would bill the profiler's own trace export
 to the optimizer and make that range straddle two steps. So each optimizer
 class's ``step`` gets an outer wrapper, and the global post-step hook only
 ends the step itself when no wrapper is around it (an optimizer whose bound
-``step`` was captured earlier, e.g. by an LR scheduler).
+``step`` was captured earlier, e.g. by an LR scheduler). Where several optimizers step
+in each loop iteration, only the last of them ends a step (``optimizer_cycle``).
 """
 from __future__ import annotations
 
