@@ -44,11 +44,17 @@ def current_run() -> Any:
     return session.current_run() if session is not None else None
 
 
-def step() -> None:
-    """End the current profiler step (use with ``--step-on manual``; always counts)."""
+def step(samples: int | None = None) -> None:
+    """End the current profiler step (use with ``--step-on manual``; always counts).
+
+    ``samples``: how many samples the step processed, for samples/s where no DataLoader
+    says it (a loop over tensors it made itself); it replaces the count of the step's
+    DataLoader batches."""
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 0):
+        raise OptionError("samples", f"must be a whole number >= 0, got {samples!r}")
     run = current_run()
     if run is not None:
-        run.step()
+        run.step(samples)
 
 
 def last_comparison() -> Any:

@@ -59,6 +59,10 @@ class LoaderRecord:
     # it loaded them (num_workers=0) by computing, near zero when loading waited on I/O.
     # None: not measured (a report saved before it was).
     wait_cpu_ms: float | None = None
+    # Of that waiting, the time the loop's thread was runnable but waiting for a core (a busy
+    # machine), which is neither computing nor I/O. None: not known (not Linux, or a report
+    # saved before it was measured).
+    wait_queued_ms: float | None = None
     # The arguments of the loader's call that the fields above do not hold and that differ from
     # DataLoader's defaults (a ``collate_fn``, ``sampler``, ``worker_init_fn``...): code that rebuilds
     # the loader passes them on by the loader's name. None: not recorded (a report saved before it was).
@@ -69,10 +73,15 @@ class LoaderRecord:
 
     @property
     def wait_cpu_share(self) -> float | None:
-        """The share of the loop's data waiting that its thread spent computing (None: it never
-        waited). Low means the loading sleeps on I/O, which workers overlap without cores."""
+        """The share of the loop's data waiting that its thread spent computing, of the time it
+        had a core (None: it never waited). Low means the loading sleeps on I/O, which workers
+        overlap without cores. The time spent waiting for a core is left out where known: on a
+        busy machine it would make computing look like sleeping."""
         wall = sum(self.wait_ms_by_step.values())
-        return min(self.wait_cpu_ms / wall, 1.0) if wall > 0 and self.wait_cpu_ms is not None else None
+        if wall <= 0 or self.wait_cpu_ms is None:
+            return None
+        had_core = max(wall - (self.wait_queued_ms or 0.0), self.wait_cpu_ms)
+        return min(self.wait_cpu_ms / had_core, 1.0) if had_core > 0 else None
 
     @classmethod
     def of(cls, loader: Any) -> "LoaderRecord":

@@ -62,17 +62,18 @@ class Throughput:
 def throughput(window: StepWindow, sampled: pd.DataFrame | None) -> Throughput:
     """What the window's steps consumed, from the live sampler's ``batches`` and
     ``samples`` columns. Unknown (None) for trace files, for steps that took no
-    DataLoader batch, and where some batch's size could not be told."""
+    DataLoader batch and were given no ``nbprofiler.step(samples=)``, and where some
+    batch's size could not be told."""
     none = Throughput(None, None, None)
     if sampled is None or "samples" not in sampled or not window.steps:
         return none
     rows = window.of(sampled)
     batches = rows["batches"].to_numpy(dtype=np.float64)
     samples = rows["samples"].to_numpy(dtype=np.float64)
-    if rows.empty or batches.sum() == 0:
+    if rows.empty:
         return none
-    per_step = float(batches.mean())
-    if np.isnan(samples).any():
+    per_step = float(batches.mean()) if batches.sum() else None
+    if np.isnan(samples).any() or samples.sum() == 0:
         return Throughput(per_step, None, None)
     samples_per_step = float(samples.mean())
     rate = samples_per_step / (window.avg_step_us / 1e6) if window.avg_step_us else None

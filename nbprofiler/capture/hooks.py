@@ -12,7 +12,8 @@ range, and ending the step there would bill the profiler's own trace export
 to the optimizer and make that range straddle two steps. So each optimizer
 class's ``step`` gets an outer wrapper, and the global post-step hook only
 ends the step itself when no wrapper is around it (an optimizer whose bound
-``step`` was captured earlier, e.g. by an LR scheduler).
+``step`` was captured earlier, e.g. by an LR scheduler). Where several optimizers step
+in each loop iteration, only the last of them ends a step (``optimizer_cycle``).
 """
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from ..records import LoaderRecord
-from .loaders import samples_in
+from .loaders import name_in, samples_in
 from .module_ranges import ModuleRanges
+from .optimizer_cycle import OptimizerCycle
+from .thread_clock import ThreadClock
 
 
 _ORIGINAL = "_nbprofiler_original"  # on each wrapper: the function it wraps
@@ -40,8 +43,9 @@ class StepHooks:
     """Installs the hooks for one profiled cell and reports events to ``listener``.
 
     ``listener`` gets ``on_boundary(source)`` when a step ends,
-    ``on_data_wait(seconds, cpu_seconds, record)`` for each fetch (its wall time, and the
-    CPU time the fetching thread used in it), and ``on_batch(samples)`` for
+    ``on_data_wait(seconds, cpu_seconds, queued_seconds, record)`` for each fetch (its wall
+    time, the CPU time the fetching thread used in it, and the time it waited for a core,
+    None where unknown: ``thread_clock``), and ``on_batch(samples)`` for
     each batch delivered; its ``options.modules``
     and ``namespace`` say whether to record module ranges and how to name the roots.
     """
@@ -56,13 +60,19 @@ class StepHooks:
         # Per thread: two threads stepping their own optimizers at once must each end
         # their own step, not share one depth counter and one pending flag.
         self._thread = _StepState()
+        # Per thread too: which optimizer's step ends a loop iteration (``optimizer_cycle``).
+        self.cycles: dict[int, OptimizerCycle] = {}
         self._removers: list[Callable[[], None]] = []
         self.module_ranges: ModuleRanges | None = None
+        self.clock: ThreadClock | None = None
 
     # -- installation -------------------------------------------------------------------
     def install(self) -> None:
+        """Install every hook; called in the thread that runs the cell (its fetches are timed)."""
         handle = register_optimizer_step_post_hook(self._after_optimizer_step)
         self._removers.append(handle.remove)
+        clock = self.clock = ThreadClock()
+        self._removers.append(clock.close)
         for cls in _optimizer_classes():
             if "step" in cls.__dict__:
                 self._patch(cls, "step", self._wrap_step)
@@ -103,11 +113,17 @@ class StepHooks:
         if not self._mine():
             return
         self.saw_optimizer_step = True
-        if self.step_on in ("auto", "optimizer"):
+        if self.step_on in ("auto", "optimizer") and self._ends_iteration(optimizer):
             if self._thread.depth:
                 self._thread.pending = True  # ended by the wrapper once step() returns
             else:
                 self.listener.on_boundary("optimizer")
+
+    def _ends_iteration(self, optimizer: torch.optim.Optimizer) -> bool:
+        """Whether this optimizer's step ends the loop iteration (the last of several optimizers)."""
+        cycle = self.cycles.setdefault(threading.get_ident(), OptimizerCycle())
+        return cycle.ends_step(optimizer, lambda: name_in(self.listener.namespace, optimizer)
+                               or type(optimizer).__name__)
 
     def _wrap_step(self, original: Callable) -> Callable:
         hooks = self
@@ -156,11 +172,20 @@ class StepHooks:
             record = getattr(iterator, "_nbprofiler_record", None)
             if hooks._loader_ends_step():
                 hooks.listener.on_boundary("dataloader")
-            start, cpu_start = time.perf_counter(), time.thread_time()
+            clock = hooks.clock
+            cpu_start, queued_start = clock.read() if clock is not None else (time.thread_time(), None)
+            start = time.perf_counter()
+            exhausted = False
             try:
                 batch = original(iterator)
+            except StopIteration:
+                # The epoch is over: shutting the workers down is no wait for a batch, and the
+                # loop's own timer around next() never sees this call.
+                exhausted = True
+                raise
             finally:
-                hooks.listener.on_data_wait(time.perf_counter() - start, time.thread_time() - cpu_start, record)
+                if not exhausted:
+                    hooks._report_wait(start, cpu_start, queued_start, record)
             hooks._fetches_since_boundary += 1
             if record is not None:
                 record.batches += 1
@@ -168,6 +193,18 @@ class StepHooks:
             return batch
 
         return __next__
+
+    def _report_wait(self, start: float, cpu_start: float, queued_start: float | None,
+                     record: LoaderRecord | None) -> None:
+        """Tell the listener how long a fetch that began at ``start`` took, and how its thread spent it."""
+        seconds = time.perf_counter() - start
+        cpu_end, queued_end = self.clock.read() if self.clock is not None else (time.thread_time(), None)
+        cpu = cpu_end - cpu_start
+        # The clock is read just outside the wall time (its reads are not the loop's wait): a
+        # wait for a core that ends at those reads counts no more than the fetch had.
+        queued = (None if queued_start is None or queued_end is None
+                  else min(queued_end - queued_start, max(seconds - cpu, 0.0)))
+        self.listener.on_data_wait(seconds, cpu, queued, record)
 
     def _loader_ends_step(self) -> bool:
         """A fetch ends the step that the previous batch started (dataloader-driven steps)."""

@@ -48,6 +48,7 @@ class StepSampler:
         self._wait_s = 0.0
         self._batches = 0
         self._samples = 0.0
+        self._given: float | None = None  # samples the user gave nbprofiler.step() for this step
         self._t0 = 0.0
 
     def start(self) -> None:
@@ -64,13 +65,18 @@ class StepSampler:
         self._batches += 1
         self._samples += math.nan if samples is None else samples
 
+    def set_samples(self, samples: int) -> None:
+        """The samples the current step processed, as the user counted them (``nbprofiler.step(samples=)``):
+        they replace the count of its DataLoader batches."""
+        self._given = float(samples)
+
     def end_step(self) -> None:
         now = time.perf_counter()
         self.host_ms.append((now - self._t0) * 1e3)
         self.dataloader_ms.append(self._wait_s * 1e3)
         self.batches.append(self._batches)
-        self.samples.append(self._samples)
-        self._wait_s, self._batches, self._samples = 0.0, 0, 0.0
+        self.samples.append(self._samples if self._given is None else self._given)
+        self._wait_s, self._batches, self._samples, self._given = 0.0, 0, 0.0, None
         if self.cuda:
             self.device_ms.append(math.nan)
             if self._start_event is not None:

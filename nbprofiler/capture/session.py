@@ -118,7 +118,8 @@ class ProfileRun:
             # the user's: the next step's clock starts after them.
             self.sampler.restart_clock()
 
-    def on_data_wait(self, seconds: float, cpu_seconds: float, record: LoaderRecord | None) -> None:
+    def on_data_wait(self, seconds: float, cpu_seconds: float, queued_seconds: float | None,
+                     record: LoaderRecord | None) -> None:
         if threading.get_ident() != self._cell_thread:
             return  # a producer thread's fetch is not the loop's wait
         self.sampler.add_wait(seconds)
@@ -126,6 +127,8 @@ class ProfileRun:
             step = self.sampler.count
             record.wait_ms_by_step[step] = record.wait_ms_by_step.get(step, 0.0) + seconds * 1e3
             record.wait_cpu_ms = (record.wait_cpu_ms or 0.0) + cpu_seconds * 1e3
+            if queued_seconds is not None:
+                record.wait_queued_ms = (record.wait_queued_ms or 0.0) + queued_seconds * 1e3
 
     def on_batch(self, samples: int | None) -> None:
         if threading.get_ident() == self._cell_thread:  # a producer thread's batches are not the loop's
@@ -394,6 +397,13 @@ class ProfileRun:
                 "first optimizer.step(); if the loop accumulates gradients over several batches, run again with "
                 "--step-on optimizer so that every step is one optimizer step"
             )
+        cycle = self.hooks.cycles.get(self._cell_thread or 0)
+        if cycle is not None and cycle.several and "optimizer" in self._boundaries:
+            record.notes.append(
+                f"{len(cycle.order)} optimizers step in each loop iteration ({', '.join(cycle.names)}): a step is "
+                f"one iteration, ended by {cycle.closing_name}.step() (the first step is part of the first "
+                "iteration, the second the rest of it and the next iteration)"
+            )
         if self._cycles > 1:
             record.notes.append(
                 f"{self._cycles} cycles were recorded (--repeat {self.options.repeat}); torch clears its events "
@@ -425,7 +435,9 @@ class ProfileRun:
             return "other thread" if self._other_thread_steps else "none"
         return max(self._boundaries, key=self._boundaries.__getitem__)
 
-    def step(self) -> None:
+    def step(self, samples: int | None = None) -> None:
+        if samples is not None and threading.get_ident() == self._cell_thread:
+            self.sampler.set_samples(samples)
         self.on_boundary("manual")
 
 

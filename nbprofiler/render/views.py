@@ -94,6 +94,8 @@ def throughput_detail(h: dict[str, Any]) -> str | None:
     if h["samples_per_s"] is None or per_step is None:
         return None
     batches, size = h["batches_per_step"], h["batch_size"]
+    if batches is None:  # counted by the loop itself: nbprofiler.step(samples=...)
+        return f"{per_step:,.4g} samples per step"
     if batches is not None and abs(batches - 1) < 1e-9 and size:
         return f"batch size {size}"
     of = f" of {size}" if size else ""
