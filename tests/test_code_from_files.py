@@ -100,11 +100,11 @@ def loaded(report: Report, tmp_path: Path) -> Report:
 
 
 def loader_record(name: str | None, dataset_name: str | None, dataset_type: str = "ImageFolder") -> LoaderRecord:
-    """A loader that kept every step waiting 20 ms, without workers."""
+    """A loader that kept every step waiting 20 ms, without workers, and passed no other argument."""
     return LoaderRecord(loader_id=1, batch_size=64, num_workers=0, pin_memory=False, persistent_workers=False,
                         prefetch_factor=None, drop_last=False, shuffle=True, dataset_type=dataset_type,
                         dataset_length=100_000, dataset_repr=dataset_type, name=name, dataset_name=dataset_name,
-                        batches=12, wait_ms_by_step={i: 20.0 for i in range(12)}, wait_cpu_ms=240.0)
+                        batches=12, wait_ms_by_step={i: 20.0 for i in range(12)}, wait_cpu_ms=240.0, passed_on=())
 
 
 def cpu_run(loader: LoaderRecord) -> Report:
@@ -297,7 +297,7 @@ def test_text_quoted_in_code_starts_no_line_of_code(marker):
 # -- the payload: which reports "Try it" may run ----------------------------------------------------
 SAVED = "this report was loaded from a saved report file"
 STORED = "this report was reloaded from the run history"
-TRACED = "this report was loaded from the trace file a100_train.pt.trace.json.gz"
+TRACED = "this report was loaded from the trace file v100_resnet50_train_num_workers_0.pt.trace.json.gz"
 
 
 def test_only_a_live_run_of_this_kernel_carries_a_token_it_confirms(shell, tmp_path, monkeypatch):
@@ -313,7 +313,7 @@ def test_only_a_live_run_of_this_kernel_carries_a_token_it_confirms(shell, tmp_p
     assert origin.made_here(token) and report_payload(live)["report_token"] == token  # the same on each rendering
     run_id = int(nbprofiler.history(cell=live)["run_id"].iloc[-1])
     for report, words in [(loaded(live, tmp_path), SAVED), (nbprofiler.stored_run(run_id), STORED),
-                          (shared_report("a100_train"), TRACED)]:
+                          (shared_report("v100_resnet50_train_num_workers_0"), TRACED)]:
         payload = report_payload(report)
         assert (payload["made_here"], payload["report_token"], payload["origin"]) == (False, None, words)
     # A token this process did not issue, or not a token at all, is not one of its reports.
@@ -332,10 +332,10 @@ def test_the_try_it_button_carries_the_token_only_on_a_report_made_here(tmp_path
     kept = nbprofiler.history.keep(waiting, cell="waiting", notebook="run.ipynb")
     token = report_payload(waiting)["report_token"]
     for report, words in [(waiting, None), (loaded(waiting, tmp_path), SAVED), (nbprofiler.stored_run(kept), STORED),
-                          (shared_report("a100_train"), TRACED)]:
+                          (shared_report("v100_resnet50_train_num_workers_0"), TRACED)]:
         page = report.to_html()
         buttons = re.findall(r'<button class="nbp-try"[^>]*>', page)
-        assert buttons and len(buttons) == len([s for s in report.suggestions if s.code])
+        assert buttons and len(buttons) == len([s for s in report.suggestions if s.code and not s.guidance])
         expected = f'data-nbp-report="{token}"' if words is None else f'data-nbp-origin="{words}"'
         assert all(expected in b and ("data-nbp-report" in b) == (words is None) for b in buttons), buttons
 

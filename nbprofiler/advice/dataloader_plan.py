@@ -294,14 +294,16 @@ def _waits_on_io(record: LoaderRecord | None, workers: int) -> bool:
 
 def _io_fits_spare_cores(waiting: Waiting, record: LoaderRecord | None, load_ms: float | None, workers: int,
                          cores: Cores) -> bool:
-    """Whether the computing part of I/O-bound loading fits on the cores compute leaves free,
-    so that ``workers`` cannot slow compute: their CPU time per step (the share of the wait the
-    loop's thread computed) within the spare cores over the step they would leave."""
+    """Whether I/O-bound loading with ``workers`` cannot slow the loop: their CPU time per step (the
+    share of the wait the loop's thread computed), less what the spare cores hold over the step they
+    would leave, taken whole from compute at worst, still leaves a step ``SPLIT_MIN_GAIN`` faster.
+    A sleeping loader computes ~1% of its wait, so it fits even where compute uses every core."""
     share = record.wait_cpu_share if record is not None else None
     if load_ms is None or share is None:
         return False
     step_ms = waiting.compute_ms + _shortfall(load_ms, workers, waiting.compute_ms)
-    return load_ms * share <= cores.spare * step_ms
+    taken = max(load_ms * share - cores.spare * step_ms, 0.0)
+    return step_ms + taken <= waiting.step_ms / T.SPLIT_MIN_GAIN
 
 
 def _needed(waiting: Waiting, load_ms: float | None) -> int | None:
