@@ -51,7 +51,32 @@ with torch.no_grad():
         out = model(x)
         samples += len(x)
 """)
-WORKLOADS = (FEATURIZE_INFERENCE, RESNET_INFERENCE, MLP12_INFERENCE, SMALL_OPS_INFERENCE, BIG_MATMUL_INFERENCE)
+# A Python featuriser, then a model of small operators: compiling the model (not the featuriser) pays.
+FEATURIZE_SMALL_OPS = Workload("featurize_small_ops", "inference, a Python featuriser, then 12 x (Linear(64) + GELU "
+                               "+ LayerNorm) at batch 8", _IMPORTS + """
+torch.set_num_threads(1)
+import zlib
+import nbprofiler
+words = [f"w{i}" for i in range(500)]
+texts = [" ".join(words[(7 * i + j) % 500] for j in range(60)) for i in range(8 * 100)]
+
+def featurize(text):
+    counts = [0.0] * 64
+    for token in text.split():
+        counts[zlib.crc32(token.encode()) % 64] += 1.0
+    return torch.tensor(counts)
+
+model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.LayerNorm(64)) for _ in range(12)]).eval()
+""", """\
+with torch.no_grad():
+    for i in range(0, len(texts), 8):
+        feats = torch.stack([featurize(t) for t in texts[i:i + 8]])
+        out = model(feats)
+        nbprofiler.step()
+        samples += len(feats)
+""")
+WORKLOADS = (FEATURIZE_INFERENCE, FEATURIZE_SMALL_OPS, RESNET_INFERENCE, MLP12_INFERENCE, SMALL_OPS_INFERENCE,
+             BIG_MATMUL_INFERENCE)
 
 
 def arm_seconds(cell: str, ns: dict[str, Any]) -> float:

@@ -26,7 +26,7 @@ import nbprofiler
 torch.manual_seed(0)
 torch.set_num_threads(1)
 words = [f"w{i}" for i in range(500)]
-texts = [" ".join(words[(7 * i + j) % 500] for j in range(60)) for i in range(8 * 16)]
+texts = [" ".join(words[(7 * i + j) % 500] for j in range(150)) for i in range(8 * 16)]
 
 def featurize(text):
     counts = [0.0] * 64
@@ -78,7 +78,8 @@ class Basic(nn.Module):
         return F.relu(self.skip(x) + self.b2(self.c2(F.relu(self.b1(self.c1(x))))))
 
 model = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), Basic(16, 16, 1),
-                      Basic(16, 32, 2), Basic(32, 64, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).eval()
+                      Basic(16, 32, 2), Basic(32, 64, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                      nn.Linear(64, 10)).eval()
 test_loader = DataLoader(TensorDataset(torch.randn(8 * 12, 3, 48, 48)), batch_size=8)
 """
 
@@ -115,8 +116,8 @@ def test_a_featuriser_then_a_model_compiles_the_model_and_counts_only_its_time(s
     assert "featurize" not in card.code
     # The share is the model's alone: near what the user's own timer gives it, far from the whole step.
     timed = statistics.median(shell.user_ns["model_shares"])
-    assert card.evidence["model_share"] < 0.85
-    assert abs(card.evidence["model_share"] - timed) < 0.2
+    assert card.evidence["model_share"] < 0.8, timed
+    assert abs(card.evidence["model_share"] - timed) < 0.2, timed
     compiled = []
     monkeypatch.setattr(torch, "compile", lambda m, **kw: compiled.append(m) or m)
     model = shell.user_ns["model"]

@@ -21,21 +21,24 @@ high value, which give the range.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..analysis.model_time import ModelTime
 from . import thresholds as T
 
 
-def compiled_model_us(m: ModelTime, fixed_cost_us: float, end: int) -> float:
-    """The model's time per step compiled, at ``end`` (0: the low end of the gain, 1: the
+def compiled_model_us(m: ModelTime, fixed_cost_us: float, end: int) -> np.ndarray:
+    """The model's time in each step compiled, at ``end`` (0: the low end of the gain, 1: the
     estimate, 2: the high end); ``fixed_cost_us``: one operator call's fixed cost."""
-    light_work = max(m.light_us - m.light_calls * fixed_cost_us, 0.0)
+    light_work = np.maximum(m.light_us - m.light_calls * fixed_cost_us, 0.0)
     return ((m.heavy_us - m.conv_us) * T.COMPILE_MATMUL_KEPT[end] + m.conv_us * T.COMPILE_CONV_KEPT[end]
             + light_work * T.COMPILE_FUSED_KEPT[end] + m.python_us * T.COMPILE_PYTHON_KEPT[end]
             + m.calls * T.COMPILE_CALL_US[end])
 
 
 def compile_gain(m: ModelTime, fixed_cost_us: float) -> tuple[float, float, float]:
-    """(low, estimate, high) speed-up of the whole step with the model compiled."""
-    low, gain, high = (m.step_us / max(m.step_us - m.model_us + compiled_model_us(m, fixed_cost_us, end), 1e-9)
-                       for end in range(3))
+    """(low, estimate, high) speed-up of the whole step with the model compiled: the median over the
+    steps of each step's own."""
+    low, gain, high = (float(np.median(m.step_us / np.maximum(
+        m.step_us - m.model_us + compiled_model_us(m, fixed_cost_us, end), 1e-9))) for end in range(3))
     return low, gain, high

@@ -25,29 +25,31 @@ from .operators import OperatorTree
 from .steps import step_of
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ModelTime:
-    """Means per profiled step, in µs, of one model's calls (``name``: the cell's name for it)."""
+    """One model's calls in each profiled step (arrays, a value per step, in µs; ``name``: the
+    cell's name for it). Per step, so that an estimate can be taken step by step and its median
+    pass over a step the machine preempted, where a mean over the steps would not."""
 
     name: str
-    steps: int
-    step_us: float  # the whole step, data waiting included
-    model_us: float  # inside the model's calls
-    calls: float  # the model's calls
-    heavy_us: float  # outermost operators that do matrix work, convolutions among them
-    heavy_calls: float
-    conv_us: float  # of ``heavy_us``, the convolutions
-    light_us: float  # every other outermost operator
-    light_calls: float
+    step_us: np.ndarray  # the whole step, data waiting included
+    model_us: np.ndarray  # inside the model's calls
+    calls: np.ndarray  # the model's calls
+    heavy_us: np.ndarray  # outermost operators that do matrix work, convolutions among them
+    heavy_calls: np.ndarray
+    conv_us: np.ndarray  # of ``heavy_us``, the convolutions
+    light_us: np.ndarray  # every other outermost operator
+    light_calls: np.ndarray
 
     @property
-    def python_us(self) -> float:
+    def python_us(self) -> np.ndarray:
         """The model's time outside its operators: its forward's Python and its submodules' calls."""
-        return max(self.model_us - self.heavy_us - self.light_us, 0.0)
+        return np.maximum(self.model_us - self.heavy_us - self.light_us, 0.0)
 
     @property
     def share(self) -> float:
-        return min(self.model_us / max(self.step_us, 1e-9), 1.0)
+        """The model's share of a typical step (the median over steps)."""
+        return float(np.median(np.minimum(self.model_us / np.maximum(self.step_us, 1e-9), 1.0)))
 
 
 def model_times(table: EventTable, tree: OperatorTree, steps: pd.DataFrame) -> list[ModelTime]:
@@ -72,17 +74,21 @@ def model_times(table: EventTable, tree: OperatorTree, steps: pd.DataFrame) -> l
     found = []
     labels = names.to_numpy()[table.name_code[ranges]]
     for label in sorted(set(labels)):
-        mine = _outermost(table["ts"][ranges[labels == label]], table["dur"][ranges[labels == label]])
-        start, end = mine
+        start, end = _outermost(table["ts"][ranges[labels == label]], table["dur"][ranges[labels == label]])
         inside = _inside(tree.start[outer], start, end)
         ops, is_heavy, is_conv = outer[inside], heavy[inside], conv[inside]
+        step = np.searchsorted(steps["step"].to_numpy(), step_of(tree.start[ops], steps))
+
+        def per_step(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+            return np.bincount(step[mask], weights=None if weights is None else weights[mask], minlength=n)
+
         found.append(ModelTime(
-            name=str(label)[len(MODEL_PREFIX):], steps=n, step_us=float((hi - lo).mean()),
-            model_us=float(covered_in_windows(start, end, lo, hi).sum() / n), calls=len(start) / n,
-            heavy_us=float(tree.dur[ops[is_heavy]].sum() / n), heavy_calls=float(is_heavy.sum() / n),
-            conv_us=float(tree.dur[ops[is_conv]].sum() / n),
-            light_us=float(tree.dur[ops[~is_heavy]].sum() / n), light_calls=float((~is_heavy).sum() / n)))
-    return sorted(found, key=lambda m: -m.model_us)
+            name=str(label)[len(MODEL_PREFIX):], step_us=hi - lo, model_us=covered_in_windows(start, end, lo, hi),
+            calls=np.bincount(np.searchsorted(steps["step"].to_numpy(), step_of(start, steps)), minlength=n),
+            heavy_us=per_step(is_heavy, tree.dur[ops]), heavy_calls=per_step(is_heavy),
+            conv_us=per_step(is_conv, tree.dur[ops]),
+            light_us=per_step(~is_heavy, tree.dur[ops]), light_calls=per_step(~is_heavy)))
+    return sorted(found, key=lambda m: -float(m.model_us.sum()))
 
 
 def _outermost_ops(table: EventTable, tree: OperatorTree, thread: int) -> np.ndarray:
