@@ -170,6 +170,9 @@ class RunRecord:
     step_source: str  # what ended the steps: "optimizer", "dataloader", "manual", "iterations", "none", "other thread"
     error: str | None = None  # "KeyboardInterrupt", "ValueError: ..." when the code raised
     cell_source: str | None = None
+    # The names the cell calls (``model(x)``) that were nn.Module instances in its namespace when the run
+    # ended: the names code may compile (``capture.model_calls``); None: not recorded (a trace file).
+    cell_modules: tuple[str, ...] | None = None
     cell_filename: str | None = None
     # Which cell ran, across runs: JupyterLab's cell id, else a fingerprint of the source (None
     # outside a notebook); and the notebook's path when the front end names it. The history

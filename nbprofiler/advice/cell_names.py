@@ -5,10 +5,11 @@ A suggestion's code is pasted into the cell, so it must use the cell's names:
 ``F.cross_entropy(net(x), y)``. A run records the cell's source, not which of
 its names is what, so each is read from how the cell uses it:
 
-* the model: a name whose ``.parameters()``, ``.eval()`` or ``.train()`` the
-  cell calls is a module; otherwise the name the cell calls on its data,
-  innermost first (``loss_fn(model(x), y)`` calls ``model`` on ``x``, and
-  ``loss_fn`` on what ``model`` returned);
+* the model: where the run recorded which names the cell calls are modules (a live
+  run knows its namespace), one of those (``module_name``); otherwise a name whose
+  ``.parameters()``, ``.eval()`` or ``.train()`` the cell calls is a module, else
+  the name the cell calls on its data, innermost first (``loss_fn(model(x), y)``
+  calls ``model`` on ``x``, and ``loss_fn`` on what ``model`` returned);
 * the loss: the name whose ``.backward()`` the cell calls, and the statements
   of its block that compute it (the forward pass, which autocast wraps);
 * the optimizer: the name whose ``.step()`` and ``.zero_grad()`` the cell calls;
@@ -53,6 +54,27 @@ def model_name(cell_source: str | None) -> str | None:
         if name not in _BUILTINS and name not in local and not name[:1].isupper():
             return code_name(name)
     return None
+
+
+def called_names(cell_source: str | None) -> list[str]:
+    """The plain names the cell calls on arguments (``model(x)``, ``featurize(t)``), each once, in the order
+    of their first call; capture tells which of them are modules (``RunRecord.cell_modules``)."""
+    tree = parse_cell(cell_source or "")
+    if tree is None:
+        return []
+    calls = sorted(_called_names(tree, 0), key=lambda c: (c[1], c[2]))
+    return list(dict.fromkeys(name for _, _, _, name in calls))
+
+
+def module_name(cell_source: str | None, modules: tuple[str, ...] | None, timed: dict[str, float]) -> str | None:
+    """The cell's name for the ``nn.Module`` it calls, for code: among the names it calls that the run recorded
+    as modules (never a function it calls, whatever its nesting), the one ``timed`` gives most time, else the
+    first called; None where the run recorded none, or the name may not go into code."""
+    known = set(modules or ())
+    called = [name for name in called_names(cell_source) if name in known]
+    if not called:
+        return None
+    return code_name(max(called, key=lambda name: (timed.get(name, 0.0), -called.index(name))))
 
 
 def _called_names(node: ast.AST, depth: int) -> list[tuple[int, int, int, str]]:

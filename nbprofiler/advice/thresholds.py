@@ -103,22 +103,27 @@ PER_SAMPLE_COST_RISE_MAX = 1.25
 PER_SAMPLE_COST_FALL_MAX = 3.0
 
 # -- torch.compile --------------------------------------------------------------------------------
-# On CPU: at least 50 operator calls a step taking under 100 us each on average make a cell of many
-# small ops, whose dispatch and Python between calls compiled code replaces with one call (a small
-# Transformer LM's operators at batch 8 take 200-500 us each, depending on machine load; a chain of
-# elementwise ops on small tensors 5-50 us).
-COMPILE_MIN_OP_CALLS = 50
-COMPILE_SMALL_OP_US = 100.0
-# ... and only where those operators and the Python between them are half the whole step or more
-# (data waiting counted in the step): a cell dominated by them. Operators this small are mostly their
-# own per-call cost (dispatch, allocation), so the estimate takes the whole of that time 2x faster
-# compiled: an inference cell of many small ops ran 2.0x faster (after a 53 s compile), 12 layers of
-# 16-wide Linear, gelu, sin ran 3.5x (IQR 2.3-4.7x, after 27 s). The high end takes it 6x faster
-# (fused loops, one call), the low end no gain (graph breaks, recompiles). Training steps are left
-# out: a 2-layer Transformer's training step at batch 8 (198 small operator calls) ran 0.93x compiled.
-COMPILE_MIN_SHARE = 0.50
-COMPILE_SPEEDUP_TYPICAL = 2.0
-COMPILE_SPEEDUP_MAX = 6.0
+# On CPU, for an inference step (advice.compile_gain): each assumption as (low end of the gain,
+# estimate, high end). What compiled code leaves of the model's matmuls: as they are, or up to 10%
+# slower at the low end (an MLP of three Linear at batch 16 ran 0.94x compiled, in a step of which
+# it was about a fifth).
+COMPILE_MATMUL_KEPT = (1.10, 1.0, 1.0)
+# ... and of its convolutions, which it runs with weights prepacked once and data in channels-last:
+# a 3x3 Conv2d(16, 16) on 8x16x64x64, one thread, took 0.68x its eager time compiled (5.4 -> 3.6 ms).
+COMPILE_CONV_KEPT = (1.0, 0.75, 0.6)
+# What it leaves of the light operators' work beyond their fixed cost per call: a chain of
+# elementwise ops, norms and activations fused into one loop passes over memory once instead of
+# once per op; at the low end fusion saves nothing.
+COMPILE_FUSED_KEPT = (1.0, 0.5, 0.25)
+# What it leaves of the Python inside the model (its forward, its submodules' __call__).
+COMPILE_PYTHON_KEPT = (0.5, 0.1, 0.0)
+# What one call of the compiled model costs itself (guards, the generated wrapper), in us.
+COMPILE_CALL_US = (60.0, 30.0, 15.0)
+# A card is shown where the estimate is at least 1.1x and the low end does not fall below 0.97x
+# (a slowdown within noise); where the estimate is high but the low end is not, the verdict says
+# what to measure.
+COMPILE_MIN_GAIN = 1.10
+COMPILE_MIN_LOW = 0.97
 # On GPU, a launch-bound step: the estimate halves the time the GPU waits on the host, the high end
 # removes it and runs the GPU's work up to 2x faster (fused kernels make one pass over memory
 # instead of several); the low end is no gain.

@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from ..trace.module_names import MODEL_PREFIX
 from ..trace.module_names import RANGE_PREFIX as MODULE_RANGE_PREFIX
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind
 from .event_kinds import of_kind
@@ -51,8 +52,10 @@ class OperatorTree:
         kinds = self.table.kind
         is_op = (kinds == Kind.CPU_OP) | (kinds == Kind.USER_ANNOTATION)
         names = self.table.names
-        # Step ranges and --modules' ranges wrap operators; as operators they would count their time twice.
-        wraps = pd.Series(names, dtype=object).str.startswith(("ProfilerStep#", MODULE_RANGE_PREFIX)).to_numpy()
+        # Step ranges, --modules' ranges and the model calls' wrap operators; as operators they would count
+        # their time twice.
+        wraps = pd.Series(names, dtype=object).str.startswith(
+            ("ProfilerStep#", MODULE_RANGE_PREFIX, MODEL_PREFIX)).to_numpy()
         return np.flatnonzero(is_op & ~wraps[self.table.name_code])
 
     @cached_property

@@ -31,6 +31,7 @@ from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from ..records import LoaderRecord
 from .loaders import name_in, samples_in
+from .model_calls import cell_modules, install_model_ranges
 from .module_ranges import ModuleRanges
 from .optimizer_cycle import OptimizerCycle
 from .thread_clock import ThreadClock
@@ -47,7 +48,8 @@ class StepHooks:
     time, the CPU time the fetching thread used in it, and the time it waited for a core,
     None where unknown: ``thread_clock``), and ``on_batch(samples)`` for
     each batch delivered; its ``options.modules``
-    and ``namespace`` say whether to record module ranges and how to name the roots.
+    and ``namespace`` say whether to record module ranges and how to name the roots, and
+    its ``cell_source`` which modules the cell calls by name (each gets a range of its own).
     """
 
     def __init__(self, listener: Any, step_on: str) -> None:
@@ -81,6 +83,10 @@ class StepHooks:
         if self.listener.options.modules:
             self.module_ranges = ModuleRanges(self.listener.namespace, self._mine)
             self.module_ranges.install(self._removers.append)
+        namespace = self.listener.namespace
+        models = cell_modules(getattr(self.listener, "cell_source", None), namespace)
+        if models and namespace is not None:
+            install_model_ranges(models, namespace, self._mine, self._removers.append)
 
     def remove(self) -> None:
         """Undo every patch. One undo that raises (Ctrl-C arriving mid-way) does not

@@ -40,6 +40,7 @@ from .lines import LineRecorder
 from ..advice.thresholds import DATALOADER_WAIT_SHARE
 from .loader_check import check_rebuilt
 from .loaders import name_in
+from .model_calls import cell_modules
 from .names import restore_names
 from .sampler import StepSampler
 from .stderr_filter import StderrFilter
@@ -367,6 +368,7 @@ class ProfileRun:
             step_source=self._step_source(),
             error=error,
             cell_source=self.cell_source,
+            cell_modules=cell_modules(self.cell_source, self.namespace),
             cell_filename=self.cell_filename,
             cell_key=self.cell_key,
             notebook=self.notebook,

@@ -69,7 +69,7 @@ DOCUMENT = "nbprofiler.json"
 _ZIP_MAGIC = b"PK\x03\x04"
 _ENCRYPTED = 0x1  # a zip entry's flag bit: zipfile would ask for a password
 # The fields of RunRecord stored as JSON values as they are; the others have codecs below.
-_PLAIN_RUN_FIELDS = ("step_source", "error", "cell_source", "cell_filename", "cell_key", "notebook",
+_PLAIN_RUN_FIELDS = ("step_source", "error", "cell_source", "cell_modules", "cell_filename", "cell_key", "notebook",
                      "sampler_bytes", "cpu_count", "intra_op_threads", "wall_s", "other_cores", "notes")
 _LINE_ARRAYS: dict[str, np.dtype] = {"times_ns": np.dtype(np.int64), "lines": np.dtype(np.int32)}
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}

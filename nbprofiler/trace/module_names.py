@@ -22,3 +22,9 @@ def parse_range_name(name: str) -> tuple[str, str]:
     class (not made here) is all path."""
     path, sep, type_name = name[len(RANGE_PREFIX):-1].rpartition(_TYPE_OPEN)
     return (path, type_name) if sep else (name[len(RANGE_PREFIX):], "")
+
+
+MODEL_PREFIX = "nbprofiler.model: "
+"""The range around each call of a module the cell calls by its name (``capture/model_calls.py``),
+``nbprofiler.model: <name>``: recorded on every run, so that the time inside the model is known
+without ``--modules``."""
