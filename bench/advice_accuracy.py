@@ -58,6 +58,7 @@ import shutil
 import sys
 import tempfile
 import time
+import types
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -258,8 +259,12 @@ def compare_targets(change: Sequence[Reading], same: Sequence[Reading]) -> list[
 def run_loop(setup: str, before: str, cell: str, min_seconds: float = 0.0) -> tuple[float, dict[str, Any]]:
     """Samples/s of ``cell`` in a fresh namespace built from ``setup`` and ``before``: one pass,
     or as many as fill ``min_seconds`` (a short cell timed once is mostly noise); the
-    namespace comes back so that a caller can look at what it kept."""
-    ns: dict[str, Any] = {"__name__": "__bench__"}
+    namespace comes back so that a caller can look at what it kept. The namespace is a module's,
+    registered in ``sys.modules`` as a notebook's ``__main__`` is: torch.compile imports the module
+    of the classes it traces (a model class the setup defines)."""
+    module = types.ModuleType("__bench__")
+    sys.modules[module.__name__] = module
+    ns: dict[str, Any] = module.__dict__
     exec(setup, ns)
     exec(before, ns)
     gc.collect()

@@ -687,6 +687,13 @@ def cpu_batch_rule(f: Facts) -> list[Verdict]:
                                    f"{d.steps} profiled steps, around the {needed:.0%} threshold{at}: about "
                                    f"{d.steps_needed} profiled steps would tell ({_more_steps(f, d.steps_needed)})")]
     found = _cpu_larger_batch(f, co, d) if d.outcome == "fixed" else None
+    if found is not None and found.gain_low is not None and found.gain_low < T.SHOWN_MIN_LOW:
+        change = found.title.rsplit(": ", 1)[-1]  # "use batch_size=64"
+        return [not_run(CPU_BATCH, f"fixed per-step cost is {d.fixed.share:.0%} of the step{at}, but to {change} "
+                                   f"is estimated at about {found.gain:.2f}× ({found.gain_low:.2f}–"
+                                   f"{found.gain_high:.2f}×), a range that reaches below {T.SHOWN_MIN_LOW:g}×: the "
+                                   "per-sample cost may rise with the batch, which one batch size cannot tell; "
+                                   "measure it: nbprofiler.batch_size_curve(step_fn, sizes)")]
     if found is not None:
         return [fired(CPU_BATCH, [found])]
     why = (f" (under {needed:.0%}{at})" if d.outcome == "small" else
@@ -1097,7 +1104,7 @@ def compile_estimate(share: float) -> tuple[float, float, float]:
 def compile_rule(f: Facts) -> list[Verdict]:
     """On CPU, in a step that does not train: torch.compile of the ``nn.Module`` the cell calls, where
     what compiled code removes from the time inside its calls (``compile_gain``) makes the step at least
-    ``COMPILE_MIN_GAIN`` faster, and at the low end no slower than ``COMPILE_MIN_LOW``."""
+    ``COMPILE_MIN_GAIN`` faster, and at the low end no slower than ``SHOWN_MIN_LOW``."""
     if f.report.device.kind != "cpu":
         return []
     co = f.cpu
@@ -1119,7 +1126,7 @@ def compile_rule(f: Facts) -> list[Verdict]:
                 "compile_gain_high": round(high, 3)}
     if gain < T.COMPILE_MIN_GAIN:
         return [passed(SMALL_OPS, f"{seen}: under {T.COMPILE_MIN_GAIN:g}×, not worth a compile", **evidence)]
-    if low < T.COMPILE_MIN_LOW:
+    if low < T.SHOWN_MIN_LOW:
         return [passed(SMALL_OPS, f"{seen}, but its low end is a slowdown: measure it, timing a few passes of the "
                                   "loop with the model compiled against as it is, leaving out the first pass (it "
                                   "compiles)", **evidence)]

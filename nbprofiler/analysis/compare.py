@@ -279,6 +279,13 @@ def more_steps_note(interval: tuple[float, float] | None, before: Steps, after: 
             f"measured: {how}."]
 
 
+def excludes_one(interval: tuple[float, float]) -> bool:
+    """Whether the speed-up's interval, as the verdict prints it (two decimals, a slow-down as its
+    inverse), leaves out 1: "faster" never quotes 1.00–1.22."""
+    low, high = interval
+    return round(low, 2) > 1 or round(1 / high, 2) > 1
+
+
 def verdict(speedup: float | None, interval: tuple[float, float] | None) -> str:
     """The comparison in words: faster, slower, or no measurable change, with the interval."""
     if speedup is None:
@@ -287,9 +294,9 @@ def verdict(speedup: float | None, interval: tuple[float, float] | None) -> str:
         direction = "faster" if speedup >= 1 else "slower"
         return f"{fmt_factor(max(speedup, 1 / speedup))} {direction} by the mean steps ({ONE_STEP})"
     low, high = interval
-    if low > 1:
+    if excludes_one(interval) and low > 1:
         return f"{fmt_factor(speedup)} faster ({fmt_interval(low, high)})"
-    if high < 1:
+    if excludes_one(interval):
         return f"{fmt_factor(1 / speedup)} slower ({fmt_interval(1 / high, 1 / low)})"
     return f"no measurable change ({fmt_interval(low, high)})"
 

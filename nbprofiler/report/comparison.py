@@ -137,7 +137,7 @@ class Comparison:
     def changed(self) -> bool:
         """Whether the interval excludes 1 (False without an interval)."""
         ci = self.speedup_ci
-        return ci is not None and (ci[0] > 1 or ci[1] < 1)
+        return ci is not None and cmp.excludes_one(ci)
 
     # -- where the time went -------------------------------------------------------------------
     @cached_property
