@@ -71,6 +71,9 @@ def test_a_gan_over_premade_tensors_has_one_step_per_iteration(shell):
     report = shell.user_ns["run"]
     assert len(report.steps) == ITERATIONS
     assert report.run.step_source == "optimizer"
+    # Asked for by name, every optimizer.step() still ends a step.
+    shell.run_cell(GAN_TENSORS_CELL.replace("-q", "-q --step-on optimizer")).raise_error()
+    assert len(shell.user_ns["run"].steps) == 2 * ITERATIONS
 
 
 INFERENCE_SETUP = f"""
@@ -100,6 +103,35 @@ def test_inference_over_premade_tensors_counts_the_samples_given_to_step(shell):
     assert summary["samples_per_step"] == BATCH
     assert summary["samples_per_s"] == pytest.approx(BATCH / (summary["avg_step_us"] / 1e6))
     assert f"{BATCH} samples per step" in report.to_text()
+
+
+def test_inference_over_premade_tensors_without_a_count_says_how_to_give_it(shell):
+    shell.run_cell(INFERENCE_SETUP).raise_error()
+    shell.run_cell(INFERENCE_TENSORS_CELL.replace("samples=len(x)", "")).raise_error()
+    report = shell.user_ns["run"]
+    assert report.summary["samples_per_s"] is None
+    assert any("nbprofiler.step(samples=" in note for note in report.run.notes)
+
+
+# The same inference over a DataLoader: its batches say how many samples each step held.
+INFERENCE_LOADER_CELL = f"""%%torchprofile -o run -q
+test_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images), batch_size={BATCH})
+with torch.no_grad():
+    for (x,) in test_loader:
+        classifier(x)
+        nbprofiler.step()
+"""
+
+
+def test_inference_over_a_dataloader_counts_its_batches(shell):
+    shell.run_cell(INFERENCE_SETUP).raise_error()
+    shell.run_cell(INFERENCE_LOADER_CELL).raise_error()
+    report = shell.user_ns["run"]
+    summary = report.summary
+    assert len(report.steps) == ITERATIONS
+    assert summary["samples_per_step"] == BATCH
+    assert summary["samples_per_s"] == pytest.approx(BATCH / (summary["avg_step_us"] / 1e6))
+    assert not any("samples/s is unknown" in note for note in report.run.notes)
 
 
 def test_step_refuses_a_sample_count_that_is_not_a_whole_number():

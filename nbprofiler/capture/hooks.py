@@ -119,14 +119,15 @@ class StepHooks:
         if not self._mine():
             return
         self.saw_optimizer_step = True
-        if self.step_on in ("auto", "optimizer") and self._ends_iteration(optimizer):
+        if self.step_on == "optimizer" or (self.step_on == "auto" and self._ends_iteration(optimizer)):
             if self._thread.depth:
                 self._thread.pending = True  # ended by the wrapper once step() returns
             else:
                 self.listener.on_boundary("optimizer")
 
     def _ends_iteration(self, optimizer: torch.optim.Optimizer) -> bool:
-        """Whether this optimizer's step ends the loop iteration (the last of several optimizers)."""
+        """Whether this optimizer's step ends the loop iteration (the last of several optimizers).
+        Asked under ``--step-on auto`` only: ``--step-on optimizer`` ends a step at every one."""
         cycle = self.cycles.setdefault(threading.get_ident(), OptimizerCycle())
         return cycle.ends_step(optimizer, lambda: name_in(self.listener.namespace, optimizer)
                                or type(optimizer).__name__)

@@ -392,20 +392,7 @@ class ProfileRun:
                 f"the trace export failed ({_describe(self._export_error)}); only per-step figures are shown. "
                 f"Make sure {tempfile.gettempdir()} is writable and has free space (or set TMPDIR), then run again"
             )
-        switched = self.options.step_on == "auto" and not self.options.iterations and "optimizer" in self._boundaries
-        if switched and self._boundaries.get("dataloader"):
-            record.notes.append(
-                f"the first {self._boundaries['dataloader']} step(s) were ended by DataLoader batches, before the "
-                "first optimizer.step(); if the loop accumulates gradients over several batches, run again with "
-                "--step-on optimizer so that every step is one optimizer step"
-            )
-        cycle = self.hooks.cycles.get(self._cell_thread or 0)
-        if cycle is not None and cycle.several and "optimizer" in self._boundaries:
-            record.notes.append(
-                f"{len(cycle.order)} optimizers step in each loop iteration ({', '.join(cycle.names)}): a step is "
-                f"one iteration, ended by {cycle.closing_name}.step() (the first step is part of the first "
-                "iteration, the second the rest of it and the next iteration)"
-            )
+        record.notes.extend(self._step_notes())
         if self._cycles > 1:
             record.notes.append(
                 f"{self._cycles} cycles were recorded (--repeat {self.options.repeat}); torch clears its events "
@@ -416,6 +403,31 @@ class ProfileRun:
             self._write_outputs(raw)
         record.notes.extend(self._output_errors)
         return Report.from_live(None, record, raw_trace=raw)
+
+    def _step_notes(self) -> list[str]:
+        """What ended the steps, where that is not what the user may assume, and how to change it."""
+        notes: list[str] = []
+        switched = self.options.step_on == "auto" and not self.options.iterations and "optimizer" in self._boundaries
+        if switched and self._boundaries.get("dataloader"):
+            notes.append(
+                f"the first {self._boundaries['dataloader']} step(s) were ended by DataLoader batches, before the "
+                "first optimizer.step(); if the loop accumulates gradients over several batches, run again with "
+                "--step-on optimizer so that every step is one optimizer step"
+            )
+        cycle = self.hooks.cycles.get(self._cell_thread or 0)
+        if cycle is not None and cycle.several and "optimizer" in self._boundaries:
+            notes.append(
+                f"{len(cycle.order)} optimizers step in each loop iteration ({', '.join(cycle.names)}): a step is "
+                f"one iteration, ended by {cycle.closing_name}.step() (the first step is part of the first "
+                "iteration, the second the rest of it and the next iteration); --step-on optimizer makes each "
+                "optimizer.step() a step"
+            )
+        if self._boundaries.get("manual") and not any(self.sampler.batches) and not any(self.sampler.samples):
+            notes.append(
+                "samples/s is unknown: the steps took no DataLoader batch; pass the step's sample count, "
+                "nbprofiler.step(samples=len(batch))"
+            )
+        return notes
 
     def _write_outputs(self, raw: bytes) -> None:
         if self.options.trace:
