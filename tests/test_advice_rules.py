@@ -379,12 +379,18 @@ def _cpu_loader(wait_ms: float, n: int = 12) -> LoaderRecord:
     return record
 
 
-@pytest.mark.parametrize("share, fires", [(0.04, False), (0.049, False), (0.06, True), (0.5, True)])
+@pytest.mark.parametrize("share, fires", [(0.04, False), (0.049, False), (0.06, False), (0.08, False), (0.1, True),
+                                          (0.5, True)])
 def test_dataloader_threshold(share, fires):
+    """Waiting under 5% of the step keeps up; from 5% to 9% all of it gone would give under 1.10x,
+    within a loop's run-to-run noise, so the check passes and says so; from there a change is proposed."""
     cpu = DeviceInfo(index=-1, name="CPU", kind="cpu", total_memory_bytes=16 * 2**30)
     record = _record(cpu, _cpu_steps(share), (_cpu_loader(40.0 * share),))
-    found = suggest(Report.from_live(None, record, None))
-    assert ("dataloader" in kinds(found)) is fires
+    report = Report.from_live(None, record, None)
+    assert ("dataloader" in kinds(suggest(report))) is fires
+    (check,) = [v for v in verdicts(report) if v.check == "data loading"]
+    assert check.state == ("fired" if fires else "passed")
+    assert ("within a loop's run-to-run noise" in check.figures) is (0.05 < share < 0.09)
 
 
 def _workers_loader(waits: list[float], prefetch_factor: int) -> tuple[pd.DataFrame, LoaderRecord]:

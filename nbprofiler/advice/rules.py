@@ -221,6 +221,12 @@ def dataloader_rule(f: Facts) -> list[Verdict]:
         return [not_run(DATA_LOADING, "no DataLoader was seen in the profiled steps")]
     waiting = measure_waiting(wait, wait.compute_ms, M.wait_per_step(f.report, None))
     after = ", not counting one-time start-up waits" if waiting.startup_ms > 0 else ""
+    if waiting.steady_share > T.DATALOADER_WAIT_SHARE:
+        return [passed(DATA_LOADING, f"the DataLoader keeps each step waiting {waiting.steady_share:.1%}{after}: "
+                                     f"all of it gone would give at most {amdahl(waiting.steady_share):.2f}×, within "
+                                     f"a loop's run-to-run noise (under {T.DATALOADER_MIN_GAIN:.2f}×), so no change "
+                                     "is proposed",
+                       data_wait_share=round(waiting.steady_share, 4))]
     return [passed(DATA_LOADING, f"the DataLoader keeps up (waiting {waiting.steady_share:.1%} of the step{after}, "
                                  f"under {T.DATALOADER_WAIT_SHARE:.0%})",
                    data_wait_share=round(waiting.steady_share, 4))]
@@ -281,7 +287,7 @@ def _loader_plans(f: Facts) -> list[tuple[LoaderPlan, LoaderRecord | None]]:
              else [(total, None)])
     plans = []
     for wait, record in pairs:
-        if wait is None or wait.share <= T.DATALOADER_WAIT_SHARE:
+        if wait is None or wait.share <= T.DATALOADER_WAIT_SHARE or amdahl(wait.share) < T.DATALOADER_MIN_GAIN:
             continue
         workers = record.num_workers if record is not None else _trace_loader_args(f)[1]
         waiting = measure_waiting(wait, total.compute_ms, M.wait_per_step(f.report, record))
