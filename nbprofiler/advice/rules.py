@@ -336,15 +336,18 @@ def _only_startup(p: LoaderPlan) -> bool:
 
 
 def _startup_claim(f: Facts, record: LoaderRecord, loader_name: str) -> dict[str, Any]:
-    """What persistent workers can give: at most all of the loader's waiting gone, counted over
-    every step the cell ran (start-ups included, which fall on an epoch's first steps), a true bound."""
-    steps = f.report.run.steps if f.report.run is not None else None
-    wall = float(steps["wall_ms"].sum()) if steps is not None and "wall_ms" in steps else 0.0
-    share = min(sum(record.wait_ms_by_step.values()) / wall, 0.99) if wall > 0 else 0.0
-    bound = amdahl(share)
-    text = (f"at most 1/(1-{share:.2f}) = {bound:.2f}× over the {len(steps) if steps is not None else 0} steps the "
-            f"cell ran, if all the time they waited for {loader_name} disappeared: persistent workers remove its "
-            "workers' start-ups, once per pass over the data")
+    """What persistent workers can give: at most the loader's waiting in every step the cell ran
+    and all the cell's time outside its steps gone (workers start before an epoch's first batch and
+    stop after its last, partly outside any step), over the cell's whole time: a true bound."""
+    run = f.report.run
+    steps = run.steps if run is not None else None
+    stepped = float(steps["wall_ms"].sum()) if steps is not None and "wall_ms" in steps else 0.0
+    total = max(run.wall_s * 1e3 if run is not None else 0.0, stepped)
+    removable = min(sum(record.wait_ms_by_step.values()) + total - stepped, 0.99 * total)
+    bound = total / (total - removable) if total > 0 else 1.0
+    text = (f"at most {bound:.2f}× over the cell's {_ms(total)}, if the {_ms(removable)} it spent waiting for "
+            f"{loader_name} or outside its steps all disappeared: persistent workers remove its workers' start-ups "
+            "and shut-downs, once per pass over the data")
     return dict(gain=bound, expected_gain=f"{text}. Measure it in the loop: "
                                           f"nbprofiler.tune_dataloader({loader_name}, step=step)")
 
