@@ -559,7 +559,9 @@ def stated_vs_measured(gain_range: tuple[float, float] | None, stated: str, spee
     line = f"stated: {stated} · measured: {measured}"
     if gain_range is None or speedup is None:
         return line
-    low, high = interval or (speedup, speedup)
+    # Judged on the figures as printed (two decimals), as the reader checks them.
+    low, high = (round(x, 2) for x in interval or (speedup, speedup))
+    gain_range = (round(gain_range[0], 2), round(gain_range[1], 2))
     if high < gain_range[0]:
         return f"{line}: below the claim" + (": the change made the loop slower" if bound else "")
     if low > gain_range[1]:
