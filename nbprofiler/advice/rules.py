@@ -232,9 +232,12 @@ def dataloader_rule(f: Facts) -> list[Verdict]:
                    data_wait_share=round(waiting.steady_share, 4))]
 
 
-def tuner_call(loader_name: str, num_workers: object) -> str:
+def tuner_call(loader_name: str, num_workers: object = None) -> str:
     """The ``tune_dataloader`` call that measures ``num_workers`` against the loader's own setting
-    in the training loop, in the user's names (``step`` is one iteration of their loop)."""
+    in the training loop, in the user's names (``step`` is one iteration of their loop); without
+    ``num_workers``, the tuner's own candidates."""
+    if num_workers is None:
+        return f"nbprofiler.tune_dataloader({loader_name}, step=step)"
     return (f"nbprofiler.tune_dataloader({loader_name}, [{{\"num_workers\": {num_workers!r}}}], step=step), "
             "where step(batch) runs one iteration of your loop on a batch")
 
@@ -348,8 +351,7 @@ def _startup_claim(f: Facts, record: LoaderRecord, loader_name: str) -> dict[str
     text = (f"at most {bound:.2f}× over the cell's {_ms(total)}, if the {_ms(removable)} it spent waiting for "
             f"{loader_name} or outside its steps all disappeared: persistent workers remove its workers' start-ups "
             "and shut-downs, once per pass over the data")
-    return dict(gain=bound, expected_gain=f"{text}. Measure it in the loop: "
-                                          f"nbprofiler.tune_dataloader({loader_name}, step=step)")
+    return dict(gain=bound, expected_gain=f"{text}. Measure it in the loop: {tuner_call(loader_name)}")
 
 
 def _loader_claim(p: LoaderPlan, changed: bool, loader_name: str) -> dict[str, Any]:
@@ -358,8 +360,7 @@ def _loader_claim(p: LoaderPlan, changed: bool, loader_name: str) -> dict[str, A
     thread split compute may slow down, so the figure is an estimate between compute at
     its speed and compute slowed in proportion to the threads it gives up."""
     wait = p.waiting.wait
-    measure = f"Measure it in the loop: {tuner_call(loader_name, p.num_workers)}" if p.num_workers is not None else \
-        f"Measure it in the loop: nbprofiler.tune_dataloader({loader_name}, step=step)"
+    measure = f"Measure it in the loop: {tuner_call(loader_name, p.num_workers)}"
     if p.split is not None and p.num_workers is not None:
         low, high = min(p.gain_low, p.gain), p.gain
         mid = (low + high) / 2
