@@ -26,7 +26,8 @@ from nbprofiler.advice import measures
 from nbprofiler.advice import thresholds as T
 from nbprofiler.advice.loader_code import Expr, LoaderArgs, args_from_record, dataloader_call
 from nbprofiler.advice.dataloader_plan import Cores, Waiting, measure_waiting, plan
-from nbprofiler.advice.rules import RULES, Facts, nothing_to_improve, suggest, verdicts
+from nbprofiler.advice.rules import RULES, nothing_to_improve, suggest, verdicts
+from nbprofiler.advice.rules.facts import Facts
 from nbprofiler.advice.suggestion import NOTHING_TO_IMPROVE, Suggestion, Verdict
 from nbprofiler.capture.session import ProfileRun
 from nbprofiler.records import LoaderRecord, RunRecord

@@ -18,7 +18,7 @@ its names is what, so each is read from how the cell uses it:
 Without a cell, or where it does not show a name, the code uses a generic name
 behind a guard, or says the edit in comments, so that pasting it never raises NameError.
 A name goes into code only as ``safe_names.code_name`` allows; ``TrainingStep.copied``
-names the lines its edits copy, which ``rules.Facts.may_copy`` judges.
+names the lines its edits copy, which ``rules.facts.Facts.may_copy`` judges.
 """
 from __future__ import annotations
 

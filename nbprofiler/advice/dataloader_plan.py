@@ -1,7 +1,7 @@
 """The DataLoader rule's plan: which settings to change on one loader, and the figures
 that justify each change, decided without a word of text.
 
-Kept apart from the rule's wording (``rules.dataloader_rule``) so that every decision
+Kept apart from the rule's wording (``rules.dataloader.dataloader_rule``) so that every decision
 (whole-batch indexing, how many workers, deeper prefetching, persistent workers, pinned
 memory) is one small function of measured figures, and the estimate the suggestion
 quotes is the one the plan computed.

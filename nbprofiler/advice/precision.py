@@ -6,7 +6,7 @@ Each gain is an estimate with its range: the kernels that would change, as a mea
 share of the step, get a typical speed-up (the estimate), or the ratio of the two formats'
 peaks on this device's spec sheet (the high end; a fixed ratio where the device is not in
 the spec table), or none (the low end: casts and small shapes can eat the gain). The rules
-that decide when to suggest them are in ``rules.py``; this module builds the suggestions.
+that decide when to suggest them are in ``rules/kernels.py``; this module builds the suggestions.
 """
 from __future__ import annotations
 

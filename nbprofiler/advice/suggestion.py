@@ -25,7 +25,7 @@ SEVERITIES: tuple[Severity, ...] = ("high", "medium", "low")
 
 # The kind of the single result a run with nothing to improve gets.
 NOTHING_TO_IMPROVE = "nothing_to_improve"
-# Every kind of change the rules suggest (rules.py, precision.py): what ``--tried KIND`` may name.
+# Every kind of change the rules suggest (rules/, precision.py): what ``--tried KIND`` may name.
 # NOTHING_TO_IMPROVE is not one, being no change to try.
 SUGGESTION_KINDS = ("dataloader", "batch_size", "memory_near_limit", "sync", "launch_bound", "compile", "conv",
                     "memory_growth", "amp", "tf32", "fp8")

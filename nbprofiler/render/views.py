@@ -153,7 +153,7 @@ def memory_figures(report: "Report", device: str) -> list[str]:
 
 def growth_warnings(report: "Report") -> list[str]:
     """One sentence per memory series that rises step after step (worded as the suggestion's evidence)."""
-    from ..advice.rules import growth_fact
+    from ..advice.rules.memory import growth_fact
     from ..analysis.memory import relative_devices
 
     growth = report.memory_growth
