@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .facts import Facts
 
 
+# The checks as "nothing to improve" names them. Rules that need the same measurement name
+# the same check, so a measurement that is missing is listed once, not once per rule.
 DATA_LOADING = "data loading"
 SYNCS = "host-device syncs"
 GPU_IDLE = "GPU idle time and batch size"
