@@ -28,7 +28,7 @@ from nbprofiler.advice.loader_code import Expr, LoaderArgs, args_from_record, da
 from nbprofiler.advice.dataloader_plan import Cores, Waiting, measure_waiting, plan
 from nbprofiler.advice.rules import RULES, Facts, nothing_to_improve, suggest, verdicts
 from nbprofiler.advice.suggestion import NOTHING_TO_IMPROVE, Suggestion, Verdict
-from nbprofiler.capture.session import ProfileRun
+from nbprofiler.notebook.profile import live_run
 from nbprofiler.records import LoaderRecord, RunRecord
 from nbprofiler.options import ProfileOptions
 from nbprofiler.report import Report
@@ -424,7 +424,7 @@ def test_prefetch_factor_only_for_bursty_waiting_below_the_suggested_depth(waits
 def _train(namespace: dict, model: nn.Module, epochs: int = 1, hold: bool = False, **options) -> Report:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     kept = []
-    with ProfileRun(ProfileOptions(**options), namespace=namespace) as run:
+    with live_run(ProfileOptions(**options), namespace=namespace) as run:
         for _ in range(epochs):
             for x, y in namespace["train_loader"]:
                 loss = F.cross_entropy(model(x), y)

@@ -22,11 +22,21 @@ import torch
 from torch.utils.data import DataLoader
 
 from ..advice.loader_code import args_from_record, dataloader_call
-from ..records import LoaderRecord
-from .loader_copy import copied_loader, rng_kept
+from ..advice.thresholds import DATALOADER_WAIT_SHARE
+from ..capture.loader_copy import copied_loader, rng_kept
+from ..records import LoaderRecord, RunRecord
 
 # Levels of nesting described: deeper parts of a batch are compared by type alone.
 _DEPTH = 4
+
+
+def check_rebuilt_loaders(run: RunRecord, namespace: Mapping[str, Any] | None) -> None:
+    """Check each loader the advice may rebuild (one that waited over ``DATALOADER_WAIT_SHARE`` of
+    the steps' time), before the report's advice reads its record."""
+    stepped_ms = float(run.steps["wall_ms"].sum()) if "wall_ms" in run.steps else 0.0
+    for loader in run.loaders:
+        if loader.wait_ms > DATALOADER_WAIT_SHARE * stepped_ms:
+            check_rebuilt(loader, namespace)
 
 
 def check_rebuilt(record: LoaderRecord, namespace: Mapping[str, Any] | None) -> None:
