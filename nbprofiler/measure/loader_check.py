@@ -4,14 +4,14 @@ yields batches of the same structure as the user's loader.
 A suggestion rebuilds the user's ``DataLoader(...)`` call from what the run recorded
 (``advice.loader_code``). Pasted, that call replaces the user's loader in the loop, so if
 it loads different batches (a collate function lost, a sampler dropped, a DataLoader subclass
-of the user's replaced by DataLoader) the loop breaks. This runs once, as the run ends, with
-the user's notebook names: it builds the call (without workers, which change where batches
-load but not what they hold), loads one batch from it and one from the user's loader (a copy
-without workers where it has some), from the same random state, and compares their structure
-(types, nesting, tensor dtypes and trailing shapes). The random generators are put back after,
-so the user's next epoch is what it would have been. The finding goes into the loader's
-record (``LoaderRecord.rebuilt_differs``), which the advice reads; the advice itself never
-touches user objects.
+of the user's replaced by DataLoader) the loop breaks. This runs once, as the run ends and
+before its report is made (``notebook.profile``), with the user's notebook names: it builds
+the call (without workers, which change where batches load but not what they hold), loads
+one batch from it and one from the user's loader (a copy without workers where it has some),
+from the same random state, and compares their structure (types, nesting, tensor dtypes and
+trailing shapes). The random generators are put back after, so the user's next epoch is what
+it would have been. The finding goes into the loader's record (``LoaderRecord.rebuilt_differs``),
+which the advice reads; the advice itself never touches user objects.
 """
 from __future__ import annotations
 
