@@ -175,11 +175,11 @@ def _left(tmp: Path) -> list[str]:
 
 def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
     """Run the cell once with Ctrl-C at line event ``at``; what the user is left with."""
-    from nbprofiler.capture import session
+    from nbprofiler.notebook import profile
 
     shell.run_cell(SETUP).raise_error()
     shell.user_ns.pop("run", None)
-    session._last_report = None
+    profile._last_report = None
     injector = Injector(at)
     sys.settrace(injector.global_trace)
     escaped = False
@@ -189,7 +189,7 @@ def _point(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
         error, escaped = exc, True
     finally:
         sys.settrace(None)
-    report = shell.user_ns.get("run") or session._last_report
+    report = shell.user_ns.get("run") or profile._last_report
     done = shell.user_ns["done"]
     left = _left(tmp)
     return {
@@ -209,11 +209,11 @@ def _twice(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
     from IPython.utils.capture import capture_output
 
     import nbprofiler
-    from nbprofiler.capture import session
+    from nbprofiler.notebook import profile
 
     shell.run_cell(SETUP).raise_error()
     shell.user_ns.pop("run", None)
-    session._last_report = None
+    profile._last_report = None
     kept_before = len(nbprofiler.history())
     injector = SecondInjector(at)
     shell.user_ns["press"] = injector.press

@@ -28,8 +28,9 @@ __all__ = [
 
 # What runs the user's code with torch is imported on first use, so that ``import nbprofiler``
 # and ``nbprofiler.load(trace)`` cost no torch import (hundreds of MB, seconds).
-_WITH_TORCH = {"profile": ".capture.session", "tune_dataloader": ".measure", "batch_size_curve": ".measure"}
+_WITH_TORCH = {"profile": ".notebook.profile", "tune_dataloader": ".measure", "batch_size_curve": ".measure"}
 _SESSION = __name__ + ".capture.session"
+_PROFILE = __name__ + ".notebook.profile"
 
 
 def __getattr__(name: str) -> Any:
@@ -66,8 +67,8 @@ def last_comparison() -> Any:
 
 def last() -> Report | None:
     """The most recent Report, also when ``-o`` was not given."""
-    session = sys.modules.get(_SESSION)
-    return session.last_report() if session is not None else None
+    profiled = sys.modules.get(_PROFILE)  # not imported yet: no run has finished
+    return profiled.last_report() if profiled is not None else None
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -25,6 +25,7 @@ from IPython.utils.process import arg_split
 from .capture.ctrl_c import CtrlCAfterTheCell, ctrl_c_held
 from .capture.heap import release_free_heap
 from .capture.session import ProfileRun
+from .notebook.profile import last_report, live_run
 from .cell_identity import cell_key, notebook_path
 from .cell_runs import Baseline, baseline, compared, finished
 from .errors import NbprofilerError, OptionError
@@ -218,9 +219,8 @@ class TorchProfileMagics(Magics):
         namespace = self._ipython.user_ns
         status = LiveStatus(enabled=not options.quiet)
         try:
-            run = ProfileRun(options, namespace=namespace, cell_source=cell.source, cell_filename=cell.filename,
-                             on_step=status.update, cell_key=request.cell,
-                             notebook=notebook_path(self._ipython))
+            run = live_run(options, namespace=namespace, cell_source=cell.source, cell_filename=cell.filename,
+                           on_step=status.update, cell_key=request.cell, notebook=notebook_path(self._ipython))
         except NbprofilerError as exc:
             raise UsageError(f"%%torchprofile: {exc}") from None
         ctrl_c = CtrlCAfterTheCell(owner=sys._getframe(), passing=_INTERRUPTIBLE)
@@ -279,8 +279,6 @@ class ReportInterrupted(KeyboardInterrupt):
 def _interrupted_line(report: Any, namespace: dict[str, Any], output: str | None, drawn: bool) -> str:
     """What the user reads when a Ctrl-C came after the cell's code: where the report is kept
     (only the places that hold it), and how to show it (again)."""
-    from .capture.session import last_report
-
     stored = output is not None and namespace.get(output) is report
     last = last_report() is report
     if not (stored or last):

@@ -68,7 +68,7 @@ class LoaderRecord:
     # the loader passes them on by the loader's name. None: not recorded (a report saved before it was).
     passed_on: tuple[str, ...] | None = None
     # Why a call rebuilt from this record does not yield the loader's batches, found by building it
-    # in the notebook (``capture.loader_check``); None: it does, or it could not be checked.
+    # in the notebook (``measure.loader_check``); None: it does, or it could not be checked.
     rebuilt_differs: str | None = None
 
     @property

@@ -21,7 +21,7 @@ from nbprofiler.advice import thresholds as T
 from nbprofiler.advice.cell_names import compile_code, model_name
 from nbprofiler.advice.rules import verdicts
 from nbprofiler.advice.suggestion import Suggestion
-from nbprofiler.capture.session import ProfileRun
+from nbprofiler.notebook.profile import live_run
 from nbprofiler.options import ProfileOptions
 from nbprofiler.report import Report
 
@@ -48,7 +48,7 @@ def assert_claim_is_sound(s: Suggestion) -> None:
 
 def _train(loader: DataLoader, model: nn.Module, namespace: dict, **options) -> Report:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with ProfileRun(ProfileOptions(**options), namespace=namespace) as run:
+    with live_run(ProfileOptions(**options), namespace=namespace) as run:
         train_epoch(loader, model, opt)
     return run.report
 
@@ -167,8 +167,8 @@ def test_many_small_ops_that_wait_for_data_get_no_torch_compile(one_torch_thread
     net = ManySmallOps()
     loader = DataLoader(SleepyItems(), batch_size=4)
     cell = "for x, _ in loader:\n    net(x)\n"
-    with ProfileRun(ProfileOptions(wait=1, warmup=1, active=8), namespace={"net": net, "loader": loader},
-                    cell_source=cell) as run:
+    with live_run(ProfileOptions(wait=1, warmup=1, active=8), namespace={"net": net, "loader": loader},
+                  cell_source=cell) as run:
         with torch.no_grad():
             for x, _ in loader:  # inference: each batch a step
                 net(x)

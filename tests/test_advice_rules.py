@@ -29,7 +29,7 @@ from nbprofiler.advice.dataloader_plan import Cores, Waiting, measure_waiting, p
 from nbprofiler.advice.rules import RULES, nothing_to_improve, suggest, verdicts
 from nbprofiler.advice.rules.facts import Facts
 from nbprofiler.advice.suggestion import NOTHING_TO_IMPROVE, Suggestion, Verdict
-from nbprofiler.capture.session import ProfileRun
+from nbprofiler.notebook.profile import live_run
 from nbprofiler.records import LoaderRecord, RunRecord
 from nbprofiler.options import ProfileOptions
 from nbprofiler.report import Report
@@ -425,7 +425,7 @@ def test_prefetch_factor_only_for_bursty_waiting_below_the_suggested_depth(waits
 def _train(namespace: dict, model: nn.Module, epochs: int = 1, hold: bool = False, **options) -> Report:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     kept = []
-    with ProfileRun(ProfileOptions(**options), namespace=namespace) as run:
+    with live_run(ProfileOptions(**options), namespace=namespace) as run:
         for _ in range(epochs):
             for x, y in namespace["train_loader"]:
                 loss = F.cross_entropy(model(x), y)

@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from nbprofiler.advice import thresholds as T
 from nbprofiler.advice.rules import suggest, verdicts
-from nbprofiler.capture.session import ProfileRun
+from nbprofiler.notebook.profile import live_run
 from nbprofiler.measure import tune_dataloader
 from nbprofiler.options import ProfileOptions
 from nbprofiler.records import LoaderRecord, RunRecord
@@ -37,7 +37,7 @@ def _train(loader: DataLoader, dataset: Dataset) -> Report:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with ProfileRun(ProfileOptions(), namespace={"train_ds": dataset, "train_loader": loader}) as run:
+    with live_run(ProfileOptions(), namespace={"train_ds": dataset, "train_loader": loader}) as run:
         train_epoch(loader, model, opt)
     return run.report
 
@@ -225,7 +225,7 @@ def test_on_cores_compute_uses_the_card_proposes_only_what_cannot_slow_the_loop(
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     ds = AugmentedImages()
     loader = DataLoader(ds, batch_size=16, shuffle=True)
-    with ProfileRun(ProfileOptions(), namespace={"train_ds": ds, "train_loader": loader}) as run:
+    with live_run(ProfileOptions(), namespace={"train_ds": ds, "train_loader": loader}) as run:
         train_epoch(loader, model, opt)
     card = _only(run.report.suggestions, "dataloader")
     call = _measured_call(card)

@@ -27,6 +27,8 @@ from nbprofiler.capture import sampler as sampler_module
 from nbprofiler.capture import session
 from nbprofiler.capture.hooks import StepHooks
 from nbprofiler.capture.session import ProfileRun
+from nbprofiler.notebook import profile
+from nbprofiler.notebook.profile import live_run
 from nbprofiler.options import ProfileOptions
 from nbprofiler.render.live import LiveStatus
 
@@ -243,7 +245,7 @@ def test_ctrl_c_before_the_finish_can_hold_it_still_gets_the_report(shell, monke
 def test_a_run_left_entered_by_a_function_that_returned_is_cleaned_up():
     """From Python: a run entered in a function that returned without finishing it."""
     def start_and_forget() -> None:
-        ProfileRun(ProfileOptions(wait=0, warmup=0, active=1)).__enter__()
+        live_run(ProfileOptions(wait=0, warmup=0, active=1)).__enter__()
 
     start_and_forget()
     assert torch.autograd.profiler._is_profiler_enabled
@@ -295,7 +297,7 @@ def test_ctrl_c_while_the_status_line_first_shows(ip, monkeypatch):
     monkeypatch.setattr(ip, "kernel", object(), raising=False)
     monkeypatch.setattr(IPython.display, "display", lambda *a, **k: ctrl_c())
     status = LiveStatus()
-    run = ProfileRun(ProfileOptions())
+    run = live_run(ProfileOptions())
     with pytest.raises(KeyboardInterrupt):
         status.start(run)
     status.close()
@@ -306,7 +308,7 @@ def test_wrappers_left_by_a_killed_run_are_replaced_not_wrapped(shell):
     """Optimizer and DataLoader wrappers whose undo was lost (an exception raised from
     outside while the hooks went in): the next run wraps the originals, and its clean-up
     puts the originals back, so the stale wrappers are gone for good."""
-    stale = ProfileRun(ProfileOptions()).hooks
+    stale = live_run(ProfileOptions()).hooks
     stale.install()
     del stale._removers[1:]  # keep only the optimizer post-step hook's undo
     stale.remove()
@@ -353,7 +355,7 @@ def test_ctrl_c_while_the_report_draws_keeps_it_and_says_how_to_show_it(shell, o
     """Pressed at any moment after the loop: the cell ends interrupted with one line saying so
     and how to show the report again, no library's traceback; the report is in ``-o`` and
     ``nbprofiler.last()`` with every step; nothing stays installed; showing it again works."""
-    session._last_report = None
+    profile._last_report = None
     shell.user_ns.update(done=0, run=None)
     with pytest.MonkeyPatch.context() as pressed, capture_output() as shown:
         pressed.setattr(owner, name, ctrl_c_before(getattr(owner, name)))
@@ -436,7 +438,7 @@ def test_a_second_ctrl_c_as_the_cell_stops_keeps_the_report(shell, name, when, o
     line naming only the places that hold the report."""
     from nbprofiler import magic as module
 
-    session._last_report = None
+    profile._last_report = None
     shell.user_ns.update(done=0, run=None, ctrl_c=ctrl_c, caught=False)
     kept_before = len(nbprofiler.history())
     pressed: list[bool] = []

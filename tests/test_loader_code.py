@@ -133,7 +133,7 @@ def test_a_saved_runs_loader_passes_its_other_arguments_on_by_name():
 
 def test_the_tuner_and_the_card_write_a_loader_the_same_way():
     """The tuner's code (``args_from_loader``) is the card's (``args_from_record``) for the same loader."""
-    from nbprofiler.advice.loader_code import args_from_loader
+    from nbprofiler.measure.tuner import args_from_loader
 
     loader = DataLoader(list(range(8)), batch_size=2, collate_fn=lambda b: b, timeout=5)
     namespace = {"train_loader": loader}

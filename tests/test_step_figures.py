@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader, Dataset
 
 import nbprofiler
 from nbprofiler.capture.session import ProfileRun
+from nbprofiler.notebook.profile import live_run
 from nbprofiler.options import ProfileOptions
 
 ITEM_SLEEP_S = 0.003
@@ -134,7 +135,7 @@ def test_the_status_line_is_not_billed_to_the_users_step():
             time.sleep(pause_s)
 
     user_ms = []
-    with ProfileRun(ProfileOptions(step_on="manual", wait=0, warmup=0, active=2), on_step=slow_callback) as run:
+    with live_run(ProfileOptions(step_on="manual", wait=0, warmup=0, active=2), on_step=slow_callback) as run:
         for _ in range(5):
             t = time.perf_counter()
             time.sleep(0.02)

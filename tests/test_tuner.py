@@ -263,7 +263,8 @@ def test_a_batch_sampler_loader_gets_code_that_runs():
     # DataLoader rejects batch_size beside a batch_sampler: the code passes the sampler on, and no batch_size.
     from torch.utils.data import BatchSampler, SequentialSampler
 
-    from nbprofiler.advice.loader_code import args_from_loader, dataloader_call
+    from nbprofiler.advice.loader_code import dataloader_call
+    from nbprofiler.measure.tuner import args_from_loader
 
     ds = SleepyDataset(10, delay=0.0)
     loader = DataLoader(ds, batch_sampler=BatchSampler(SequentialSampler(ds), 3, drop_last=False))

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..capture.loaders import name_in
 from ..records import PASSED_ON_ARGS, LoaderRecord
 from .safe_names import code_name
 
@@ -120,16 +119,6 @@ def args_from_record(record: LoaderRecord) -> LoaderArgs:
         extra=tuple((arg, Expr(f"{owner}.{arg}")) for arg in PASSED_ON_ARGS if arg in passed_on),
         others_unrecorded=record.passed_on is None,
     )
-
-
-def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) -> LoaderArgs:
-    """A live DataLoader's arguments, as a profiled run records them (``args_from_record``);
-    names come from ``namespace`` (the notebook's) when given."""
-    ns = dict(namespace) if namespace else None
-    record = LoaderRecord.of(loader)
-    record.name = name_in(ns, loader)
-    record.dataset_name = name_in(ns, loader.dataset)
-    return args_from_record(record)
 
 
 def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, *, preamble: str = "") -> str:

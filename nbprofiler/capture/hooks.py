@@ -49,7 +49,7 @@ class StepHooks:
     None where unknown: ``thread_clock``), and ``on_batch(samples)`` for
     each batch delivered; its ``options.modules``
     and ``namespace`` say whether to record module ranges and how to name the roots, and
-    its ``cell_source`` which modules the cell calls by name (each gets a range of its own).
+    its ``cell_calls`` the names the cell calls (each module among them gets a range of its own).
     """
 
     def __init__(self, listener: Any, step_on: str) -> None:
@@ -84,7 +84,7 @@ class StepHooks:
             self.module_ranges = ModuleRanges(self.listener.namespace, self._mine)
             self.module_ranges.install(self._removers.append)
         namespace = self.listener.namespace
-        models = cell_modules(getattr(self.listener, "cell_source", None), namespace)
+        models = cell_modules(self.listener.cell_calls, namespace)
         if models and namespace is not None:
             install_model_ranges(models, namespace, self._mine, self._removers.append)
 

@@ -2,7 +2,10 @@
 batch, and the user's name for a loader (the record itself is ``records.LoaderRecord``)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from ..records import LoaderRecord
 
 
 def samples_in(batch: Any, batch_size: int | None) -> int | None:
@@ -38,7 +41,14 @@ def _first_tensor(batch: Any, depth: int = 0) -> Any:
     return None
 
 
-def name_in(namespace: dict[str, Any] | None, obj: object) -> str | None:
+def named(record: LoaderRecord, loader: Any, namespace: Mapping[str, Any] | None) -> LoaderRecord:
+    """``record`` with the user's names for ``loader`` and its dataset (None where no public name holds it)."""
+    record.name = name_in(namespace, loader)
+    record.dataset_name = name_in(namespace, loader.dataset)
+    return record
+
+
+def name_in(namespace: Mapping[str, Any] | None, obj: object) -> str | None:
     """The user's variable name for ``obj``, if a public one refers to it."""
     if not namespace:
         return None

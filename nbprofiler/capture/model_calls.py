@@ -19,16 +19,16 @@ from typing import Any
 from torch import nn
 from torch.profiler import record_function
 
-from ..advice.cell_names import called_names
 from ..trace.module_names import MODEL_PREFIX
 from .module_ranges import _ALWAYS_CALL, _compiling
 
 
-def cell_modules(cell_source: str | None, namespace: dict[str, Any] | None) -> tuple[str, ...]:
-    """The names the cell calls (``model(x)``) that are ``nn.Module`` instances in ``namespace``."""
+def cell_modules(called: tuple[str, ...], namespace: dict[str, Any] | None) -> tuple[str, ...]:
+    """The names the cell calls (``model(x)``: ``called``, read off its source by ``advice.cell_names``)
+    that are ``nn.Module`` instances in ``namespace``."""
     if not namespace:
         return ()
-    return tuple(name for name in called_names(cell_source) if isinstance(namespace.get(name), nn.Module))
+    return tuple(name for name in called if isinstance(namespace.get(name), nn.Module))
 
 
 def install_model_ranges(names: tuple[str, ...], namespace: dict[str, Any], is_mine: Callable[[], bool],

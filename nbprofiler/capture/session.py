@@ -1,7 +1,9 @@
-"""``nbprofiler.profile``: run code under a scheduled torch.profiler and build a Report.
+"""The capture of one run: code run under a scheduled torch.profiler, and what it measured.
 
-This is the one capture path; the ``%%torchprofile`` magic is a thin adapter
-over it. The guarantees live here: the profiler is always stopped and every
+This is the one capture path, under ``nbprofiler.profile`` and ``%%torchprofile``
+(``notebook.profile``). Its finish hands the run's record and trace to the
+``make_report`` it was given, and keeps what that makes (the Report) as
+``run.report``. The guarantees live here: the profiler is always stopped and every
 hook removed (``finally``), the steps that completed are kept when the code
 raises or is interrupted, and the exception itself propagates unchanged. Ctrl-C
 is held back while the profiler, the hooks or the step count change state
@@ -19,10 +21,9 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, Iterator
+from typing import Any
 
 import psutil
 import torch
@@ -37,9 +38,7 @@ from ..trace.writers import write_tensorboard, write_trace
 from .ctrl_c import ctrl_c_held
 from .hooks import StepHooks
 from .lines import LineRecorder
-from ..advice.thresholds import DATALOADER_WAIT_SHARE
-from .loader_check import check_rebuilt
-from .loaders import name_in
+from .loaders import named
 from .model_calls import cell_modules
 from .names import restore_names
 from .sampler import StepSampler
@@ -47,22 +46,29 @@ from .stderr_filter import StderrFilter
 
 _active_lock = threading.RLock()  # re-entered when a claim cleans up an abandoned run
 _active: "ProfileRun | None" = None
-_last_report: Any = None
 # True from the moment a run starts torch's profiler until one sees it off: a profiler
 # still on while no run is active was left by an interrupted run of ours, not the user's.
 _profiler_ours = False
 
 
-class ProfileRun:
-    """One profiled run. ``report`` is set when the ``with`` block ends, also on error."""
+# What the run's record and trace are made into when it finishes (the Report: ``notebook.profile``).
+MakeReport = Callable[[RunRecord, bytes | None], Any]
 
-    def __init__(self, options: ProfileOptions, namespace: dict[str, Any] | None = None,
+
+class ProfileRun:
+    """One profiled run. ``report``, what ``make_report`` made of its record and trace, is set
+    when the ``with`` block ends, also on error. ``cell_calls``: the names the cell calls on
+    arguments (``model(x)``); those that hold an ``nn.Module`` get a range of their own."""
+
+    def __init__(self, options: ProfileOptions, make_report: MakeReport, namespace: dict[str, Any] | None = None,
                  cell_source: str | None = None, cell_filename: str | None = None,
                  on_step: Callable[["ProfileRun"], None] | None = None,
-                 cell_key: str | None = None, notebook: str | None = None) -> None:
+                 cell_key: str | None = None, notebook: str | None = None, cell_calls: tuple[str, ...] = ()) -> None:
         self.options = options
+        self.make_report = make_report
         self.namespace = namespace
         self.cell_source = cell_source
+        self.cell_calls = cell_calls
         self.cell_filename = cell_filename
         self.cell_key = cell_key
         self.notebook = notebook
@@ -136,8 +142,7 @@ class ProfileRun:
             self.sampler.add_batch(samples)
 
     def on_loader(self, loader: Any, record: LoaderRecord) -> None:
-        record.name = name_in(self.namespace, loader)
-        record.dataset_name = name_in(self.namespace, loader.dataset)
+        named(record, loader, self.namespace)
 
     # -- progress, for live status lines ----------------------------------------------------
     @property
@@ -278,7 +283,7 @@ class ProfileRun:
         self.finish(exc)
 
     def finish(self, exc: BaseException | None = None) -> None:
-        """Stop the profiler, remove every hook, and build the report (also after an error).
+        """Stop the profiler, remove every hook, and make the report (also after an error).
 
         Ctrl-C is held while the profiler stops and the hooks go. An exception raised
         into this code from outside still leaves a (partial) report: Ctrl-C held until
@@ -288,7 +293,6 @@ class ProfileRun:
         Called again after one cut short before it could hold (``unfinished``), it does
         only what is left; after one that built the report, nothing.
         """
-        global _last_report
         if self.report is not None:
             return
         with ctrl_c_held() as held:  # a Ctrl-C between the stop and the report waits for the report too
@@ -300,7 +304,6 @@ class ProfileRun:
             except BaseException as e:  # noqa: BLE001 - the build is pure: a second try sees the same state
                 interrupt = interrupt or e
                 self.report = self._build_report(_describe_failure(exc, interrupt))
-            _last_report = self.report
         if interrupt is not None:
             raise interrupt
 
@@ -353,22 +356,21 @@ class ProfileRun:
         self._released = True
 
     def _build_report(self, error: str | None) -> Any:
-        from ..report import Report
+        """What ``make_report`` makes of the run's record and its trace."""
+        record = self._record(error)
+        return self.make_report(record, self._trace)
 
-        steps = self.sampler.frame()
-        stepped_ms = float(steps["wall_ms"].sum()) if "wall_ms" in steps else 0.0
-        for loader in self.hooks.loaders.values():
-            if loader.wait_ms > DATALOADER_WAIT_SHARE * stepped_ms:  # only a loader the advice may rebuild
-                check_rebuilt(loader, self.namespace)
+    def _record(self, error: str | None) -> RunRecord:
+        """What the run measured, with its notes; writes the trace copy ``--trace`` asks for."""
         record = RunRecord(
             options=self.options,
             device=_live_device(self.cuda),
-            steps=steps,
+            steps=self.sampler.frame(),
             loaders=tuple(self.hooks.loaders.values()),
             step_source=self._step_source(),
             error=error,
             cell_source=self.cell_source,
-            cell_modules=cell_modules(self.cell_source, self.namespace),
+            cell_modules=cell_modules(self.cell_calls, self.namespace),
             cell_filename=self.cell_filename,
             cell_key=self.cell_key,
             notebook=self.notebook,
@@ -402,7 +404,7 @@ class ProfileRun:
         if raw is not None:
             self._write_outputs(raw)
         record.notes.extend(self._output_errors)
-        return Report.from_live(None, record, raw_trace=raw)
+        return record
 
     def _step_notes(self) -> list[str]:
         """What ended the steps, where that is not what the user may assume, and how to change it."""
@@ -544,32 +546,3 @@ def current_run() -> ProfileRun | None:
     at-fork handlers), so ``nbprofiler.step()`` there does nothing."""
     run = _active
     return run if run is not None and run.hooks.owner_pid == os.getpid() else None
-
-
-def last_report() -> Any:
-    return _last_report
-
-
-@contextmanager
-def profile(options: ProfileOptions | None = None, **kwargs: Any) -> Iterator[ProfileRun]:
-    """Profile the ``with`` block; ``run.report`` holds the Report afterwards.
-
-    Takes the same options as ``%%torchprofile`` (as keyword arguments, e.g.
-    ``active=5, step_on="manual"``). Steps end on optimizer steps, DataLoader
-    batches or ``nbprofiler.step()``, as ``step_on`` says.
-    """
-    opts = (options or ProfileOptions()).replace(**kwargs) if kwargs else (options or ProfileOptions())
-    if opts.iterations is not None:
-        raise OptionError("iterations", "a with block runs once, so it cannot be repeated: call nbprofiler.step() "
-                                        "at the end of each iteration of your loop, or use %%torchprofile -n N "
-                                        "in a cell")
-    run = ProfileRun(opts)
-    run._owner = sys._getframe(2)  # the frame with the `with` statement (1 is contextlib's __enter__)
-    try:
-        with run:
-            yield run
-    finally:
-        if run.report is not None:  # kept in the history as the magic's runs are (unless history=False)
-            from ..cell_runs import finished
-
-            finished(run.report, keep=opts.history)

@@ -30,9 +30,11 @@ import torch
 from torch.utils.data import DataLoader
 
 from ..advice import thresholds as T
-from ..advice.loader_code import args_from_loader, dataloader_call
+from ..advice.loader_code import LoaderArgs, args_from_record, dataloader_call
 from ..capture.loader_copy import copied_loader, rng_kept
+from ..capture.loaders import named
 from ..machine import usable_cpus
+from ..records import LoaderRecord
 from .feedback import Progress, in_kernel, show_figure
 from .rounds import quartiles, ratio_spread, reliably_faster, rotated
 from .state import Restorable, states_restored
@@ -323,6 +325,12 @@ def _recommend(result: pd.DataFrame, loader: DataLoader, current: Candidate, mea
     summary = (f"{how}\n{label}: {pick[sp]:.2f}× your current setting's {measured.what} speed (middle half of the "
                f"rounds: {pick[f'{sp}_low']:.2f}–{pick[f'{sp}_high']:.2f}×), worker start-up excluded. Paste:\n{code}")
     return {"recommended": recommended, "code": code, "summary": summary}
+
+def args_from_loader(loader: Any, namespace: Mapping[str, Any] | None = None) -> LoaderArgs:
+    """A live DataLoader's arguments, as a profiled run records them (``args_from_record``);
+    names come from ``namespace`` (the notebook's) when given."""
+    return args_from_record(named(LoaderRecord.of(loader), loader, namespace))
+
 
 def _notebook_namespace() -> Mapping[str, Any] | None:
     try:

@@ -4,14 +4,14 @@ yields batches of the same structure as the user's loader.
 A suggestion rebuilds the user's ``DataLoader(...)`` call from what the run recorded
 (``advice.loader_code``). Pasted, that call replaces the user's loader in the loop, so if
 it loads different batches (a collate function lost, a sampler dropped, a DataLoader subclass
-of the user's replaced by DataLoader) the loop breaks. This runs once, as the run ends, with
-the user's notebook names: it builds the call (without workers, which change where batches
-load but not what they hold), loads one batch from it and one from the user's loader (a copy
-without workers where it has some), from the same random state, and compares their structure
-(types, nesting, tensor dtypes and trailing shapes). The random generators are put back after,
-so the user's next epoch is what it would have been. The finding goes into the loader's
-record (``LoaderRecord.rebuilt_differs``), which the advice reads; the advice itself never
-touches user objects.
+of the user's replaced by DataLoader) the loop breaks. This runs once, as the run ends and
+before its report is made (``notebook.profile``), with the user's notebook names: it builds
+the call (without workers, which change where batches load but not what they hold), loads
+one batch from it and one from the user's loader (a copy without workers where it has some),
+from the same random state, and compares their structure (types, nesting, tensor dtypes and
+trailing shapes). The random generators are put back after, so the user's next epoch is what
+it would have been. The finding goes into the loader's record (``LoaderRecord.rebuilt_differs``),
+which the advice reads; the advice itself never touches user objects.
 """
 from __future__ import annotations
 
@@ -22,11 +22,21 @@ import torch
 from torch.utils.data import DataLoader
 
 from ..advice.loader_code import args_from_record, dataloader_call
-from ..records import LoaderRecord
-from .loader_copy import copied_loader, rng_kept
+from ..advice.thresholds import DATALOADER_WAIT_SHARE
+from ..capture.loader_copy import copied_loader, rng_kept
+from ..records import LoaderRecord, RunRecord
 
 # Levels of nesting described: deeper parts of a batch are compared by type alone.
 _DEPTH = 4
+
+
+def check_rebuilt_loaders(run: RunRecord, namespace: Mapping[str, Any] | None) -> None:
+    """Check each loader the advice may rebuild (one that waited over ``DATALOADER_WAIT_SHARE`` of
+    the steps' time), before the report's advice reads its record."""
+    stepped_ms = float(run.steps["wall_ms"].sum()) if "wall_ms" in run.steps else 0.0
+    for loader in run.loaders:
+        if loader.wait_ms > DATALOADER_WAIT_SHARE * stepped_ms:
+            check_rebuilt(loader, namespace)
 
 
 def check_rebuilt(record: LoaderRecord, namespace: Mapping[str, Any] | None) -> None:
