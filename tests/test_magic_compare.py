@@ -11,7 +11,7 @@ from IPython.core.error import UsageError
 
 import nbprofiler
 from nbprofiler.advice.suggestion import SUGGESTION_KINDS
-from nbprofiler.magic import TorchProfileMagics, _split_statement
+from nbprofiler.notebook.magic import TorchProfileMagics, _split_statement
 
 # A loop whose steps are mostly a sleep: two runs of it take the same time, within noise.
 STEADY_CELL = """

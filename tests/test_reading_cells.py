@@ -19,7 +19,7 @@ import pytest
 from IPython.utils.capture import capture_output
 
 import nbprofiler
-from nbprofiler import magic
+from nbprofiler.notebook import magic
 
 PACKAGE = str(Path(nbprofiler.__file__).parent) + os.sep
 

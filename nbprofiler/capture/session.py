@@ -570,6 +570,6 @@ def profile(options: ProfileOptions | None = None, **kwargs: Any) -> Iterator[Pr
             yield run
     finally:
         if run.report is not None:  # kept in the history as the magic's runs are (unless history=False)
-            from ..cell_runs import finished
+            from ..notebook.cell_runs import finished
 
             finished(run.report, keep=opts.history)

@@ -22,18 +22,18 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 
-from .capture.ctrl_c import CtrlCAfterTheCell, ctrl_c_held
-from .capture.heap import release_free_heap
-from .capture.session import ProfileRun
+from ..capture.ctrl_c import CtrlCAfterTheCell, ctrl_c_held
+from ..capture.heap import release_free_heap
+from ..capture.session import ProfileRun
 from .cell_identity import cell_key, notebook_path
 from .cell_runs import Baseline, baseline, compared, finished
-from .errors import NbprofilerError, OptionError
-from .advice.suggestion import SUGGESTION_KINDS
+from ..errors import NbprofilerError, OptionError
+from ..advice.suggestion import SUGGESTION_KINDS
 from .option_names import check_output, check_tried, is_variable_name
-from .options import DEVICE_CHOICES, SORT_KEYS, STEP_ON_CHOICES, ProfileOptions
+from ..options import DEVICE_CHOICES, SORT_KEYS, STEP_ON_CHOICES, ProfileOptions
 
 if TYPE_CHECKING:
-    from .render.live import LiveStatus
+    from ..render.live import LiveStatus
 
 
 @magics_class
@@ -213,7 +213,7 @@ class TorchProfileMagics(Magics):
         the cell's end until the run is kept, Ctrl-C is held (``CtrlCAfterTheCell``), so a second
         one, pressed as the first stops the cell, keeps the report and says where it is."""
         __tracebackhide__ = True
-        from .render.live import LiveStatus
+        from ..render.live import LiveStatus
 
         namespace = self._ipython.user_ns
         status = LiveStatus(enabled=not options.quiet)
@@ -279,7 +279,7 @@ class ReportInterrupted(KeyboardInterrupt):
 def _interrupted_line(report: Any, namespace: dict[str, Any], output: str | None, drawn: bool) -> str:
     """What the user reads when a Ctrl-C came after the cell's code: where the report is kept
     (only the places that hold it), and how to show it (again)."""
-    from .capture.session import last_report
+    from ..capture.session import last_report
 
     stored = output is not None and namespace.get(output) is report
     last = last_report() is report
