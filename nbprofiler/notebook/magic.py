@@ -233,7 +233,7 @@ class ReportInterrupted(KeyboardInterrupt):
 def _interrupted_line(report: Any, namespace: dict[str, Any], output: str | None, drawn: bool) -> str:
     """What the user reads when a Ctrl-C came after the cell's code: where the report is kept
     (only the places that hold it), and how to show it (again)."""
-    from ..capture.session import last_report
+    from ..capture.session import last_report  # torch: this module leaves it unimported until a cell runs
 
     stored = output is not None and namespace.get(output) is report
     last = last_report() is report
