@@ -60,7 +60,7 @@ def step(samples: int | None = None) -> None:
 
 def last_comparison() -> Any:
     """The Comparison the most recent ``%%torchprofile --compare`` run made, or None."""
-    from .cell_runs import last_comparison as latest
+    from .notebook.cell_runs import last_comparison as latest
 
     return latest()
 
@@ -77,12 +77,12 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .magic import load_ipython_extension as _load
+    from .notebook.magic import load_ipython_extension as _load
 
     _load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .magic import unload_ipython_extension as _unload
+    from .notebook.magic import unload_ipython_extension as _unload
 
     _unload(ipython)

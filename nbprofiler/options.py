@@ -2,54 +2,70 @@
 
 One dataclass, one validation: the magic parses its command line into the same
 ``ProfileOptions`` the Python API takes, so both reject bad values with the same
-one-line message naming the option.
+one-line message naming the option. Each field also holds the help of its flag, so
+that the magic's parser is made from the fields and an option is declared once.
 """
 from __future__ import annotations
 
 import dataclasses
 import numbers
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
 from .errors import OptionError
 
 StepOn = Literal["auto", "optimizer", "dataloader", "manual"]
 DeviceChoice = Literal["auto", "cpu", "cuda"]
-STEP_ON_CHOICES = ("auto", "optimizer", "dataloader", "manual")
-DEVICE_CHOICES = ("auto", "cpu", "cuda")
+STEP_ON_CHOICES: tuple[str, ...] = get_args(StepOn)
+DEVICE_CHOICES: tuple[str, ...] = get_args(DeviceChoice)
 SORT_KEYS = ("host_self_us", "host_total_us", "device_self_us", "device_total_us", "calls", "name")
 PHASES = ("none", "wait", "warmup", "active")
+
+
+def _option(default: Any, help: str, short: str | None = None, metavar: str | None = None) -> Any:
+    """A field of ``ProfileOptions`` with what its flag shows in the magic's help: ``help``, where
+    ``{default}`` is the default; ``short``, a one-letter flag besides the long one; ``metavar``,
+    the name its value has there. A field that is on by default is a ``--no-...`` flag, and its
+    help says what that flag does."""
+    return field(default=default, metadata={"help": help.format(default=default), "short": short, "metavar": metavar})
 
 
 @dataclass(frozen=True)
 class ProfileOptions:
     """What to profile and how. Schedule fields mean what they mean in ``torch.profiler.schedule``."""
 
-    wait: int = 1
-    warmup: int = 1
-    active: int = 3
-    repeat: int = 1
-    skip_first: int = 0
-    step_on: StepOn = "auto"
-    iterations: int | None = None
-    device: DeviceChoice = "auto"
-    memory: bool = True
-    shapes: bool = False
-    stack: bool = False
-    modules: bool = False
-    trace: str | None = None
-    tensorboard: str | None = None
-    sort: str | None = None
-    top: int = 15
-    quiet: bool = False
-    history: bool = True  # keep the run in the local history (nbprofiler.history), which --compare reads
+    wait: int = _option(1, "Steps to skip at the start of each cycle before warming up (default {default}).")
+    warmup: int = _option(1, "Steps traced but discarded, so start-up cost is not measured (default {default}).")
+    active: int = _option(3, "Steps recorded in each cycle (default {default}).")
+    repeat: int = _option(1, "Number of wait/warmup/active cycles; 0 repeats until the cell ends (default {default}).")
+    skip_first: int = _option(0, "Steps to ignore before the first cycle (default {default}).")
+    step_on: StepOn = _option("auto", f"What ends a step: {'|'.join(STEP_ON_CHOICES)} (default {{default}}: optimizer "
+                                      "steps, else DataLoader batches; nbprofiler.step() always).")
+    iterations: int | None = _option(None, "Run the cell body N times, each run one step (for cells with no loop).",
+                                     short="-n")
+    device: DeviceChoice = _option("auto", f"{'|'.join(DEVICE_CHOICES)}: record CUDA activity "
+                                           "(auto: when torch.cuda.is_available()).")
+    memory: bool = _option(True, "Do not record tensor allocations (slightly lower overhead).")
+    shapes: bool = _option(False, "Record input shapes, and group operators by shape.")
+    stack: bool = _option(False, "Record Python stacks, to attribute time to the lines of the cell.")
+    modules: bool = _option(False, "Record the nn.Module hierarchy, for time per module.")
+    trace: str | None = _option(None, "Write the Chrome trace to PATH (.json or .json.gz); opens in Perfetto.",
+                                metavar="PATH")
+    tensorboard: str | None = _option(None, "Also write DIR in the layout of torch.profiler.tensorboard_trace_handler.",
+                                      metavar="DIR")
+    sort: str | None = _option(None, f"Sort the operator table by one of: {', '.join(SORT_KEYS)}.")
+    top: int = _option(15, "Number of operators to show (default {default}).")
+    quiet: bool = _option(False, "Display nothing (use with -o).", short="-q")
+    # Keep the run in the local history (nbprofiler.history), which --compare reads.
+    history: bool = _option(True, "Do not keep this run in the local history (nbprofiler.history(); file: "
+                                  "NBPROFILER_HISTORY).")
 
     def __post_init__(self) -> None:
         counts = (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 0), ("skip_first", 0), ("top", 1))
         for name, low in counts + ((("iterations", 1),) if self.iterations is not None else ()):
             value = getattr(self, name)
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-                raise OptionError(_flag(name), f"must be a whole number >= {low}, got {value!r}")
+                raise OptionError(long_flag(name), f"must be a whole number >= {low}, got {value!r}")
             # np.int64(3) from a config or a sweep is a whole number too; torch's schedule
             # and the report want plain ints.
             object.__setattr__(self, name, int(value))
@@ -98,5 +114,6 @@ class ProfileOptions:
         return "active"
 
 
-def _flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
+def long_flag(field_name: str) -> str:
+    """The magic's flag for a field of ``ProfileOptions``, as its errors name it (``--skip-first``)."""
+    return "--" + field_name.replace("_", "-")

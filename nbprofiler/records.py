@@ -17,6 +17,8 @@ from .options import ProfileOptions
 from .trace.table import DeviceInfo
 
 NOT_IN_CELL = -1  # the line value while no frame of the cell runs
+# How a ``RunRecord.cell_key`` begins when the front end named no cell: a fingerprint of the source follows.
+SOURCE_PREFIX = "source:"
 
 
 @dataclass(frozen=True, eq=False)

@@ -81,7 +81,7 @@ def test_top_level_await_runs_in_each_iteration(shell):
 
 def test_reloading_the_extension_keeps_one_transformer(shell):
     def ours():
-        return [t for t in shell.input_transformers_post if type(t).__module__ == "nbprofiler.magic"]
+        return [t for t in shell.input_transformers_post if type(t).__module__ == "nbprofiler.notebook.awaiting"]
 
     assert len(ours()) == 1
     shell.run_line_magic("reload_ext", "nbprofiler")
@@ -223,12 +223,12 @@ def test_top_level_await_in_a_kernel(executed):
 def test_ctrl_c_while_the_cell_is_read_reaches_the_user_as_the_cells_own(shell, monkeypatch):
     """A Ctrl-C that lands while the await transformer reads a profiled cell must not escape
     IPython's run_cell (it catches only Exception there): the cell raises it instead."""
-    from nbprofiler import magic
+    from nbprofiler.notebook import awaiting
 
     def interrupted(*_: object) -> bool:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(magic, "_profiles_an_await", interrupted)
+    monkeypatch.setattr(awaiting, "_profiles_an_await", interrupted)
     with capture_output():
         result = shell.run_cell("%%torchprofile -q\nawait asyncio.sleep(0)\n")
     assert isinstance(result.error_in_exec, KeyboardInterrupt)

@@ -23,7 +23,7 @@ from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter
 import nbprofiler
 from conftest import TRAIN_CELL, assert_nothing_left, temp_traces
 from nbprofiler.capture.hooks import StepHooks
-from nbprofiler.magic import ReportInterrupted
+from nbprofiler.notebook.magic import ReportInterrupted
 
 MIME = "application/vnd.nbprofiler.report+json"
 ACTIVE = (2, 3, 4)  # the default schedule: wait 1, warmup 1, active 3
@@ -324,7 +324,7 @@ def test_exception_landing_in_the_finish_still_gives_the_report(shell, monkeypat
     may strike any line of it, its very start included, where no code of the finish can
     catch it: every hook is still removed, the report still built and shown, and that
     exception still raised."""
-    from nbprofiler import magic
+    from nbprofiler.notebook import magic
     from nbprofiler.capture.session import ProfileRun
 
     install = StepHooks.install

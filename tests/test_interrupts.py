@@ -321,7 +321,7 @@ def test_wrappers_left_by_a_killed_run_are_replaced_not_wrapped(shell):
 # -- Ctrl-C once the cell's loop has ended: while the report is analysed, drawn and shown ----
 def _drawing_moments() -> list[Any]:
     """Where the time after the loop goes, each a (owner, name) pressed Ctrl-C in."""
-    from nbprofiler import magic
+    from nbprofiler.notebook import magic
     from nbprofiler.advice import rules
     from nbprofiler.render import bundle, widget
 
@@ -436,7 +436,7 @@ def test_a_second_ctrl_c_as_the_cell_stops_keeps_the_report(shell, name, when, o
     """Nothing stays running or installed, the report of the 4 steps done is in ``-o``,
     ``nbprofiler.last()`` and the history, and the user gets the KeyboardInterrupt with one
     line naming only the places that hold the report."""
-    from nbprofiler import magic as module
+    from nbprofiler.notebook import magic as module
 
     profile._last_report = None
     shell.user_ns.update(done=0, run=None, ctrl_c=ctrl_c, caught=False)

@@ -11,7 +11,8 @@ from IPython.core.error import UsageError
 
 import nbprofiler
 from nbprofiler.advice.suggestion import SUGGESTION_KINDS
-from nbprofiler.magic import TorchProfileMagics, _split_statement
+from nbprofiler.notebook.command_line import split_statement
+from nbprofiler.notebook.magic import TorchProfileMagics
 
 # A loop whose steps are mostly a sleep: two runs of it take the same time, within noise.
 STEADY_CELL = """
@@ -137,11 +138,11 @@ def test_no_history_keeps_the_run_out_of_the_history(shell):
 
 def test_the_line_magic_tells_compare_s_variable_from_the_statement():
     parser = TorchProfileMagics.torchprofile.parser
-    assert _split_statement("--compare y = model(x)", parser) == ("--compare ", "y = model(x)")
-    assert _split_statement("--compare base model(x)", parser) == ("--compare base ", "model(x)")
-    assert _split_statement("--compare model(x)", parser) == ("--compare ", "model(x)")
-    assert _split_statement("--compare=base y = 2", parser) == ("--compare=base ", "y = 2")
-    assert _split_statement("--compare base", parser) == ("--compare ", "base")  # a lone name is the statement
+    assert split_statement("--compare y = model(x)", parser) == ("--compare ", "y = model(x)")
+    assert split_statement("--compare base model(x)", parser) == ("--compare base ", "model(x)")
+    assert split_statement("--compare model(x)", parser) == ("--compare ", "model(x)")
+    assert split_statement("--compare=base y = 2", parser) == ("--compare=base ", "y = 2")
+    assert split_statement("--compare base", parser) == ("--compare ", "base")  # a lone name is the statement
 
 
 def test_jupyterlab_s_cell_id_names_the_cell_across_edits():

@@ -19,7 +19,7 @@ import pytest
 from IPython.utils.capture import capture_output
 
 import nbprofiler
-from nbprofiler import magic
+from nbprofiler.notebook import awaiting
 
 PACKAGE = str(Path(nbprofiler.__file__).parent) + os.sep
 
@@ -81,7 +81,7 @@ class CtrlCWhileReading:
 
 
 def _reader_frame(frame: Any) -> Any:
-    while frame is not None and frame.f_code is not magic._awaited_if_it_awaits.__code__:
+    while frame is not None and frame.f_code is not awaiting._awaited_if_it_awaits.__code__:
         frame = frame.f_back
     return frame
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..advice.cell_names import called_names
 from ..capture.session import ProfileRun
-from ..cell_runs import finished
+from .cell_runs import finished
 from ..errors import OptionError
 from ..measure.loader_check import check_rebuilt_loaders
 from ..options import ProfileOptions

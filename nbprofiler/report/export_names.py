@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..cell_identity import SOURCE_PREFIX
+from ..records import SOURCE_PREFIX
 
 if TYPE_CHECKING:
     from .report import Report

@@ -13,7 +13,7 @@ import hashlib
 import os
 from typing import Any
 
-SOURCE_PREFIX = "source:"  # keys made from the source, not from the front end's id
+from ..records import SOURCE_PREFIX
 
 
 def cell_key(shell: Any, source: str) -> str:

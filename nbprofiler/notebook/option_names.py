@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import keyword
 
-from .advice.suggestion import SUGGESTION_KINDS
-from .errors import OptionError
+from ..advice.suggestion import SUGGESTION_KINDS
+from ..errors import OptionError
 
 
 def is_variable_name(text: str) -> bool:

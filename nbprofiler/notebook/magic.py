@@ -2,39 +2,31 @@
 from __future__ import annotations
 
 import argparse
-import ast
-import asyncio
-import functools
-import inspect
-import itertools
-import re
 import sys
-from collections.abc import Coroutine
 from dataclasses import dataclass
-from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.displayhook import DisplayHook
 from IPython.core.error import UsageError
-from IPython.core.getipython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 
-from .capture.ctrl_c import CtrlCAfterTheCell, ctrl_c_held
-from .capture.heap import release_free_heap
-from .capture.session import ProfileRun
-from .notebook.profile import last_report, live_run
+from ..advice.suggestion import SUGGESTION_KINDS
+from ..capture.ctrl_c import CtrlCAfterTheCell, ctrl_c_held
+from ..capture.heap import release_free_heap
+from ..errors import NbprofilerError, OptionError
+from ..options import ProfileOptions
+from . import awaiting
+from .cell import Cell, compile_cell, run_as_ipython
 from .cell_identity import cell_key, notebook_path
 from .cell_runs import Baseline, baseline, compared, finished
-from .errors import NbprofilerError, OptionError
-from .advice.suggestion import SUGGESTION_KINDS
-from .option_names import check_output, check_tried, is_variable_name
-from .options import DEVICE_CHOICES, SORT_KEYS, STEP_ON_CHOICES, ProfileOptions
+from .command_line import asks_for_help, options_from, profile_options, split_statement
+from .option_names import check_output, check_tried
 
 if TYPE_CHECKING:
-    from .render.live import LiveStatus
+    from ..capture.session import ProfileRun
+    from ..render.live import LiveStatus
 
 
 @magics_class
@@ -42,42 +34,15 @@ class TorchProfileMagics(Magics):
     """Registers ``torchprofile`` as a line and cell magic."""
 
     @magic_arguments()
-    @argument("--wait", type=int, default=1,
-              help="Steps to skip at the start of each cycle before warming up (default 1).")
-    @argument("--warmup", type=int, default=1,
-              help="Steps traced but discarded, so start-up cost is not measured (default 1).")
-    @argument("--active", type=int, default=3, help="Steps recorded in each cycle (default 3).")
-    @argument("--repeat", type=int, default=1,
-              help="Number of wait/warmup/active cycles; 0 repeats until the cell ends (default 1).")
-    @argument("--skip-first", type=int, default=0, help="Steps to ignore before the first cycle (default 0).")
-    @argument("--step-on", default="auto",
-              help=f"What ends a step: {'|'.join(STEP_ON_CHOICES)} (default auto: optimizer steps, else DataLoader "
-                   "batches; nbprofiler.step() always).")
-    @argument("-n", "--iterations", type=int, default=None,
-              help="Run the cell body N times, each run one step (for cells with no loop).")
-    @argument("--device", default="auto",
-              help=f"{'|'.join(DEVICE_CHOICES)}: record CUDA activity (auto: when torch.cuda.is_available()).")
-    @argument("--no-memory", action="store_true", help="Do not record tensor allocations (slightly lower overhead).")
-    @argument("--shapes", action="store_true", help="Record input shapes, and group operators by shape.")
-    @argument("--stack", action="store_true", help="Record Python stacks, to attribute time to the lines of the cell.")
-    @argument("--modules", action="store_true", help="Record the nn.Module hierarchy, for time per module.")
-    @argument("--trace", default=None, metavar="PATH",
-              help="Write the Chrome trace to PATH (.json or .json.gz); opens in Perfetto.")
-    @argument("--tensorboard", default=None, metavar="DIR",
-              help="Also write DIR in the layout of torch.profiler.tensorboard_trace_handler.")
+    @profile_options
     @argument("-o", "--output", default=None, metavar="VAR",
               help="Store the Report in the variable VAR of the notebook.")
-    @argument("-q", "--quiet", action="store_true", help="Display nothing (use with -o).")
     @argument("--compare", nargs="?", const="", default=None, metavar="VAR",
               help="Compare this run with the Report in VAR (alone: with this cell's previous run, in this "
                    "kernel or in the history) and show whether it got faster, beyond noise.")
     @argument("--tried", default=None, metavar="KIND",
               help="The suggestion this run tries (its kind): the comparison puts its stated gain beside the "
                    f"measured one. Implies --compare. KIND: {'|'.join(SUGGESTION_KINDS)}.")
-    @argument("--no-history", action="store_true",
-              help="Do not keep this run in the local history (nbprofiler.history(); file: NBPROFILER_HISTORY).")
-    @argument("--sort", default=None, help=f"Sort the operator table by one of: {', '.join(SORT_KEYS)}.")
-    @argument("--top", type=int, default=15, help="Number of operators to show (default 15).")
     @argument("statement", nargs="*", help="With %%torchprofile (the line magic): the statement to profile.")
     @line_cell_magic
     def torchprofile(self, line: str = "", cell: str | None = None) -> Any:
@@ -139,12 +104,12 @@ class TorchProfileMagics(Magics):
         __tracebackhide__ = True  # IPython and pytest show the user's frames, not the magic's
         name = "%%torchprofile" if cell is not None else "%torchprofile"
         parser = self.torchprofile.parser
-        options_text, statement = (line, "") if cell is not None else _split_statement(line, parser)
+        options_text, statement = (line, "") if cell is not None else split_statement(line, parser)
         try:
             argv = arg_split(options_text, posix=True)
         except ValueError as exc:  # shlex: "No closing quotation"
             raise UsageError(f"{name}: {exc} in {options_text.strip()!r}") from None
-        if _asks_for_help(argv):
+        if asks_for_help(argv):
             print(self.torchprofile.__doc__)  # what `%%torchprofile?` shows, in the cell's output
             return None
         try:
@@ -158,13 +123,7 @@ class TorchProfileMagics(Magics):
             raise UsageError(f"%%torchprofile: unexpected arguments {' '.join(args.statement)!r}; "
                              "options start with --")
         try:
-            options = ProfileOptions(
-                wait=args.wait, warmup=args.warmup, active=args.active, repeat=args.repeat,
-                skip_first=args.skip_first, step_on=args.step_on, iterations=args.iterations,
-                device=args.device, memory=not args.no_memory, shapes=args.shapes, stack=args.stack,
-                modules=args.modules, trace=args.trace, tensorboard=args.tensorboard, sort=args.sort,
-                top=args.top, quiet=args.quiet, history=not args.no_history,
-            )
+            options = options_from(args)
             check_output(args.output)
             check_tried(args.tried)
             key = cell_key(self._ipython, source)
@@ -190,31 +149,25 @@ class TorchProfileMagics(Magics):
 
         A cell that awaits runs on IPython's event loop: when that loop already runs in
         this thread (a kernel), the awaitable is returned, for the cell that called the
-        magic to await (``_awaited_if_it_awaits`` writes that call).
+        magic to await (``awaiting`` writes that call).
         """
         __tracebackhide__ = True
         try:
-            cell = _compile_cell(self._ipython, source)
+            cell = compile_cell(self._ipython, source)
         except SyntaxError as exc:
             self._ipython.showsyntaxerror(exc.filename)  # as IPython shows a cell's: the line and a caret
             raise UsageError("%%torchprofile: the cell has a syntax error (shown above), so it did not run") from None
-        profiled = self._profile(cell, options, request)
-        if not cell.awaits:
-            return _run_to_end(profiled)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no loop runs in this thread: run it as IPython runs an awaiting cell
-            return self._ipython.loop_runner(profiled)
-        return profiled
+        return run_as_ipython(self._ipython, self._profile(cell, options, request), cell.awaits)
 
-    async def _profile(self, cell: "_Cell", options: ProfileOptions, request: "_Request") -> Any:
+    async def _profile(self, cell: Cell, options: ProfileOptions, request: "_Request") -> Any:
         """Run ``cell`` under a run, finish and keep the run whatever happened, then show the
         report and re-raise the cell's exception. Every moment after the run may have started
         is inside a ``try`` that finishes it, so a Ctrl-C anywhere leaves nothing installed; from
         the cell's end until the run is kept, Ctrl-C is held (``CtrlCAfterTheCell``), so a second
         one, pressed as the first stops the cell, keeps the report and says where it is."""
         __tracebackhide__ = True
-        from .render.live import LiveStatus
+        from ..render.live import LiveStatus
+        from .profile import live_run  # torch, imported when the first profiled cell runs
 
         namespace = self._ipython.user_ns
         status = LiveStatus(enabled=not options.quiet)
@@ -279,6 +232,8 @@ class ReportInterrupted(KeyboardInterrupt):
 def _interrupted_line(report: Any, namespace: dict[str, Any], output: str | None, drawn: bool) -> str:
     """What the user reads when a Ctrl-C came after the cell's code: where the report is kept
     (only the places that hold it), and how to show it (again)."""
+    from .profile import last_report  # torch: this module leaves it unimported until a cell runs
+
     stored = output is not None and namespace.get(output) is report
     last = last_report() is report
     if not (stored or last):
@@ -372,7 +327,7 @@ def _compare(report: Any, options: ProfileOptions, request: _Request) -> None:
         display(comparison)
 
 
-def _ending(report: Any, cell: "_Cell", failure: BaseException | None, stopping: BaseException | None,
+def _ending(report: Any, cell: Cell, failure: BaseException | None, stopping: BaseException | None,
             drawing: KeyboardInterrupt | None, pressed: bool, namespace: dict[str, Any],
             output: str | None) -> tuple[BaseException | None, bool]:
     """What the cell raises once its run is kept (None: it returns its value), and whether the
@@ -389,7 +344,7 @@ def _ending(report: Any, cell: "_Cell", failure: BaseException | None, stopping:
             return ReportInterrupted(line), said
         print(line, file=sys.stderr)  # the cell's own exception, with its traceback, comes first
     if failure is not None:
-        return failure.with_traceback(_from_cell(failure.__traceback__, cell.filename)), said
+        return failure.with_traceback(cell.own_frames(failure.__traceback__)), said
     return stopping, said  # torch's SIGCHLD handler reporting a dead DataLoader worker as the run stopped
 
 
@@ -402,7 +357,7 @@ def _not_started(failure: BaseException | None) -> BaseException:
     return failure
 
 
-async def _run_started(run: ProfileRun, status: "LiveStatus", cell: "_Cell", namespace: dict[str, Any],
+async def _run_started(run: ProfileRun, status: "LiveStatus", cell: Cell, namespace: dict[str, Any],
                        iterations: int | None, ctrl_c: CtrlCAfterTheCell) -> Any:
     """Start ``run`` and run the cell (``iterations`` times, each a step); the last value.
     The start is in the caller's ``try`` with the cell: a Ctrl-C just after the profiler
@@ -420,213 +375,17 @@ async def _run_started(run: ProfileRun, status: "LiveStatus", cell: "_Cell", nam
     return value
 
 
-@dataclass(frozen=True)
-class _Cell:
-    """A cell compiled as IPython compiles one: its %magics and !commands turned into
-    calls, the shell's AST transformers applied, top-level ``await`` allowed (with
-    autoawait on), and its last expression kept apart so that its value is the output.
-
-    Every line keeps the number it has in ``source``, what --stack attributes time to.
-    """
-
-    source: str  # as the user wrote it
-    filename: str
-    statements: CodeType | None
-    last_expression: CodeType | None  # None when the cell ends in a statement, or in ';'
-
-    @property
-    def awaits(self) -> bool:
-        return any(code is not None and code.co_flags & inspect.CO_COROUTINE
-                   for code in (self.statements, self.last_expression))
-
-    async def run(self, namespace: dict[str, Any]) -> Any:
-        """Run the cell once; the value of its last expression, or None."""
-        __tracebackhide__ = True
-        if self.statements is not None:
-            await _evaluate(self.statements, namespace)
-        return None if self.last_expression is None else await _evaluate(self.last_expression, namespace)
-
-
-def _compile_cell(shell: Any, source: str) -> _Cell:
-    """``source`` compiled as ``InteractiveShell.run_cell`` compiles a cell; a SyntaxError
-    propagates."""
-    transformed = shell.transform_cell(source)
-    # IPython drops a cell's leading blank lines; put them back, so that each line keeps its number.
-    dropped = _leading_blank_lines(source) - _leading_blank_lines(transformed)
-    transformed = "\n" * max(dropped, 0) + transformed
-    filename = shell.compile.cache(transformed, raw_code=source)
-    tree = shell.transform_ast(shell.compile.ast_parse(transformed, filename=filename))
-    body = list(tree.body)
-    last = None
-    if body and isinstance(body[-1], ast.Expr) and not DisplayHook.semicolon_at_end_of_expression(transformed):
-        last = ast.Expression(body.pop().value)
-    with shell.compile.extra_flags(ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if shell.autoawait else 0):
-        statements = shell.compile(ast.Module(body, []), filename, "exec") if body else None
-        last_expression = shell.compile(last, filename, "eval") if last is not None else None
-    return _Cell(source, filename, statements, last_expression)
-
-
-def _leading_blank_lines(text: str) -> int:
-    lines = text.splitlines()
-    return next((i for i, line in enumerate(lines) if line.strip()), len(lines))
-
-
-async def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
-    __tracebackhide__ = True
-    result = eval(code, namespace)  # noqa: S307 - the user's own cell
-    return await result if code.co_flags & inspect.CO_COROUTINE else result
-
-
-def _run_to_end(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine that awaits nothing that suspends (a cell without ``await``) in this
-    frame, without an event loop, as IPython's pseudo-sync runner does."""
-    __tracebackhide__ = True
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value
-    coroutine.close()
-    raise AssertionError("a profiled cell without await was suspended")
-
-
-def _from_cell(tb: TracebackType | None, filename: str) -> TracebackType | None:
-    """The traceback from the cell's outermost frame on: the frames before it are the
-    magic's, and tracebacks should show the user's code."""
-    start = tb
-    while start is not None and start.tb_frame.f_code.co_filename != filename:
-        start = start.tb_next
-    return start if start is not None else tb
-
-
 # Where Ctrl-C acts at once after the cell has started: in the cell, and while the report draws.
 _INTERRUPTIBLE = frozenset({_run_started.__code__, _draw.__code__, _compare.__code__})
 
 
-# How IPython writes a ``%%torchprofile`` cell, or a ``%torchprofile`` line that starts a line,
-# once its own transforms have run: a call that carries the options and the body as literals.
-_MAGIC_CALL = re.compile(r"^get_ipython\(\)\.run_(cell|line)_magic\('torchprofile', ([^\n]*)\)$")
-
-
-def _awaited_if_it_awaits(call: "re.Match[str]") -> str:
-    """The magic's call, behind ``await`` when the magic profiles an awaiting body: IPython and
-    ipykernel then run the cell on their event loop and await what the magic returns (the magic
-    itself is called from synchronous code, and cannot run an awaiting body on a loop that
-    already runs).
-
-    IPython's ``run_cell`` catches only ``Exception`` from a transform, so a Ctrl-C while
-    this reads the cell would escape the shell: the cell raises it when it runs instead,
-    as if the interrupt had come a moment later. Reading the body once more (to see whether
-    it awaits) comes back here for a ``%torchprofile`` line in it: that reading leaves the
-    Ctrl-C to this outer one, so that it is not lost in the body's text."""
-    try:
-        return f"await {call.group()}" if _awaits(call) else call.group()
-    except KeyboardInterrupt:
-        if _reading_a_body(sys._getframe(1)):
-            raise
-        return "raise KeyboardInterrupt  # Ctrl-C as the cell was read, before it ran"
-
-
-def _awaits(call: "re.Match[str]") -> bool:
-    """Whether the magic call ``call`` (see ``_MAGIC_CALL``) profiles an awaiting body."""
-    shell = get_ipython()
-    cell = call.group(1) == "cell"
-    try:
-        arguments = ast.literal_eval(f"({call.group(2)},)")
-    except Exception:  # noqa: BLE001 - a line that only looks like the call IPython writes: left as it is
-        return False
-    if shell is None or len(arguments) != (2 if cell else 1) or not all(isinstance(a, str) for a in arguments):
-        return False
-    options, body = arguments if cell else _split_statement(arguments[0], TorchProfileMagics.torchprofile.parser)
-    return _profiles_an_await(shell, options, body)
-
-
-def _reading_a_body(frame: Any) -> bool:
-    """Whether ``frame`` runs inside another reading of ``_awaited_if_it_awaits``."""
-    while frame is not None:
-        if frame.f_code is _awaited_if_it_awaits.__code__:
-            return True
-        frame = frame.f_back
-    return False
-
-
-class _AwaitingMagics(functools.partial):  # type: ignore[type-arg]
-    """The input transformer: each line of a transformed cell through ``_MAGIC_CALL.sub``, which
-    calls ``_awaited_if_it_awaits`` for a line of the magic only. Every step of it is
-    C code (``partial``, ``map``, ``re``), so a cell without the magic runs none of
-    nbprofiler's Python, and a Ctrl-C while it is read lands in IPython's code, as without
-    nbprofiler. It returns an iterator, which IPython joins into the cell's text: it must be
-    the last of the shell's ``input_transformers_post``, after IPython has turned the magic
-    into its call."""
-
-
-def _awaiting_magics() -> _AwaitingMagics:
-    return _AwaitingMagics(map, _MAGIC_CALL.sub, itertools.repeat(_awaited_if_it_awaits))
-
-
-def _profiles_an_await(shell: Any, options: str, code: str) -> bool:
-    """Whether the magic, given ``options``, profiles ``code`` as an awaiting cell, and so
-    returns an awaitable (-h runs nothing, and returns none)."""
-    try:
-        if _asks_for_help(arg_split(options, posix=True)) or not code.strip():
-            return False
-        return shell.should_run_async(code, transformed_cell=shell.transform_cell(code))
-    except Exception:  # noqa: BLE001 - options or code the magic cannot read: it reports them when it runs
-        return False
-
-
-def _asks_for_help(argv: list[str]) -> bool:
-    return any(word in _HELP_FLAGS for word in argv)
-
-
-_HELP_FLAGS = ("-h", "--help")  # IPython's magic parsers have no help action: the magic answers these itself
-# A word as a shell splits it: unquoted runs and quoted strings, glued together; a lone
-# quote that never closes is kept in the word, so that arg_split reports it.
-_SHELL_WORD = re.compile(r"""(?:[^\s'"]+|'[^']*'|"(?:\\.|[^"\\])*"|['"])+""")
-
-
-def _split_statement(line: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
-    """The line magic's options, and its statement verbatim from the first word that is
-    neither an option nor an option's value (so ``y = -x`` is code, not a flag). A quoted
-    value is one word, as the shell would split it (``--trace "a b.json"``)."""
-    expects_value = may_take_value = False
-    for word in _SHELL_WORD.finditer(line):
-        token = word.group()
-        if expects_value:
-            expects_value = False
-        elif may_take_value and _names_a_value(token, line[word.end():]):
-            may_take_value = False
-        elif token in _HELP_FLAGS:
-            continue
-        elif token.startswith("-") and token.split("=", 1)[0] in parser._option_string_actions:
-            action = parser._option_string_actions[token.split("=", 1)[0]]
-            given = "=" in token
-            expects_value = action.nargs not in (0, "?") and not given
-            may_take_value = action.nargs == "?" and not given
-        else:
-            return line[:word.start()], line[word.start():].strip()
-    return line, ""
-
-
-def _names_a_value(word: str, rest: str) -> bool:
-    """Whether ``word``, after an option whose value is optional (``--compare [VAR]``), is that
-    value rather than the statement's start: a name that some statement follows, and that
-    does not itself start the statement (``--compare y = model(x)`` profiles ``y = ...``)."""
-    follows = rest.lstrip()
-    starts_code = follows[:1] in ("=", "(", ".", "[", ",", ":") or follows[:2] in ("+=", "-=", "*=", "/=")
-    return is_variable_name(word) and bool(follows) and not starts_code
-
-
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(TorchProfileMagics)
-    ipython.input_transformers_post.append(_awaiting_magics())
+    awaiting.install(ipython, TorchProfileMagics.torchprofile.parser)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    # By class name, so that one from an earlier import of this module (importlib.reload) goes too.
-    ipython.input_transformers_post[:] = [
-        t for t in ipython.input_transformers_post
-        if (type(t).__module__, type(t).__name__) != (__name__, _AwaitingMagics.__name__)
-    ]
+    awaiting.remove(ipython)
     magics = ipython.magics_manager.registry.pop("TorchProfileMagics", None)
     if magics is not None:
         for kind in ("line", "cell"):

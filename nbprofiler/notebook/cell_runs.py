@@ -14,12 +14,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import OptionError
+from ..errors import OptionError
 from .option_names import is_variable_name
 
 if TYPE_CHECKING:
-    from .report import Report
-    from .report.comparison import Comparison
+    from ..report import Report
+    from ..report.comparison import Comparison
 
 _REMEMBERED_CELLS = 8  # the cells whose latest Report this kernel holds (each holds its trace)
 _latest: "OrderedDict[str, Report]" = OrderedDict()
@@ -38,7 +38,7 @@ def baseline(namespace: dict[str, Any], variable: str | None, cell: str) -> Base
     """The run ``--compare`` names: the Report in ``variable``, or with ``variable`` empty,
     this cell's previous run (this kernel's, else the history's). None when the cell has no
     earlier run; an ``OptionError`` when ``variable`` holds no Report."""
-    from .report import Report
+    from ..report import Report
 
     if variable:
         if not is_variable_name(variable):  # never offered as `-o NAME` to paste
@@ -54,7 +54,7 @@ def baseline(namespace: dict[str, Any], variable: str | None, cell: str) -> Base
         return Baseline(value, variable)
     if cell in _latest:
         return Baseline(_latest[cell], "the previous run of this cell")
-    from .history import previous_run
+    from ..history import previous_run
 
     stored = previous_run(cell)
     return Baseline(stored, "the previous run of this cell (from the history)") if stored is not None else None
@@ -73,7 +73,7 @@ def finished(report: "Report", keep: bool) -> None:
         while len(_latest) > _REMEMBERED_CELLS:
             _latest.popitem(last=False)
     if keep:
-        from .history import keep as keep_in_history
+        from ..history import keep as keep_in_history
 
         keep_in_history(report, cell=run.cell_key, notebook=run.notebook)
 
@@ -82,7 +82,7 @@ def compared(before: Baseline, after: "Report", tried: str | None) -> "Compariso
     """``after`` compared with ``before``; None, with a one-line note, if the comparison
     could not be made: the run and its report stand whatever happens here."""
     global _last_comparison
-    from .report.comparison import Comparison
+    from ..report.comparison import Comparison
 
     try:
         comparison = Comparison(before.report, after, before_label=before.label, after_label="this run", tried=tried)
