@@ -2,8 +2,8 @@
 
 A small real training cell (``%%torchprofile`` in an IPython shell, 12 steps, the
 default schedule) runs once with a counter on the run's code path
-(``nbprofiler/capture/*``, ``nbprofiler/notebook/`` magic.py, cell.py, awaiting.py and
-cell_runs.py, ``torch/profiler/profiler.py``). Then it runs again for each point, delivering Ctrl-C
+(``nbprofiler/capture/*``, ``nbprofiler/notebook/`` magic.py, cell.py, awaiting.py,
+cell_runs.py and profile.py, ``torch/profiler/profiler.py``). Then it runs again for each point, delivering Ctrl-C
 the way the interpreter does: by calling the SIGINT handler in force (Python's own
 raises KeyboardInterrupt there; code that holds Ctrl-C back is credited for it).
 
@@ -96,10 +96,11 @@ class Injector:
     def __init__(self, at: int | None) -> None:
         import torch.profiler.profiler
 
-        from nbprofiler.notebook import awaiting, cell, cell_runs, magic
+        from nbprofiler.notebook import awaiting, cell, cell_runs, magic, profile
 
         capture = str(ROOT / "nbprofiler" / "capture")
-        self.files = {module.__file__ for module in (magic, cell, awaiting, cell_runs, torch.profiler.profiler)}
+        on_path = (magic, cell, awaiting, cell_runs, profile, torch.profiler.profiler)
+        self.files = {module.__file__ for module in on_path}
         self.prefix = capture + os.sep
         self.at = at
         self.count = 0
