@@ -26,6 +26,7 @@ import pandas as pd
 
 from nbprofiler.advice.rules import nothing_to_improve, verdicts
 from nbprofiler.analysis.memory import growth_series, memory_growth
+from nbprofiler.render.payload import report_payload
 
 IN, HIDDEN, OUT, BATCH, VAL_BATCH = 256, 1024, 10, 64, 200
 F32 = 4
@@ -263,7 +264,10 @@ def test_a_leak_over_three_profiled_steps_is_flagged_in_a_kernel_that_ran_the_ce
     # The first fact names the cell line that keeps the graphs (tests/test_leak_fix.py pastes its fix).
     assert leak[0].facts[0].startswith("cell line 7: `history.append(model(x_val + 0).pow(2).mean())")
     assert not any(s.nothing_to_improve for s in report.suggestions)
-    assert "WARNING: Memory grows" in report.to_text()
+    # The warning is the report's own, and the text and the saved data show that same sentence.
+    assert report.memory_warnings and report.memory_warnings[0].startswith("Memory grows: allocated bytes (trace)")
+    assert all(f"WARNING: {w}" in report.to_text() for w in report.memory_warnings)
+    assert report_payload(report)["memory"]["warnings"] == list(report.memory_warnings)
 
 
 def test_a_steady_loop_over_three_profiled_steps_is_not_flagged(ip, one_torch_thread):

@@ -19,7 +19,7 @@ from conftest import ROOT, shared_report
 from nbprofiler.render.charts import chart_svg
 from nbprofiler.format import byte_axis_unit, fmt_bytes
 from nbprofiler.render.html import render_html
-from nbprofiler.render.text import operator_view
+from nbprofiler.render.views import operator_view
 from nbprofiler.render.widget import Explorer
 
 FIXTURES = ROOT / "labextension" / "test" / "fixtures"

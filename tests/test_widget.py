@@ -14,7 +14,8 @@ from torch import nn
 import nbprofiler
 from nbprofiler.render import bundle
 from nbprofiler.render.live import LiveStatus
-from nbprofiler.render.widget import PAGE_ROWS, Explorer
+from nbprofiler.render.paged_table import PAGE_ROWS
+from nbprofiler.render.widget import Explorer
 from nbprofiler.report import Report
 from nbprofiler.trace.parser import parse_trace
 

@@ -77,3 +77,15 @@ def ridge_point(spec: DeviceSpec | None, dtype: Any) -> float:
     """Peak FLOP/s over memory bytes/s for ``dtype`` on ``spec``, NaN where either is unknown."""
     peak = spec.peak_flops(dtype) if spec is not None and isinstance(dtype, str) else None
     return np.nan if peak is None else peak / (spec.memory_gb_per_s * 1e9)  # type: ignore[union-attr]
+
+
+def kernel_roofline(table: pd.DataFrame, flop_calls: pd.Series) -> pd.DataFrame:
+    """Per kernel name: ``name, achieved_flops_per_s, bound`` of the ``roofline`` row of the FLOP
+    call that launched it (``flop_calls``: ``flops.kernel_flop_calls``, ``aten::conv2d`` for a
+    cuDNN convolution kernel), ``bound`` "" where the roofline could not place it. A trace gives
+    a kernel no FLOP count of its own, so it reads its launcher's rate; a kernel launched outside
+    the roofline's FLOP operators gets none (NaN in both), never a guess."""
+    roof = table.reindex(columns=["operator", "achieved_flops_per_s", "bound"]).set_index("operator")
+    bound = roof["bound"].astype(object)
+    roof = roof.assign(bound=bound.where(bound != "unknown", ""))
+    return roof.reindex(flop_calls.to_numpy()).set_axis(flop_calls.index).reset_index()

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.links import launching_runtime
 from . import timeline_data
-from .hardware import kernel_launch_delay, kernel_roofline
 
 if TYPE_CHECKING:
     from ..report.report import Report
@@ -33,7 +32,7 @@ PARALLEL_MIN_EVENTS = 100_000
 _TREE_PARTS = ("parent", "launcher", "host_self_us", "device_total_us", "is_call")
 # The Hardware view's tables (render/hardware.py), made while the first thread makes the rest.
 _HARDWARE_TABLES = ("launches", "queue_length", "stream_idle", "kernel_overlap", "copies", "flops", "roofline",
-                    "collectives")
+                    "collectives", "kernel_launch_delay", "kernel_roofline")
 # What both threads read: computed before the second one starts.
 _SHARED = ("table", "device", "device_spec", "operator_tree", "stretched_steps", "trace_steps", "memory", "step_window")
 
@@ -60,6 +59,4 @@ def _tree_then_timeline(report: "Report") -> Any:
         getattr(tree, part)
     for table in _HARDWARE_TABLES:
         getattr(report, table)
-    kernel_launch_delay(report)
-    kernel_roofline(report)
     return timeline_data.build(report)

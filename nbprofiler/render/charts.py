@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.device_specs import DTYPES
+from ..analysis.kernel_kinds import OTHER, time_by_kind
 from ..analysis.roofline import ROOFLINE_COLUMNS, ridge_point
 from ..format import fmt_us
 from .chart_svg import svg_from_spec
@@ -275,8 +276,6 @@ def memory_timeline_spec(report: "Report") -> Spec | None:
 def kernels_spec(report: "Report") -> Spec | None:
     """Kernel time by category, largest first, one horizontal bar each; categories under
     ``MIN_CATEGORY_SHARE`` are folded into "other"."""
-    from ..analysis.kernel_kinds import OTHER, time_by_kind
-
     by_kind = time_by_kind(report.kernels)
     total = float(by_kind.sum()) if len(by_kind) else 0.0
     if total <= 0:

@@ -26,7 +26,8 @@ from .compare_html import (COMPARE_STYLE, HOW, breakdown_html, kernel_columns, m
 from .html import Col, esc
 from .output_widget import bundle_output
 from .style import WIDGET_STYLE
-from .widget import PagedTable, TabbedView, view_header
+from .paged_table import PagedTable
+from .widget import TabbedView, view_header
 
 if TYPE_CHECKING:
     from ..report.comparison import Comparison

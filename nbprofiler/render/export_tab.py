@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as widgets
 
 from ..format import fmt_bytes
-from ..report.export_names import default_paths, free_path, holds_traces, trace_files_in
+from ..trace.writers import free_path, holds_traces, trace_files_in
 from .html import esc
 from .tab_help import how_html
 
@@ -50,7 +50,7 @@ class ExportTab:
 
     def __init__(self, report: "Report") -> None:
         self.report = report
-        defaults = default_paths(report)
+        defaults = report.export_paths
         no_trace = report.no_trace_reason
         wide, field = widgets.Layout(width="230px", flex="0 0 auto"), widgets.Layout(width="auto", flex="1 1 auto")
         self.trace_path = widgets.Text(value=str(defaults.trace), description="trace file", layout=field)

@@ -11,13 +11,12 @@ report's ``hardware`` key in ``payload.py``), so they show the same figures:
 * each stream's busy and idle time (``report.stream_idle``) and how long the
   kinds of device work ran at once (``report.kernel_overlap``);
 * copies per direction and host memory against the host link (``report.copies``);
-* roofline and collectives, only once the report has them (read with
-  ``getattr``: they are added by other analyses) and they have rows; the
+* roofline and collectives, only where they have rows (``optional_table``); the
   roofline section names its chart (``charts.roofline_spec``), which each view
   draws at its top where the chart has data;
 * the Kernels tables' per-kernel figures (``with_kernel_figures``): the mean
-  launch delay, and the achieved FLOP/s and bound of the operator that
-  launched each kernel.
+  launch delay (``report.kernel_launch_delay``), and the achieved FLOP/s and
+  bound of the operator that launched each kernel (``report.kernel_roofline``).
 
 A section appears only when its table has rows: a view never shows an empty
 placeholder. A run without device work gets one line (``NO_DEVICE_WORK``)
@@ -32,7 +31,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,7 +39,6 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.device_specs import DTYPES
-from ..analysis.flops import kernel_flop_calls
 from ..analysis.launches import DELAY_THRESHOLD_US
 from ..analysis.streams import KERNEL_WAIT_US
 from ..format import fmt_bytes, fmt_pct, fmt_rate, fmt_si, fmt_us
@@ -197,50 +194,12 @@ def launch_facts(report: "Report") -> list[tuple[str, str]]:
             ("p95 launch delay", fmt_us(s.p95_delay_us))]
 
 
-_launch_delays: "weakref.WeakKeyDictionary[Report, pd.Series]" = weakref.WeakKeyDictionary()
-_kernel_roofline: "weakref.WeakKeyDictionary[Report, pd.DataFrame]" = weakref.WeakKeyDictionary()
-
-
-def kernel_launch_delay(report: "Report") -> pd.Series:
-    """Mean launch delay (µs) per kernel name, over the kernels a launch call put on a stream;
-    the Kernels tables join it by name (kernels without a launch call in the trace get none).
-    Made once per report: the explorer, the static HTML and the saved data all join it."""
-    if report not in _launch_delays:
-        launches = report.launches
-        kernels = launches[launches["kind"] == "kernel"]
-        # Names as objects: hashed twice as fast as the str column (a million-event trace has 1e5 kernels).
-        code, names = pd.factorize(kernels["name"].to_numpy(dtype=object))
-        delay = kernels["launch_delay_us"].to_numpy(dtype=np.float64)
-        mean = np.bincount(code, weights=delay, minlength=len(names)) / np.bincount(code, minlength=len(names))
-        _launch_delays[report] = pd.Series(mean, index=pd.Index(names, dtype=object, name="name"),
-                                           name="mean_launch_delay_us")
-    return _launch_delays[report]
-
-
-def kernel_roofline(report: "Report") -> pd.DataFrame:
-    """Per kernel name (the index): the ``achieved_flops_per_s`` and ``bound`` ("compute-bound",
-    "memory-bound", "" where unknown) of the roofline row (``report.roofline``) of the FLOP call
-    that launched it (``flops.kernel_flop_calls``: ``aten::conv2d`` for a cuDNN convolution
-    kernel). A trace gives a kernel no FLOP count of its own, so it reads its launcher's rate; a
-    kernel launched outside the roofline's FLOP operators gets none (NaN and ""), never a guess.
-    Made once per report, like ``kernel_launch_delay``."""
-    if report not in _kernel_roofline:
-        table = optional_table(report, "roofline")
-        roof = (table if table is not None else pd.DataFrame()).reindex(
-            columns=["operator", "achieved_flops_per_s", "bound"]).set_index("operator")
-        bound = roof["bound"].astype(object)
-        roof = roof.assign(bound=bound.where(bound != "unknown", ""))
-        calls = kernel_flop_calls(report.operator_tree)
-        _kernel_roofline[report] = roof.reindex(calls.to_numpy()).set_axis(calls.index)
-    return _kernel_roofline[report]
-
-
 def with_kernel_figures(kernels: pd.DataFrame, report: "Report") -> pd.DataFrame:
     """``kernels`` (a kernel table by name) with the columns the Kernels tables add by kernel name:
-    ``mean_launch_delay_us`` (``kernel_launch_delay``), ``achieved_flops_per_s`` and ``bound``
-    (``kernel_roofline``: the launching FLOP operator's)."""
-    delay = kernel_launch_delay(report)
-    roof = kernel_roofline(report)
+    ``mean_launch_delay_us`` (``report.kernel_launch_delay``), ``achieved_flops_per_s`` and ``bound``
+    (``report.kernel_roofline``: the launching FLOP operator's)."""
+    delay = report.kernel_launch_delay.set_index("name")["mean_launch_delay_us"]
+    roof = report.kernel_roofline.set_index("name")
     names = kernels["name"]
     bound = names.map(roof["bound"]).to_numpy(dtype=object)
     return kernels.assign(mean_launch_delay_us=names.map(delay).astype(np.float64),
@@ -249,8 +208,14 @@ def with_kernel_figures(kernels: pd.DataFrame, report: "Report") -> pd.DataFrame
 
 
 def optional_table(report: "Report", name: str) -> pd.DataFrame | None:
-    """A table another analysis adds to the Report (roofline, collectives), when it exists and has rows."""
-    table = getattr(report, name, None)
+    """A table of the Report that may have no rows (roofline, collectives: none on a CPU, none
+    kept of a run reloaded from the history), when it has rows; else None. A name the Report
+    does not have raises: a misspelt name must not read as "no table"."""
+    if not hasattr(type(report), name):
+        raise AttributeError(f"a Report has no table {name!r}")
+    if name in report.lacks:
+        return None
+    table = getattr(report, name)
     return table if isinstance(table, pd.DataFrame) and not table.empty else None
 
 

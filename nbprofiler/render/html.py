@@ -24,9 +24,9 @@ from .escape import esc
 from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text, hardware_view, with_kernel_figures
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
-from .text import operator_view, render_summary_line
-from .views import (LABELS, breakdown_parts, growth_warnings, headline, memory_device, memory_figures, mfu_detail,
-                    phase_summary, ranked_suggestions, throughput_detail)
+from .text import render_summary_line
+from .views import (LABELS, breakdown_parts, headline, line_rows, memory_device, memory_figures, mfu_detail,
+                    operator_view, phase_summary, ranked_suggestions, throughput_detail)
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
@@ -303,7 +303,7 @@ def memory_section(report: "Report") -> str:
     figures = memory_figures(report, device)
     if figures:
         out.append(f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>")
-    out += [f'<div class="warn">{esc(w)}</div>' for w in growth_warnings(report)]
+    out += [f'<div class="warn">{esc(w)}</div>' for w in report.memory_warnings]
     out += [svg for svg in (chart_svg(report, "memory"), chart_svg(report, "memory_timeline")) if svg]
     ops = report.memory_by_operator
     ops = ops[ops["device"] == device].head(TOP_MEMORY_OPS)
@@ -313,17 +313,6 @@ def memory_section(report: "Report") -> str:
                                     Col("allocated_bytes", "allocated", fmt_bytes),
                                     Col("held_bytes", "held", fmt_bytes)]))
     return "".join(out)
-
-
-def line_rows(report: "Report") -> pd.DataFrame:
-    """Every line of the cell, with its time (0 where none): the source as the user wrote it."""
-    run = report.run
-    source = (run.cell_source or "") if run is not None else ""
-    text = source.splitlines()
-    timed = report.lines.set_index("line")
-    host = timed["host_us"].reindex(range(1, len(text) + 1), fill_value=0.0).to_numpy()
-    device = timed["device_us"].reindex(range(1, len(text) + 1), fill_value=0.0).to_numpy()
-    return pd.DataFrame({"line": range(1, len(text) + 1), "source": text, "host_us": host, "device_us": device})
 
 
 def heat_bar(share: float, width_px: int = 120) -> str:

@@ -26,6 +26,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import bundle
+
 if TYPE_CHECKING:
     from ..report import Report
 
@@ -83,10 +85,8 @@ class LiveStatus:
         from IPython import get_ipython
         from IPython.display import display
 
-        from .bundle import widget_frontend
-
-        if widget_frontend():
-            import ipywidgets
+        if bundle.widget_frontend():
+            import ipywidgets  # deferred: the widget front end's optional dependency, only where it runs
 
             self._widget = ipywidgets.HTML(_status_html(text))
             self._handle = display(self._widget, display_id=True)
@@ -146,7 +146,7 @@ class LiveStatus:
                 display(report)
         finally:  # also when Ctrl-C stopped the drawing: the line's widget is done with either way
             if self._widget is not None:
-                from .widget import close_tree
+                from .widget import close_tree  # deferred: it imports ipywidgets, only here where a widget was shown
 
                 close_tree(self._widget)  # with its layout and style, which ipywidgets keeps until closed
                 self._widget = None

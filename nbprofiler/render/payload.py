@@ -57,11 +57,11 @@ from ..analysis.kernel_kinds import kernel_kinds
 from . import origin
 from .charts import chart_spec
 from .hardware import HOW, KERNEL_ROOFLINE_HELP, hardware_view, with_kernel_figures
-from .html import MAX_MODULE_ROWS, line_rows
-from .text import operator_view, render_summary_line
+from .html import MAX_MODULE_ROWS
+from .text import render_summary_line
 from .timeline_data import timeline_payload
-from .views import (breakdown_parts, growth_warnings, headline, lines_absent, memory_device, memory_figures,
-                    mfu_detail, modules_absent, ranked_suggestions, throughput_detail)
+from .views import (breakdown_parts, headline, line_rows, lines_absent, memory_device, memory_figures, mfu_detail,
+                    modules_absent, operator_view, ranked_suggestions, throughput_detail)
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -133,7 +133,7 @@ def memory_payload(report: "Report") -> dict[str, Any]:
     device = memory_device(report)
     return {"steps": table_payload(traced[list(TRACE_MEMORY_COLUMNS)]),
             "growth": [{k: _clean(v) for k, v in row.items()} for row in flagged.to_dict("records")],
-            "warnings": growth_warnings(report),
+            "warnings": list(report.memory_warnings),
             "device": device,
             "figures": memory_figures(report, device) if device is not None else []}
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
+from .views import (LABELS, breakdown_parts, headline, memory_device, memory_figures, mfu_detail, operator_view,
+                    phase_summary, ranked_suggestions, throughput_detail)
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -21,23 +23,9 @@ TOP_LINES = 10
 TOP_MODULES = 15
 
 
-def operator_view(report: "Report", top: int | None = None) -> pd.DataFrame:
-    """The operator rows a renderer shows: sorted by ``--sort``, cut to ``--top`` (or ``top``)."""
-    ops = report.operators
-    limit = 15 if top is None else top
-    if report.run is not None:
-        limit = report.run.options.top if top is None else top
-        sort = report.run.options.sort
-        if sort:
-            ops = ops.sort_values(sort, ascending=sort == "name", kind="stable")
-    return ops.head(limit)
-
-
 def render_summary_line(report: "Report") -> str:
     """The report's one-line title. Its average step is the overview's (``headline``), so a
     GPU trace's title and overview agree on steps stretched to cover their device work."""
-    from .views import headline
-
     steps = report.steps
     active = steps[steps["phase"] == "active"] if len(steps) else steps
     parts = [report.device.name]
@@ -67,8 +55,6 @@ def _ms(v: float) -> str:
 
 
 def _breakdown_lines(report: "Report") -> list[str]:
-    from .views import LABELS, breakdown_parts, headline, mfu_detail, throughput_detail
-
     h = headline(report)
     kind, parts = breakdown_parts(report)
     if parts.empty:
@@ -96,8 +82,6 @@ def _breakdown_lines(report: "Report") -> list[str]:
 
 
 def _steps_lines(report: "Report") -> list[str]:
-    from .views import phase_summary
-
     steps = report.steps
     if steps.empty:
         return []
@@ -128,14 +112,12 @@ def _kernel_lines(report: "Report") -> list[str]:
 
 
 def _memory_lines(report: "Report") -> list[str]:
-    from .views import growth_warnings, memory_device, memory_figures
-
     device = memory_device(report)
     if device is None:
         return []
     figures = memory_figures(report, device)
     out = ["", f"Memory on {device}: " + (", ".join(figures) if figures else "no samples")]
-    out += [f"  WARNING: {w}" for w in growth_warnings(report)]
+    out += [f"  WARNING: {w}" for w in report.memory_warnings]
     return out
 
 
@@ -164,8 +146,6 @@ def _module_lines(report: "Report") -> list[str]:
 
 
 def _suggestion_lines(report: "Report") -> list[str]:
-    from .views import ranked_suggestions
-
     ranked = ranked_suggestions(report)
     if not ranked:
         return []

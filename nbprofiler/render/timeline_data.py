@@ -66,6 +66,7 @@ from ..analysis.intervals import innermost_around, parent_index
 from ..analysis.links import launching_runtime
 from ..analysis.steps import dataloader_names
 from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind, thread_key
+from .escape import esc
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -118,8 +119,6 @@ def timeline_bundle(report: "Report") -> dict[str, Any] | None:
     payload = timeline_payload(report)
     if payload is None:
         return None
-    from .html import esc
-
     line = ("The timeline needs the nbprofiler JupyterLab extension. To view the trace elsewhere, export it with "
             f"report.export_chrome_trace(\"{payload['trace_name']}\") and open the file at https://ui.perfetto.dev.")
     return {TIMELINE_MIME: payload, "text/html": f'<p class="nbprofiler-timeline-fallback">{esc(line)}</p>'}

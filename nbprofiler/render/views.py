@@ -2,8 +2,12 @@
 
 The renderers differ in form only. Which figure is the headline, which
 breakdown a run gets (device categories on GPU, host phases on CPU), which
+operator rows a report shows (``--sort``, ``--top``), the cell's lines, which
 device the memory views describe and in what order suggestions come: all of
-it is decided here, from the Report's tables.
+it is decided here, from the Report's tables. This module is the view model
+with its siblings: ``hardware`` (the Hardware view), ``charts`` (each chart's
+spec) and ``timeline_data`` (the Timeline's payload); the renderers read them,
+and none decides again what they decided.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..analysis.breakdown import CATEGORIES
+from ..analysis.memory import sampler_device
 from ..analysis.phases import PHASES
 from ..format import fmt_bytes, fmt_si
 
@@ -31,6 +36,29 @@ COLORS = {
     "forward": "#4C72B0", "backward": "#8172B3", "optimizer": "#55A868",
 }
 PHASE_SHADES = {"wait": "#e6e6e6", "warmup": "#fbe9b7", "active": "#d5ecd4"}
+
+
+def operator_view(report: "Report", top: int | None = None) -> pd.DataFrame:
+    """The operator rows a renderer shows: sorted by ``--sort``, cut to ``--top`` (or ``top``)."""
+    ops = report.operators
+    limit = 15 if top is None else top
+    if report.run is not None:
+        limit = report.run.options.top if top is None else top
+        sort = report.run.options.sort
+        if sort:
+            ops = ops.sort_values(sort, ascending=sort == "name", kind="stable")
+    return ops.head(limit)
+
+
+def line_rows(report: "Report") -> pd.DataFrame:
+    """Every line of the cell, with its time (0 where none): the source as the user wrote it."""
+    run = report.run
+    source = (run.cell_source or "") if run is not None else ""
+    text = source.splitlines()
+    timed = report.lines.set_index("line")
+    host = timed["host_us"].reindex(range(1, len(text) + 1), fill_value=0.0).to_numpy()
+    device = timed["device_us"].reindex(range(1, len(text) + 1), fill_value=0.0).to_numpy()
+    return pd.DataFrame({"line": range(1, len(text) + 1), "source": text, "host_us": host, "device_us": device})
 
 
 def breakdown_parts(report: "Report", kind: str | None = None) -> tuple[str, pd.DataFrame]:
@@ -114,8 +142,6 @@ def memory_device(report: "Report") -> str | None:
         return None
     devices = list(dict.fromkeys(table["device"].dropna()))
     if report.run is not None:
-        from ..analysis.memory import sampler_device
-
         wanted = sampler_device(report.run.device)
         if wanted in devices:
             return wanted
@@ -149,21 +175,6 @@ def memory_figures(report: "Report", device: str) -> list[str]:
         if col in steps and steps[col].notna().any():
             out.append(f"{label} {fmt_bytes(float(steps[col].max()))}")
     return out
-
-
-def growth_warnings(report: "Report") -> list[str]:
-    """One sentence per memory series that rises step after step (worded as the suggestion's evidence)."""
-    from ..advice.rules.memory import growth_fact
-    from ..analysis.memory import relative_devices
-
-    growth = report.memory_growth
-    relative = relative_devices(report.memory_steps)
-    return [
-        f"Memory grows: {growth_fact(row, relative)}. Something keeps tensors alive from one step to the next. "
-        "The usual cause is a loss or an output kept with its graph (computed with autograd on and never "
-        "backpropagated, such as a validation loss outside torch.no_grad()): keep loss.item() or loss.detach() instead."
-        for row in growth[growth["flagged"]].itertuples(index=False)
-    ]
 
 
 def phase_summary(steps: pd.DataFrame) -> pd.DataFrame:

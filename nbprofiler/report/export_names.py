@@ -8,20 +8,20 @@ cell and the time (``<notebook>_cell<key>_<YYYYmmdd-HHMMSS>``; a trace file's re
 from the file's name), and the folder is also its TensorBoard run: ``tensorboard
 --logdir nbprofiler_exports`` lists every exported run by that name.
 
-A target that already exists is never written over silently: ``free_path`` gives the
-next free name (``-2``, ``-3`` ...) and the caller says which name it used.
+A target that already exists is never written over silently: ``trace.writers.free_path``
+gives the next free name (``-2``, ``-3`` ...) and the caller says which name it used.
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..records import SOURCE_PREFIX
+from ..trace.writers import file_suffix
 
 if TYPE_CHECKING:
     from .report import Report
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 EXPORT_ROOT = "nbprofiler_exports"  # relative to the kernel's working folder, the notebook's own
 _MAX_PART = 48  # characters kept of a notebook or file name, so paths stay well under any limit
 _KEY_CHARS = 8  # characters of the cell's key: enough to tell a notebook's cells apart
-# Longest first: the suffix a free name keeps at its end, so "t.json.gz" becomes "t-2.json.gz".
-_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".nbprof", ".html", ".json", ".gz")
-_TRACE_FILE = re.compile(r"\.pt\.trace\.json(\.gz)?$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")  # dots too: a name's only dots are its suffix's
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
@@ -83,7 +80,7 @@ def _origin(report: "Report") -> str:
     """What the run came from: ``<notebook>_cell<key>``, a trace file's name, or ``nbprofiler``."""
     if report.run is None and report.source_path is not None:
         file_name = Path(report.source_path).name
-        return safe_name(file_name[:-len(_suffix(file_name))] if _suffix(file_name) else file_name, "trace")
+        return safe_name(file_name[:-len(file_suffix(file_name))] if file_suffix(file_name) else file_name, "trace")
     run = report.run
     notebook = safe_name(Path(run.notebook).stem, "notebook") if run is not None and run.notebook else "nbprofiler"
     key = run.cell_key if run is not None else None
@@ -91,33 +88,3 @@ def _origin(report: "Report") -> str:
         return notebook
     key = key.removeprefix(SOURCE_PREFIX)
     return f"{notebook}_cell{safe_name(key, 'x')[:_KEY_CHARS]}"
-
-
-def _suffix(name: str) -> str:
-    return next((s for s in _SUFFIXES if name.endswith(s) and len(name) > len(s)), Path(name).suffix)
-
-
-def holds_traces(directory: Path) -> bool:
-    """Whether ``directory`` already holds TensorBoard trace files (a second one would make it two runs)."""
-    return directory.is_dir() and any(_TRACE_FILE.search(f.name) for f in directory.iterdir() if f.is_file())
-
-
-def trace_files_in(directory: Path) -> list[Path]:
-    """The TensorBoard trace files directly in ``directory``."""
-    return sorted(f for f in directory.iterdir() if f.is_file() and _TRACE_FILE.search(f.name))
-
-
-def free_path(path: Path, taken: Callable[[Path], bool] = os.path.lexists, folder: bool = False) -> Path:
-    """``path`` if nothing is there, else the first of ``<stem>-2<suffix>``, ``-3`` ... that is free.
-
-    ``taken`` says what counts as occupied: for a TensorBoard folder, one that already holds
-    traces. A ``folder``'s name has no suffix ("runs/v1.5" becomes "runs/v1.5-2").
-    """
-    if not taken(path):
-        return path
-    suffix = "" if folder else _suffix(path.name)
-    stem = path.name[:len(path.name) - len(suffix)] if suffix else path.name
-    n = 2
-    while taken(candidate := path.with_name(f"{stem}-{n}{suffix}")):
-        n += 1
-    return candidate

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..analysis.memory import Allocations
     from ..analysis.step_window import StepWindow
     from ..records import RunRecord
+    from .export_names import ExportPaths
 
 
 
@@ -565,6 +566,40 @@ class Report:
         return allocation_table(self.operator_tree, self._allocation_owners, self.memory, self.trace_steps,
                                 marks, self.table.meta.base_time_ns)
 
+    @read_only_table
+    def kernel_launch_delay(self) -> pd.DataFrame:
+        """Per kernel name, the mean launch delay of the kernels a launch call put on a stream:
+        ``name, mean_launch_delay_us`` (``analysis.launches``); the Kernels views join it by name."""
+        from ..analysis.launches import kernel_launch_delay
+
+        return kernel_launch_delay(self.launches)
+
+    @read_only_table
+    def kernel_roofline(self) -> pd.DataFrame:
+        """Per kernel name, the roofline figures of the FLOP call that launched it:
+        ``name, achieved_flops_per_s, bound`` (``analysis.roofline``): a trace gives a kernel no
+        FLOP count of its own; the Kernels views join it by name."""
+        from ..analysis.flops import kernel_flop_calls
+        from ..analysis.roofline import kernel_roofline
+
+        return kernel_roofline(self.roofline, kernel_flop_calls(self.operator_tree))
+
+    @cached_property
+    def memory_warnings(self) -> tuple[str, ...]:
+        """One sentence per memory series that rises step after step, worded as the memory-growth
+        suggestion's evidence (``advice.memory_warnings``)."""
+        from ..advice.memory_warnings import memory_warnings
+
+        return memory_warnings(self)
+
+    @property
+    def export_paths(self) -> "ExportPaths":
+        """Where this report's exports go when no path is named: its own folder under
+        ``nbprofiler_exports/`` (``export_names``), fixed the first time it is asked for."""
+        from .export_names import default_paths
+
+        return default_paths(self)
+
     @cached_property
     def suggestions(self) -> tuple["Suggestion", ...]:
         """What to change, largest expected gain first, each with its evidence and code
@@ -600,8 +635,8 @@ class Report:
         file has yet; a ``path`` you name is written as given, replacing a file already there.
         Returns the path written.
         """
-        from ..trace.writers import write_trace
-        from .export_names import default_paths, free_path
+        from ..trace.writers import free_path, write_trace
+        from .export_names import default_paths
 
         return write_trace(self._trace_bytes(), free_path(default_paths(self).trace) if path is None else path)
 
@@ -635,7 +670,8 @@ class Report:
         give back. ``nbprofiler.load(path)`` reads it into an equal Report (format:
         ``nbprofiler.report.saved``). Without ``path`` it goes to this report's export folder
         under a name no file has yet; a ``path`` you name replaces a file already there."""
-        from .export_names import default_paths, free_path
+        from ..trace.writers import free_path
+        from .export_names import default_paths
         from .saved import save_report
 
         return save_report(self, free_path(default_paths(self).saved) if path is None else path)
@@ -667,8 +703,8 @@ class Report:
         alone. A ``directory`` you name gets one more file beside any traces already there, as
         the handler does (``load`` then reads the latest one of this process and says so).
         """
-        from ..trace.writers import write_tensorboard
-        from .export_names import default_paths, free_path, holds_traces
+        from ..trace.writers import free_path, holds_traces, write_tensorboard
+        from .export_names import default_paths
 
         if directory is None:
             directory = free_path(default_paths(self).folder, holds_traces, folder=True)

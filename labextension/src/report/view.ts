@@ -100,7 +100,7 @@ const TRACE_MEMORY_SERIES: [string, string][] = [
 
 /**
  * The leak warning for one series Python flagged (`report.memory_growth`),
- * worded as nbprofiler/render/views.py `growth_warnings` words it: the verdict
+ * worded as nbprofiler/advice/memory_warnings.py words it: the verdict
  * is Python's, so the saved report and the text/HTML reports never disagree.
  */
 export function growthWarning(g: IGrowth): string {
