@@ -42,7 +42,7 @@ _CALLS: dict[str, Callable[[Any], Any]] = {
     "operator_table(by_shape)": lambda r: r.operator_table(True),
 }
 _VALUES = ("summary", "device", "notes", "lacks", "partial", "has_trace", "trace_problem", "has_device_activity",
-           "no_trace_reason", "made_here")
+           "no_trace_reason", "made_here", "memory_warnings")
 
 
 def table_names() -> list[str]:
