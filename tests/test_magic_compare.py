@@ -97,7 +97,7 @@ def test_the_kinds_tried_are_every_kind_the_rules_make():
     """Each ``Suggestion(kind=...)`` the advice modules write is a kind ``--tried`` accepts, and
     each kind it accepts is made by some rule (``nothing_to_improve`` being no change to try)."""
     made = set()
-    for module in (ROOT / "nbprofiler" / "advice").glob("*.py"):
+    for module in (ROOT / "nbprofiler" / "advice").rglob("*.py"):
         for node in ast.walk(ast.parse(module.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Suggestion":
                 (kind,) = [k.value for k in node.keywords if k.arg == "kind"]
