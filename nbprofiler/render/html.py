@@ -317,8 +317,7 @@ def memory_section(report: "Report") -> str:
 
 def line_rows(report: "Report") -> pd.DataFrame:
     """Every line of the cell, with its time (0 where none): the source as the user wrote it."""
-    run = report.run
-    source = (run.cell_source or "") if run is not None else ""
+    source = report.cell_source or ""
     text = source.splitlines()
     timed = report.lines.set_index("line")
     host = timed["host_us"].reindex(range(1, len(text) + 1), fill_value=0.0).to_numpy()

@@ -113,12 +113,9 @@ def memory_device(report: "Report") -> str | None:
     if table.empty:
         return None
     devices = list(dict.fromkeys(table["device"].dropna()))
-    if report.run is not None:
-        from ..analysis.memory import sampler_device
-
-        wanted = sampler_device(report.run.device)
-        if wanted in devices:
-            return wanted
+    wanted = report.sampler_device  # the live run's; None for a trace file
+    if wanted is not None and wanted in devices:
+        return wanted
     gpus = [d for d in devices if d != "cpu"]
     if gpus:
         peaks = table[table["device"].isin(gpus)].groupby("device")["peak_allocated_bytes"].max()

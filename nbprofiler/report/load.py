@@ -18,7 +18,7 @@ from ..trace.table import EventTable, Kind
 from .rank_summary import RankSummary, parse_file
 from .report import Report
 from .saved import SUFFIX as SAVED_SUFFIX
-from .saved import read_report
+from .saved_reader import read_report
 
 # ``tensorboard_trace_handler`` names each file ``<worker>.<time>.pt.trace.json[.gz]``: the
 # worker (``<host>_<pid>`` unless given) is one process, the time tells its profiling cycles apart.
