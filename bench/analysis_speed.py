@@ -40,7 +40,8 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nbprofiler.report.report import Report, read_only_table  # noqa: E402
+from nbprofiler.report.read_only import read_only_table  # noqa: E402
+from nbprofiler.report.report import Report  # noqa: E402
 from nbprofiler.trace.parser import parse_trace  # noqa: E402
 from workload import RSS_PRELUDE  # noqa: E402 - bench/ is on sys.path when run as a script
 

@@ -43,7 +43,8 @@ import json, sys, time
 sys.path.insert(0, sys.argv[2])
 from functools import cached_property
 import nbprofiler
-from nbprofiler.report.report import Report, read_only_table
+from nbprofiler.report.read_only import read_only_table
+from nbprofiler.report.report import Report
 
 """ + RSS_PRELUDE + r"""
 before = status("VmRSS:")

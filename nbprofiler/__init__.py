@@ -5,20 +5,24 @@ capture for scripts; ``nbprofiler.load`` reads trace files into the same Report.
 """
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
-from typing import Any
+from typing import Any, Union
 
-from . import history  # a callable module: nbprofiler.history() lists the kept runs
+import numpy as np
+
+from . import history  # history is a callable module: nbprofiler.history() lists the kept runs
 from .advice.suggestion import Suggestion
 from .errors import NbprofilerError, NestedProfileError, OptionError, TraceError
 from .history import stored_run
+from .notebook import cell_runs
 from .options import ProfileOptions
 from .report import Report
-from .report.comparison import Comparison, compare
+from .report.comparison import Comparison
 from .report.load import load
+from .version import __version__ as __version__  # the package's version, one place
 
-__version__ = "0.1.0"
 __all__ = [
     "profile", "load", "last", "last_comparison", "step", "Report", "ProfileOptions",
     "TraceError", "OptionError", "NestedProfileError", "NbprofilerError",
@@ -58,11 +62,37 @@ def step(samples: int | None = None) -> None:
         run.step(samples)
 
 
+Side = Union[Report, str, "os.PathLike[str]", int]
+
+
+def compare(before: Side, after: Side, *, tried: str | None = None,
+            before_label: str = "before", after_label: str = "after") -> Comparison:
+    """Compare two runs: did the change help, by how much, and is that more than noise?
+
+    ``before`` and ``after`` are each a Report, a path ``nbprofiler.load`` reads (a trace
+    file, a TensorBoard directory, a ``.nbprof``), or a run id of ``nbprofiler.history()``.
+    ``tried`` names the suggestion kind the change follows (``"dataloader"``): its claim is
+    then shown beside the measured speed-up (``stated_vs_measured``).
+    """
+    return Comparison(_report(before, "before"), _report(after, "after"), before_label, after_label, tried)
+
+
+def _report(side: Any, which: str) -> Report:
+    """One side of ``compare`` as a Report: a run id is looked up here, above the report layer,
+    since only the package sees both the reports and the history."""
+    if isinstance(side, Report):
+        return side
+    if isinstance(side, (str, os.PathLike)):
+        return load(side)
+    if isinstance(side, (int, np.integer)) and not isinstance(side, bool):
+        return stored_run(int(side))
+    raise TypeError(f"compare: {which} must be a Report, a trace or report path, or a run id of "
+                    f"nbprofiler.history(), got {type(side).__name__}")
+
+
 def last_comparison() -> Any:
     """The Comparison the most recent ``%%torchprofile --compare`` run made, or None."""
-    from .notebook.cell_runs import last_comparison as latest
-
-    return latest()
+    return cell_runs.last_comparison()
 
 
 def last() -> Report | None:
@@ -77,12 +107,12 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .notebook.magic import load_ipython_extension as _load
+    from .notebook.magic import load_ipython_extension as _load  # IPython's magics: imported on %load_ext only
 
     _load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .notebook.magic import unload_ipython_extension as _unload
+    from .notebook.magic import unload_ipython_extension as _unload  # as load_ipython_extension
 
     _unload(ipython)

@@ -47,7 +47,8 @@ _VALUES = ("summary", "device", "notes", "lacks", "partial", "has_trace", "trace
 
 def table_names() -> list[str]:
     """The Report's tables: every ``read_only_table`` it declares."""
-    from nbprofiler.report.report import Report, read_only_table
+    from nbprofiler.report.read_only import read_only_table
+    from nbprofiler.report.report import Report
 
     return sorted(name for name, member in vars(Report).items() if isinstance(member, read_only_table))
 

@@ -236,7 +236,7 @@ def test_a_run_that_recorded_no_trace_has_every_table_empty_with_its_columns():
     every table, empty, with the columns a traced run of the same loop has, so user code
     that reads ``report.operators["host_self_us"]`` works on both. (Memory is off: its
     columns in the operator table say what the trace recorded, and an untraced run recorded none.)"""
-    from nbprofiler.report.report import read_only_table
+    from nbprofiler.report.read_only import read_only_table
 
     def loop(wait: int) -> nbprofiler.Report:
         model, opt = _model()

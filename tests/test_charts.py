@@ -25,7 +25,7 @@ from nbprofiler.render.chart_svg import COLOR_VARS, svg_from_spec
 from nbprofiler.render.charts import (CHART_MIME, CHART_NAMES, chart_bundle, chart_spec, chart_svg,
                                       comparison_chart_bundle)
 from nbprofiler.render.views import breakdown_parts, memory_device
-from nbprofiler.report.comparison import compare
+from nbprofiler import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 V100 = "v100_resnet50_train_num_workers_0"

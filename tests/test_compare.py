@@ -463,7 +463,8 @@ def test_a_claim_in_samples_per_second_is_held_against_samples_per_second(shell,
     after = _profile(shell, "%%torchprofile -q --no-history -o {out}\n" + TRAIN_LOOP, "large")
     claim = Suggestion(kind="batch_size", title="a 4× batch", severity="high", gain=3.0, claim="estimate",
                        gain_low=2.0, gain_high=4.0)
-    c = nbprofiler.compare(dataclasses.replace(before, stored={"suggestions": (claim,)}), after, tried="batch_size")
+    claimed = dataclasses.replace(before, origin=dataclasses.replace(before.origin, stored={"suggestions": (claim,)}))
+    c = nbprofiler.compare(claimed, after, tried="batch_size")
     b, a = c.step_samples
     assert len(b) == 95 and len(a) == 23
     rate = (32 * len(a) / a.sum()) / (8 * len(b) / b.sum())

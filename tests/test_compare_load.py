@@ -44,7 +44,8 @@ def test_a_change_measured_while_the_load_moved_says_so(shell):
     assert not any("Other programs kept" in note for note in measured.notes)
 
     def with_load(report, cores: float):
-        return dataclasses.replace(report, run=dataclasses.replace(report.run, other_cores=cores))
+        run = dataclasses.replace(report.run, other_cores=cores)
+        return dataclasses.replace(report, origin=dataclasses.replace(report.origin, run=run))
 
     same = nbprofiler.compare(with_load(quiet, 1.6), with_load(quiet, 0.1))
     (note,) = [n for n in same.notes if n.startswith("Other programs kept")]

@@ -18,7 +18,7 @@ from nbprofiler.render.compare_widget import CompareView
 from nbprofiler.render.charts import comparison_chart_spec
 from nbprofiler.render.style import STYLE
 from nbprofiler.render.widget import Explorer
-from nbprofiler.report.comparison import compare
+from nbprofiler import compare
 
 HOSTILE_OP = "<img src=x onerror=alert(1)>"
 HOSTILE_KERNEL = "<script>alert(1)</script>"

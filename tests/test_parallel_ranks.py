@@ -135,6 +135,18 @@ def test_only_the_summaries_are_kept_per_rank(serial, ranks_dir):
         summary.rank = 5  # type: ignore[misc]
 
 
+def test_each_rank_file_is_parsed_once(ranks_dir, serial, monkeypatch):
+    """The lowest rank is the report itself: its events come back from where it was parsed,
+    rather than be parsed a second time (a large trace takes seconds to parse)."""
+    parsed = []
+    real = load_module.parse_file
+    monkeypatch.setattr(load_module, "parse_file", lambda path: parsed.append(Path(path).name) or real(path))
+    report = _load(ranks_dir, monkeypatch, cores=1)
+    assert sorted(parsed) == sorted(p.name for p in ranks_dir.iterdir())
+    assert report.table.meta.rank == 0 and not report.table.kind.flags.writeable
+    pd.testing.assert_frame_equal(report.operators, serial.operators)
+
+
 def test_rank_gives_the_whole_report_of_that_file(serial, ranks_dir):
     assert serial.rank(0) is serial
     path = Path(serial.ranks[2].source_path)

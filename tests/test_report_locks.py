@@ -10,7 +10,7 @@ import pandas as pd
 
 import nbprofiler
 from conftest import TRACES
-from nbprofiler.report import report as report_module
+from nbprofiler.report import read_only
 
 TRACE = TRACES / "cpu_only.pt.trace.json.gz"
 TABLE = "operators"
@@ -36,7 +36,7 @@ def test_two_reports_build_a_table_at_once_and_each_builds_it_once(monkeypatch):
             assert second_built.wait(timeout=60), "the second report's table waited for the first's"
         return build(report)
 
-    table_lock = report_module._table_lock
+    table_lock = read_only.table_lock
 
     def announced(cache, slot):
         if cache is vars(first) and slot == table.slot:
@@ -44,7 +44,7 @@ def test_two_reports_build_a_table_at_once_and_each_builds_it_once(monkeypatch):
         return table_lock(cache, slot)
 
     monkeypatch.setattr(table, "build", held_build)
-    monkeypatch.setattr(report_module, "_table_lock", announced)
+    monkeypatch.setattr(read_only, "table_lock", announced)
     with ThreadPoolExecutor(ASKING + 1) as pool:
         firsts = [pool.submit(getattr, first, TABLE) for _ in range(ASKING)]
         assert first_building.wait(timeout=60)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..report.saved import frame_to_json, run_to_json
+from ..version import __version__
 from .store import HistoryError, transaction
 
 if TYPE_CHECKING:
@@ -64,23 +65,18 @@ def _not_kept(report: "Report", ran_at: datetime, why: str) -> None:
     where its caveats go), which are made again with it, and as one line on stderr, which the
     user sees under a report already drawn."""
     note = f"This run (ended {ran_at:%Y-%m-%d %H:%M:%S} UTC) was not kept: {why}."
-    if report.run is not None:
-        report.run.notes.append(note)
-        report.__dict__.pop("notes", None)  # Report.notes is a cached_property: drop it, to be made with this note
+    report.add_run_note(note)
     print(f"nbprofiler: {note}", file=sys.stderr)
 
 
 def run_row(report: "Report", cell: str | None, notebook: str | None, ran_at: datetime) -> dict[str, Any]:
     """The ``runs`` row for ``report``, ended at ``ran_at`` (a live run's: only a live run has a
     RunRecord to keep)."""
-    from .. import __version__
-    from ..render.views import ranked_suggestions
-
     run = report.run
     if run is None:
         raise ValueError("only a live run is kept (a trace file's report has no run record)")
     summary = report.summary
-    top = ranked_suggestions(report)
+    top = report.suggestions  # largest expected gain first
     return {
         "ran_at": ran_at.isoformat(timespec="milliseconds"),
         "notebook": notebook,

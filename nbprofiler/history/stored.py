@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..advice.suggestion import Suggestion
-from ..report.report import Report, read_only_table
+from ..report.origin import Kind, Origin
+from ..report.read_only import read_only_table
+from ..report.report import Report
 from ..report.saved import frame_from_json, run_from_json
 from .location import history_path
 from .record import TOP_ROWS
@@ -119,7 +121,7 @@ def _report(row: sqlite3.Row) -> Report:
     lacks = tuple(name for name, attr in vars(Report).items()
                   if isinstance(attr, read_only_table) and name not in stored and name not in _NOT_LACKING)
     stored.update(lacks=lacks, notes=(*json.loads(row["notes"]), *_history_notes(row, lacks)))
-    return Report(run=run_from_json(json.loads(row["run"])), stored=stored)
+    return Report(origin=Origin(Kind.STORED_RUN, run=run_from_json(json.loads(row["run"])), stored=stored))
 
 
 def _suggestion(kept: dict[str, Any]) -> Suggestion:

@@ -1,4 +1,7 @@
-"""The Report's mimebundle: the explorer, static HTML, text and the report data, in one output.
+"""The Report's and the Comparison's display, the one door from report/ into render/: their
+text, HTML, widgets and mimebundle, and the views a comparison's tables share with its charts.
+
+The mimebundle holds the explorer, static HTML, text and the report data, in one output.
 
 Why one output: a notebook saved with it shows the report wherever it is
 opened. With a live kernel, JupyterLab shows the explorer widget (the
@@ -21,9 +24,15 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from . import background
+from .compare_html import render_compare_html
+from .compare_text import render_compare_text
 from .html import render_html
 from .payload import report_payload
-from .text import render_text
+from .text import render_summary_line, render_text
+from .views import LABELS, breakdown_parts
+
+__all__ = ["LABELS", "breakdown_parts", "comparison_html", "comparison_mimebundle", "comparison_text",
+           "comparison_view", "explorer", "html", "mimebundle", "summary_line", "text"]
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -38,6 +47,45 @@ MIME_TYPE = "application/vnd.nbprofiler.report+json"
 COMPARISON_MIME = "application/vnd.nbprofiler.comparison+json"
 COMPARISON_VERSION = 1
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def text(report: "Report") -> str:
+    """``Report.to_text``: the plain-text report."""
+    return render_text(report)
+
+
+def summary_line(report: "Report") -> str:
+    """The one line ``repr(report)`` gives."""
+    return render_summary_line(report)
+
+
+def html(report: "Report", standalone: bool) -> str:
+    """``Report.to_html``: the static HTML report, a whole page when ``standalone``."""
+    return render_html(report, standalone=standalone)
+
+
+def explorer(report: "Report", tab: str) -> "Explorer":
+    """``Report.explorer``: the interactive explorer, opened on ``tab``."""
+    from .widget import Explorer  # ipywidgets: imported only when a widget is made
+
+    view = Explorer(report)
+    view.show_tab(tab)
+    return view
+
+
+def comparison_text(comparison: "Comparison") -> str:
+    return render_compare_text(comparison)
+
+
+def comparison_html(comparison: "Comparison", standalone: bool) -> str:
+    return render_compare_html(comparison, standalone=standalone)
+
+
+def comparison_view(comparison: "Comparison") -> "CompareView":
+    """``Comparison.explorer``: the Compare view, the two runs' charts side by side."""
+    from .compare_widget import CompareView  # ipywidgets: imported only when a widget is made
+
+    return CompareView(comparison)
 
 
 def widget_frontend() -> bool:
@@ -92,12 +140,11 @@ def comparison_mimebundle(comparison: "Comparison", include: Collection[str] | N
     ``COMPARISON_MIME`` for the labextension (``{version, html, verdict, chart}``: ``chart`` is the
     side-by-side chart's spec, which the extension draws interactive in the HTML's chart slot)."""
     from .charts import comparison_chart_spec
-    from .compare_html import render_compare_html
 
-    html = cache(lambda: render_compare_html(comparison))  # text/html and the payload hold the same page
+    page = cache(lambda: render_compare_html(comparison))  # text/html and the payload hold the same page
 
     def payload() -> dict[str, Any]:
-        return {"version": COMPARISON_VERSION, "html": html(), "verdict": comparison.verdict,
+        return {"version": COMPARISON_VERSION, "html": page(), "verdict": comparison.verdict,
                 "chart": comparison_chart_spec(comparison)}
 
     def widget() -> "CompareView":
@@ -105,7 +152,7 @@ def comparison_mimebundle(comparison: "Comparison", include: Collection[str] | N
 
         return view if view is not None else CompareView(comparison)
 
-    return _bundle(comparison.to_text, html, COMPARISON_MIME, payload, widget, include, exclude)
+    return _bundle(comparison.to_text, page, COMPARISON_MIME, payload, widget, include, exclude)
 
 
 def _bundle(text: Callable[[], str], html: Callable[[], str], data_mime: str, data: Callable[[], Any],

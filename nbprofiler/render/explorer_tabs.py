@@ -157,16 +157,14 @@ class OperatorsTab:
         elif self.report.has_device_activity:
             parts.append("<div>It launched no device work.</div>")
         sites = self._call_sites
-        run = self.report.run
         if sites.has_frames:
             base = self.report.table.meta.base_time_ns
-            table = sites.call_sites(mask, run.line_marks if run is not None else None, base,
-                                     (run.cell_source or "") if run is not None else "")
+            table = sites.call_sites(mask, self.report.line_marks, base, self.report.cell_source or "")
             cols = [Col("called_from", "called from (your code outside torch)", frame_label, name=True),
                     Col("calls", "calls", count), us_col("host_us", "host")]
             if self.report.has_device_activity:
                 cols.append(us_col("device_us", "device"))
-            if run is not None and run.line_marks is not None:
+            if self.report.line_marks is not None:
                 cols = [Col("line", "cell line", lambda v: str(v) if v > 0 else "–"),
                         Col("source", "source", name=True), *cols]
             parts.append("<div>Where it was called from: the cell line running, and the innermost function of your "

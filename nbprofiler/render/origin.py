@@ -48,7 +48,7 @@ def words(report: "Report") -> str | None:
         return None
     if report.stored:
         return "this report was reloaded from the run history"
-    if report.run is not None:
+    if report.ran_live:
         return "this report was loaded from a saved report file"
     if report.source_path:
         return f"this report was loaded from the trace file {Path(report.source_path).name}"

@@ -203,7 +203,7 @@ def report_payload(report: "Report") -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "title": render_summary_line(report),
-        "source": "live" if report.run is not None else (report.source_path or "trace"),
+        "source": "live" if report.ran_live else (report.source_path or "trace"),
         "partial": report.partial,
         "notes": list(report.notes),
         "device": report.device.as_dict(),

@@ -29,7 +29,7 @@ def render_summary_line(report: "Report") -> str:
     steps = report.steps
     active = steps[steps["phase"] == "active"] if len(steps) else steps
     parts = [report.device.name]
-    if report.run is not None:
+    if report.ran_live:
         parts.append(f"{len(steps)} steps run, {len(active)} profiled")
     else:
         parts.append(f"{len(steps)} profiled steps")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..analysis.breakdown import CATEGORIES
-from ..analysis.memory import sampler_device
 from ..analysis.phases import PHASES
 from ..format import fmt_bytes, fmt_si
 
@@ -52,8 +51,7 @@ def operator_view(report: "Report", top: int | None = None) -> pd.DataFrame:
 
 def line_rows(report: "Report") -> pd.DataFrame:
     """Every line of the cell, with its time (0 where none): the source as the user wrote it."""
-    run = report.run
-    source = (run.cell_source or "") if run is not None else ""
+    source = report.cell_source or ""
     text = source.splitlines()
     timed = report.lines.set_index("line")
     host = timed["host_us"].reindex(range(1, len(text) + 1), fill_value=0.0).to_numpy()
@@ -141,10 +139,9 @@ def memory_device(report: "Report") -> str | None:
     if table.empty:
         return None
     devices = list(dict.fromkeys(table["device"].dropna()))
-    if report.run is not None:
-        wanted = sampler_device(report.run.device)
-        if wanted in devices:
-            return wanted
+    wanted = report.sampler_device  # the live run's; None for a trace file
+    if wanted is not None and wanted in devices:
+        return wanted
     gpus = [d for d in devices if d != "cpu"]
     if gpus:
         peaks = table[table["device"].isin(gpus)].groupby("device")["peak_allocated_bytes"].max()

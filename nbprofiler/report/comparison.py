@@ -1,4 +1,5 @@
-"""``Comparison``: two reports side by side, and ``nbprofiler.compare`` that makes one.
+"""``Comparison``: two reports side by side (``nbprofiler.compare`` makes one from reports,
+paths or run ids).
 
 Like a Report it never changes: each figure is computed on first access by the pure
 functions of ``nbprofiler.analysis.compare`` and cached, and each table is handed out
@@ -10,48 +11,21 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ..analysis import compare as cmp
+from ..analysis.memory import series_label
+from ..render import bundle
 from ..trace.table import DeviceInfo
-from .report import Report, read_only_table
+from .read_only import read_only_table
+from .report import Report
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
     from .rank_summary import RankSummary
-
-Side = Union[Report, str, "os.PathLike[str]", int]
-
-
-def compare(before: Side, after: Side, *, tried: str | None = None,
-            before_label: str = "before", after_label: str = "after") -> "Comparison":
-    """Compare two runs: did the change help, by how much, and is that more than noise?
-
-    ``before`` and ``after`` are each a Report, a path ``nbprofiler.load`` reads (a trace
-    file, a TensorBoard directory, a ``.nbprof``), or a run id of ``nbprofiler.history()``.
-    ``tried`` names the suggestion kind the change follows (``"dataloader"``): its claim is
-    then shown beside the measured speed-up (``stated_vs_measured``).
-    """
-    return Comparison(_report(before, "before"), _report(after, "after"), before_label, after_label, tried)
-
-
-def _report(side: Any, which: str) -> Report:
-    if isinstance(side, Report):
-        return side
-    if isinstance(side, (str, os.PathLike)):
-        from .load import load
-
-        return load(side)
-    if isinstance(side, (int, np.integer)) and not isinstance(side, bool):
-        from ..history import stored_run
-
-        return stored_run(int(side))
-    raise TypeError(f"compare: {which} must be a Report, a trace or report path, or a run id of "
-                    f"nbprofiler.history(), got {type(side).__name__}")
-
 
 @dataclass(frozen=True, eq=False)
 class Comparison:
@@ -150,10 +124,8 @@ class Comparison:
     def breakdown(self) -> pd.DataFrame:
         """Per part, ms per step before, after and delta with the delta's interval
         (``delta_low_ms``, ``delta_high_ms``), each run's shares, and an ``explanation``."""
-        from ..render.views import LABELS
-
         before, after = (_parts(r, self.breakdown_kind) for r in (self.before, self.after))
-        return cmp.breakdown_diff(before, after, LABELS, self._targets)
+        return cmp.breakdown_diff(before, after, bundle.LABELS, self._targets)
 
     @cached_property
     def _setup(self) -> tuple[cmp.SetupChange, ...] | None:
@@ -203,8 +175,6 @@ class Comparison:
     @read_only_table
     def memory(self) -> pd.DataFrame:
         """Per measure and device: peaks and growth per step, before, after and delta (bytes)."""
-        from ..analysis.memory import series_label
-
         sides = [cmp.memory_measures(r.memory_steps, r.memory_growth, series_label) for r in (self.before, self.after)]
         return cmp.memory_diff(*sides)
 
@@ -257,41 +227,32 @@ class Comparison:
 
     # -- output ----------------------------------------------------------------------------------
     def to_text(self) -> str:
-        from ..render.compare_text import render_compare_text
-
-        return render_compare_text(self)
+        return bundle.comparison_text(self)
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone static HTML comparison; written to ``path`` when given."""
-        from ..render.compare_html import render_compare_html
-
-        html = render_compare_html(self, standalone=path is not None)
+        html = bundle.comparison_html(self, standalone=path is not None)
         if path is not None:
             Path(path).expanduser().write_text(html, encoding="utf-8")
         return html
 
     def explorer(self) -> Any:
         """The Compare view (an ipywidgets widget): the two runs' charts side by side."""
-        from ..render.compare_widget import CompareView
-
-        return CompareView(self)
+        return bundle.comparison_view(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ..render.bundle import comparison_mimebundle
-
-        return comparison_mimebundle(self, include, exclude)
+        return bundle.comparison_mimebundle(self, include, exclude)
 
     def __repr__(self) -> str:
         return f"<nbprofiler.Comparison {self.before_label} → {self.after_label}: {self.verdict}>"
 
 
 def _step_source(report: Report) -> cmp.StepSource:
-    run = report.run
-    return cmp.StepSource(report.step_window.steps, report.stretched_steps, None if run is None else run.steps)
+    return cmp.StepSource(report.step_window.steps, report.stretched_steps, report.sampled_steps)
 
 
 def _other_cores(report: Report) -> float | None:
-    return report.run.other_cores if report.run is not None else None
+    return getattr(report.run, "other_cores", None)  # measured by a live run only
 
 
 def _avg_ms(report: "Report | RankSummary") -> float | None:
@@ -302,9 +263,7 @@ def _avg_ms(report: "Report | RankSummary") -> float | None:
 
 def _parts(report: Report, kind: str) -> pd.DataFrame:
     """The report's per-step parts of ``kind``, over the steps its figures are over."""
-    from ..render.views import breakdown_parts
-
-    parts = breakdown_parts(report, kind)[1]
+    parts = bundle.breakdown_parts(report, kind)[1]
     return report.step_window.of(parts) if len(parts) else parts
 
 
@@ -352,6 +311,4 @@ def _step_notes(c: Comparison) -> list[str]:
 
 
 def breakdown_kind(report: Report) -> str:
-    from ..render.views import breakdown_parts
-
-    return breakdown_parts(report)[0]
+    return bundle.breakdown_parts(report)[0]

@@ -18,7 +18,7 @@ from ..trace.table import EventTable, Kind
 from .rank_summary import RankSummary, parse_file
 from .report import Report
 from .saved import SUFFIX as SAVED_SUFFIX
-from .saved import read_report
+from .saved_reader import read_report
 
 # ``tensorboard_trace_handler`` names each file ``<worker>.<time>.pt.trace.json[.gz]``: the
 # worker (``<host>_<pid>`` unless given) is one process, the time tells its profiling cycles apart.
@@ -42,6 +42,14 @@ class _Unreadable(NamedTuple):
 
     path: str
     problem: str
+
+
+class _Parsed(NamedTuple):
+    """A rank file's summary, and its events when it may be the lowest rank (rank 0, or none):
+    that rank becomes the report itself, so its events come back rather than be parsed twice."""
+
+    summary: RankSummary
+    table: EventTable | None
 
 
 def load(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], executor: Executor | None = None) -> Report:
@@ -85,15 +93,18 @@ def load(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], executor: Ex
     if len(files) == 1:
         report = _parse(files[0])
         return replace(report, load_notes=notes + _lost_names_note(report.table))
-    summaries, unreadable = _summaries(files, executor)
-    notes += _unreadable_note(path, unreadable, len(summaries))
-    by_rank, processes = _ranks(path, summaries)
+    parsed, unreadable = _summaries(files, executor)
+    notes += _unreadable_note(path, unreadable, len(parsed))
+    by_rank, processes = _ranks(path, [p.summary for p in parsed])
     first = by_rank[min(by_rank)]
-    top = _parse(first.path)
+    table = next((p.table for p in parsed if p.summary is first.latest), None)
+    # The lowest rank's events, as its worker parsed them (a table that came through a pickle is
+    # made again, so that its columns are read-only as the parser leaves them); parsed here only
+    # when no rank 0 came back with its events.
+    table = parse_file(first.path) if table is None else replace(table)
     notes += _cycles_note(path, processes)
     ranks = {number: p.latest for number, p in by_rank.items()} if len(by_rank) > 1 else None
-    return replace(Report.from_trace(top.table, str(first.path), ranks=ranks),
-                   load_notes=notes + first.latest.load_notes)
+    return replace(Report.from_trace(table, str(first.path), ranks=ranks), load_notes=notes + first.latest.load_notes)
 
 
 def _path_text(path: Any) -> str:
@@ -106,7 +117,7 @@ def _path_text(path: Any) -> str:
                         f"them or a .nbprof file; got {type(path).__name__}") from None
 
 
-def _summaries(files: list[Path], executor: Executor | None) -> tuple[list[RankSummary], list[_Unreadable]]:
+def _summaries(files: list[Path], executor: Executor | None) -> tuple[list[_Parsed], list[_Unreadable]]:
     """Every file's summary, parsed by ``executor`` (see ``load``), and the files that did not parse.
 
     Raises the first file's error when none parsed, as a load of that file alone would.
@@ -126,22 +137,24 @@ def _summaries(files: list[Path], executor: Executor | None) -> tuple[list[RankS
             pool.shutdown(wait=False, cancel_futures=True)
     else:
         results = [summarize_file(p) for p in paths]
-    summaries = [r for r in results if isinstance(r, RankSummary)]
+    parsed = [r for r in results if isinstance(r, _Parsed)]
     unreadable = [r for r in results if isinstance(r, _Unreadable)]
-    if not summaries:
+    if not parsed:
         raise TraceError(unreadable[0].path, unreadable[0].problem)
-    return summaries, unreadable
+    return parsed, unreadable
 
 
-def summarize_file(path: str) -> RankSummary | _Unreadable:
-    """One rank file parsed and reduced to its summary, or why it could not be: what a worker of
-    ``load`` runs (a module-level function, so that any executor can pickle it by name)."""
+def summarize_file(path: str) -> _Parsed | _Unreadable:
+    """One rank file parsed and reduced to its summary (with its events when it is rank 0), or
+    why it could not be: what a worker of ``load`` runs (a module-level function, so that any
+    executor can pickle it by name)."""
     try:
         report = _parse(Path(path))
     except TraceError as exc:
         return _Unreadable(path, exc.problem)
-    rank = report.table.meta.rank
-    return RankSummary.of(0 if rank is None else rank, replace(report, load_notes=_lost_names_note(report.table)))
+    rank = report.table.meta.rank or 0
+    summary = RankSummary.of(rank, replace(report, load_notes=_lost_names_note(report.table)))
+    return _Parsed(summary, report.table if rank == 0 else None)
 
 
 def _ranks(path: str | os.PathLike[str],

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..analysis.breakdown import LAST_STEP_MIN_SHARE, dropped_steps
+
 if TYPE_CHECKING:
     from ..records import RunRecord
     from .report import Report
@@ -94,8 +96,6 @@ def _trace_notes(report: "Report") -> list[str]:
 def _left_out_of_breakdown(report: "Report") -> str | None:
     """Why the breakdown, GPU summary and idle time count fewer steps than were profiled
     (the TensorBoard plugin's trimming, which would otherwise change the step count silently)."""
-    from ..analysis.breakdown import LAST_STEP_MIN_SHARE, dropped_steps
-
     idle, cut_short = dropped_steps(report.table, report.trace_steps)
     if not idle and not cut_short:
         return None

@@ -18,6 +18,7 @@ import pandas as pd
 from ..trace.parser import parse_trace
 from ..trace.sources import read_trace_file
 from ..trace.table import DeviceInfo, EventTable, TraceMeta
+from .read_only import handed_out
 
 if TYPE_CHECKING:
     from .report import Report
@@ -50,15 +51,11 @@ class RankSummary:
     @property
     def breakdown(self) -> pd.DataFrame:
         """Per step, µs by category, as ``Report.breakdown``."""
-        from .report import handed_out
-
         return handed_out(self.tables["breakdown"])
 
     @property
     def communication(self) -> pd.DataFrame:
         """Per step, collectives' count, µs, share and overlap, as ``Report.communication``."""
-        from .report import handed_out
-
         return handed_out(self.tables["communication"])
 
     @property
@@ -74,20 +71,3 @@ def parse_file(path: Path) -> EventTable:
         return parse_trace(data, source=str(path))
     finally:
         del data
-
-
-@dataclass(frozen=True)
-class RankTraces:
-    """Where each rank's whole trace is read from when ``Report.rank(n)`` or ``Report.save`` wants
-    it: its trace file. A saved report reads its ranks' traces from its archive instead (``saved.py``)."""
-
-    def data(self, rank: RankSummary) -> bytes:
-        """The rank's trace as recorded (JSON, decompressed)."""
-        return read_trace_file(Path(rank.source_path)).data
-
-    def report(self, rank: RankSummary) -> "Report":
-        """The rank's complete Report, the same as loading its trace file alone."""
-        from .report import Report
-
-        return Report(parsed=parse_file(Path(rank.source_path)), source_path=rank.source_path,
-                      load_notes=rank.load_notes, source_is_local=True)
