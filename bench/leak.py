@@ -40,9 +40,9 @@ from IPython.utils.capture import capture_output
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workload import conv_training_setup  # noqa: E402 - bench/ is on sys.path when run as a script
+from workload import conv_training_setup
 
-from nbprofiler.render.bundle import WIDGET_MIME  # noqa: E402 - the repository is on sys.path
+from nbprofiler.render.bundle import WIDGET_MIME
 
 TARGET_BYTES = 50e6
 KERNEL_TARGET_BYTES = 30e6

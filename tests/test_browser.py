@@ -83,7 +83,8 @@ def _wait_for_server(url: str, token: str, proc: subprocess.Popen, log: Path, ti
         if proc.poll() is not None:
             raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            req = urllib.request.Request(f"{url}api/status", headers={"Authorization": f"token {token}"})
+            req = urllib.request.Request(f"{url}api/status",  # noqa: S310 - localhost only
+                                         headers={"Authorization": f"token {token}"})
             with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - localhost only
                 if resp.status == 200:
                     return

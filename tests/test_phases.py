@@ -110,7 +110,7 @@ def test_cpu_training_phases_add_up_and_match_the_marker_ranges(cpu_trace):
     dl = ranges(events, lambda e: e["name"].startswith("enumerate(DataLoader)#"))
     opt = ranges(events, lambda e: e["name"].startswith(("Optimizer.step#", "Optimizer.zero_grad#")))
     bwd = ranges(events, lambda e: e["name"].startswith("autograd::engine::evaluate_function:"))
-    for (step, lo, hi), row in zip(windows, phases.itertuples()):
+    for (_, lo, hi), row in zip(windows, phases.itertuples()):
         assert row.total == pytest.approx(hi - lo)
         assert row.dataloader == pytest.approx(union_inside(dl, lo, hi), abs=0.01)
         assert row.optimizer == pytest.approx(union_inside(opt, lo, hi), abs=0.01)
@@ -197,6 +197,6 @@ def test_backward_on_the_autograd_thread_of_a_2021_trace():
     other = [e for e in events if e.get("cat") == "Operator" and e["tid"] != main]
     bwd = ranges(other, lambda e: True)
     phases = nbprofiler.load(path).phases
-    for (step, lo, hi), row in zip(windows, phases.itertuples()):
+    for (_, lo, hi), row in zip(windows, phases.itertuples()):
         assert row.backward == pytest.approx(union_inside(bwd, lo, hi), rel=0.01)
         assert 0.05 < row.backward / row.total < 0.5
