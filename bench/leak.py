@@ -95,7 +95,7 @@ class Kernel:
         reply = self._reply(msg, timeout)
         if reply["status"] != "ok":
             raise RuntimeError(f"the cell failed in the kernel: {reply.get('ename')}: {reply.get('evalue')}")
-        shown = []
+        shown: list[str] = []
         while True:  # its outputs, up to the kernel's idle status for it
             out = self.client.get_iopub_msg(timeout=timeout)
             if out["parent_header"].get("msg_id") != msg["header"]["msg_id"]:

@@ -38,7 +38,7 @@ def profile_cell(shell, line: str = "-q -o run", cell: str = TRAIN_CELL):
 
 def kept_id(report) -> int:
     """The run id the history gave ``report``'s run: the latest of its cell."""
-    return int(nbprofiler.history(cell=report)["run_id"].iloc[-1])
+    return int(nbprofiler.history(cell=report)["run_id"].iloc[-1])  # type: ignore[operator]  # a callable module
 
 
 def keep(report):

@@ -71,7 +71,7 @@ def raw_events(path: Path) -> list[dict]:
 def union_inside(ranges: list[tuple[float, float]], lo: float, hi: float) -> float:
     """Length of the union of ``ranges`` clipped to ``[lo, hi)``: plain Python, on purpose."""
     clipped = sorted((max(a, lo), min(b, hi)) for a, b in ranges if a < hi and b > lo)
-    total, cur_a, cur_b = 0.0, None, None
+    total, cur_a, cur_b = 0.0, 0.0, None  # cur_a is read only once cur_b is set
     for a, b in clipped:
         if cur_b is None or a > cur_b:
             if cur_b is not None:
