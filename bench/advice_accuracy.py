@@ -75,10 +75,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy_workloads import COMPARE_DEPTHS, COMPARE_KNOB, WORKLOADS, Workload  # noqa: E402 - bench/ on sys.path
+from accuracy_workloads import COMPARE_DEPTHS, COMPARE_KNOB, WORKLOADS, Workload
 
-from nbprofiler.advice.suggestion import Suggestion  # noqa: E402 - the repository is on sys.path
-from nbprofiler.measure import rounds  # noqa: E402 - the same
+from nbprofiler.advice.suggestion import Suggestion
+from nbprofiler.measure import rounds
 
 ROUNDS = 5
 QUICK_ROUNDS = 3

@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy_workloads import (  # noqa: E402 - bench/ on sys.path
+from accuracy_workloads import (
     _IMPORTS,
     FEATURIZE_INFERENCE,
     MLP12_INFERENCE,

@@ -421,7 +421,7 @@ def check_workloads(out: Path) -> int:
         start = time.perf_counter()
         try:
             results["workloads"][name] = run_workload(shell, name, setup(CUDA), checks, out)
-        except Exception:  # one workload's failure must not cost the other's figures
+        except Exception:  # noqa: BLE001 - one workload's failure must not cost the other's figures
             traceback.print_exc()
             checks.add(name, "workload ran to its report", False, traceback.format_exc(limit=-1).strip()[-400:])
         results["workloads"].setdefault(name, {})["seconds"] = time.perf_counter() - start

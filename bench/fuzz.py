@@ -57,10 +57,10 @@ def main() -> int:
     o = fuzz.Outcome
     print(f"{o.cases} cases in {wall:.0f} s: {o.loaded} loaded and rendered, {o.refused} refused with a TraceError, "
           f"{len(failures)} failure(s)")
-    for label, exc in failures:
+    for label, failure in failures:
         print(f"\nFAILED {label}:")
-        print("".join(traceback.format_exception(exc))[-4000:])
-        for note in getattr(exc, "__notes__", []):
+        print("".join(traceback.format_exception(failure))[-4000:])
+        for note in getattr(failure, "__notes__", []):
             print(note)
     if o.cases < MIN_CASES and args.profile == "nbprofiler-bench":
         print(f"fewer than {MIN_CASES} cases ran")

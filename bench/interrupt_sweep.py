@@ -56,7 +56,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,8 @@ class Injector:
             return None
         if event == "line":
             self.count += 1
-            first, _ = frame not in self._seen, self._seen.add(frame)
+            first = frame not in self._seen
+            self._seen.add(frame)
             if self.count == self.at:
                 self.fired = True
                 self.where = f"{frame.f_code.co_name}, {'its first line' if first else f'line {frame.f_lineno}'}"
@@ -215,7 +216,7 @@ def _twice(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
     shell.run_cell(SETUP).raise_error()
     shell.user_ns.pop("run", None)
     profile._last_report = None
-    kept_before = len(nbprofiler.history())
+    kept_before = len(nbprofiler.history())  # type: ignore[operator]  # a callable module
     injector = SecondInjector(at)
     shell.user_ns["press"] = injector.press
     sys.settrace(injector.global_trace)
@@ -229,13 +230,13 @@ def _twice(shell: Any, at: int | None, tmp: Path) -> dict[str, Any]:
         sys.settrace(None)
     report, last = shell.user_ns.get("run"), nbprofiler.last()
     done = shell.user_ns["done"]
-    in_history = len(nbprofiler.history()) - kept_before
+    in_history = len(nbprofiler.history()) - kept_before  # type: ignore[operator]  # a callable module
     left = _left(tmp)
     text = said.stdout + said.stderr + (error._render_traceback_()[0] if hasattr(error, "_render_traceback_") else "")
     lines = [line for line in text.splitlines() if line.startswith("nbprofiler:") and "kept" in line]
     holds = {"`run`": report is not None,
              "`nbprofiler.last()`": last is not None and (report is None or last is report)}
-    kept = report is not None and last is report and len(report.steps) == done == FIRST_AT
+    kept = last is report and report is not None and len(report.steps) == done == FIRST_AT
     return {
         "at": at, "lines": injector.count, "fired": injector.fired, "done": done, "left": left,
         "steps": None if report is None else len(report.steps),
@@ -270,7 +271,7 @@ def worker(mode: str, points: list[int | None]) -> None:
 
     torch.set_num_threads(1)
     shell = InteractiveShell.instance()
-    shell.showtraceback = lambda *a, **k: None  # the interrupts are expected: keep the output to the figures
+    shell.showtraceback = lambda *a, **k: None  # type: ignore[method-assign]  # the interrupts are expected: keep the output to the figures
     shell.run_line_magic("load_ext", "nbprofiler")
     point = _twice if mode == "twice" else _point
     try:
@@ -289,7 +290,7 @@ def worker(mode: str, points: list[int | None]) -> None:
 
 
 # -- driver ---------------------------------------------------------------------------------
-def _run_batch(mode: str, points: list[int | None]) -> tuple[list[dict[str, Any]], int, str]:
+def _run_batch(mode: str, points: Sequence[int | None]) -> tuple[list[dict[str, Any]], int, str]:
     """Run ``points`` in one worker; the outcomes it reported, its exit status and the last
     line of its stderr (what a worker that failed said)."""
     proc = subprocess.run([sys.executable, __file__, "--worker", mode, json.dumps(points)], capture_output=True,

@@ -40,9 +40,9 @@ from IPython.utils.capture import capture_output
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workload import conv_training_setup  # noqa: E402 - bench/ is on sys.path when run as a script
+from workload import conv_training_setup
 
-from nbprofiler.render.bundle import WIDGET_MIME  # noqa: E402 - the repository is on sys.path
+from nbprofiler.render.bundle import WIDGET_MIME
 
 TARGET_BYTES = 50e6
 KERNEL_TARGET_BYTES = 30e6
@@ -95,7 +95,7 @@ class Kernel:
         reply = self._reply(msg, timeout)
         if reply["status"] != "ok":
             raise RuntimeError(f"the cell failed in the kernel: {reply.get('ename')}: {reply.get('evalue')}")
-        shown = []
+        shown: list[str] = []
         while True:  # its outputs, up to the kernel's idle status for it
             out = self.client.get_iopub_msg(timeout=timeout)
             if out["parent_header"].get("msg_id") != msg["header"]["msg_id"]:

@@ -41,11 +41,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from analysis_speed import synthetic_trace  # noqa: E402 - bench/ is on sys.path when run as a script
-from leak import Kernel, widget_kernel  # noqa: E402
-from workload import conv_training_setup  # noqa: E402
+from analysis_speed import synthetic_trace
+from leak import Kernel, widget_kernel
+from workload import conv_training_setup
 
-from nbprofiler.render.bundle import MIME_TYPE, WIDGET_MIME  # noqa: E402 - the repository is on sys.path
+from nbprofiler.render.bundle import MIME_TYPE, WIDGET_MIME
 
 SMALL_TARGET_S = 0.3
 BIG_TARGET_S = 1.0

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from leak import Kernel, widget_kernel  # noqa: E402 - bench/ is on sys.path when run as a script
+from leak import Kernel, widget_kernel
 
 SETUP = """
 import torch, torch.nn as nn, torch.nn.functional as F

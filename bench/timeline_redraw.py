@@ -50,7 +50,7 @@ def main() -> None:
         data.write_text(json.dumps(payload))
         script = Path(tmp) / "timeline.js"
         bundle(script)
-        run = subprocess.run(["node", str(ROOT / "bench" / "timeline_redraw.mjs"), str(script), str(data)],
+        run = subprocess.run(["node", str(ROOT / "bench" / "timeline_redraw.mjs"), str(script), str(data)],  # noqa: S607 - node, as on PATH
                              capture_output=True, text=True, check=True)
         figures = json.loads(run.stdout.strip().splitlines()[-1])
     print(f"trace: {n:,} events; payload: {figures['events']:,} events "

@@ -90,7 +90,7 @@ class LoaderRecord:
         dataset = loader.dataset
         try:
             length: int | None = len(dataset)
-        except Exception:  # IterableDataset without __len__, or a broken __len__
+        except Exception:  # noqa: BLE001 - IterableDataset without __len__, or a broken __len__
             length = None
         sampler_name = type(getattr(loader, "sampler", None)).__name__
         shuffle = {"RandomSampler": True, "SequentialSampler": False}.get(sampler_name)

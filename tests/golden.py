@@ -23,6 +23,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +103,9 @@ def report_artefacts(report: Any) -> dict[str, str]:
     """Every artefact of one report, by name."""
     from nbprofiler.render.payload import report_payload
 
-    out = {f"table/{name}": _attempt(lambda name=name: getattr(report, name)) for name in table_names()}
-    out |= {f"table/{name}": _attempt(lambda call=call: call(report)) for name, call in _CALLS.items()}
-    out |= {f"value/{name}": _attempt(lambda name=name: getattr(report, name)) for name in _VALUES}
+    out = {f"table/{name}": _attempt(partial(getattr, report, name)) for name in table_names()}
+    out |= {f"table/{name}": _attempt(partial(call, report)) for name, call in _CALLS.items()}
+    out |= {f"value/{name}": _attempt(partial(getattr, report, name)) for name in _VALUES}
     out |= {f"suggestion/{i}": _suggestion(s) for i, s in enumerate(report.suggestions)}
     out["text"] = _attempt(report.to_text)
     out["html"] = _attempt(report.to_html)
@@ -117,7 +118,7 @@ def report_artefacts(report: Any) -> dict[str, str]:
 def comparison_artefacts(comparison: Any) -> dict[str, str]:
     from nbprofiler.render.bundle import comparison_mimebundle
 
-    out = {f"value/{name}": _attempt(lambda name=name: getattr(comparison, name))
+    out = {f"value/{name}": _attempt(partial(getattr, comparison, name))
            for name in dir(type(comparison)) if not name.startswith("_")
            and isinstance(getattr(type(comparison), name), property)}
     widget = {"application/vnd.jupyter.widget-view+json"}
@@ -134,8 +135,11 @@ def subjects() -> Iterator[tuple[str, Callable[[], dict[str, str]]]]:
     import nbprofiler
     from nbprofiler.report.report import Report
 
+    def loaded(path: Path) -> dict[str, str]:
+        return report_artefacts(nbprofiler.load(path))
+
     for path in sorted(TRACES.glob("*.pt.trace.json.gz")):
-        yield f"trace/{path.name.split('.')[0]}", lambda path=path: report_artefacts(nbprofiler.load(path))
+        yield f"trace/{path.name.split('.')[0]}", partial(loaded, path)
 
     def comparison() -> dict[str, str]:
         before, after = (nbprofiler.load(TRACES / f"v100_resnet50_train_num_workers_{n}.pt.trace.json.gz")
@@ -157,7 +161,7 @@ def subjects() -> Iterator[tuple[str, Callable[[], dict[str, str]]]]:
 
     yield "ranks/a100_nccl_3_ranks", ranks
     for path in _saved_runs():
-        yield f"saved/{path.stem}", lambda path=path: report_artefacts(nbprofiler.load(path))
+        yield f"saved/{path.stem}", partial(loaded, path)
 
         def live(path: Path = path) -> dict[str, str]:
             saved = nbprofiler.load(path)

@@ -36,7 +36,7 @@ import numpy as np
 
 from nbprofiler.report.saved import MAX_DOCUMENT_BYTES
 
-SECRET_MARKER = "nbprofiler-secret-5c1e7a"
+SECRET_MARKER = "nbprofiler-secret-5c1e7a"  # noqa: S105 - text that must never show, no password
 DOCUMENT = "nbprofiler.json"
 TRACE, LINES, TIMES = "trace.json", "lines/lines.npy", "lines/times_ns.npy"  # the other members of the base file
 TRACE_LIMIT = 24 << 20  # NBPROFILER_MAX_TRACE_BYTES while the corpus is loaded: the bombs stay quick to make
@@ -46,7 +46,7 @@ MARKUP = '</script><script>alert("x")</script><img src=x onerror=alert(1)>'
 QUOTES = 'it\'s "quoted"\\\nand on two lines'
 HOSTILE_NAMES = (INJECTED, MARKUP, QUOTES)
 # Where members named with ``..`` or an absolute path would land if anything extracted them.
-OUTSIDE = (Path("/tmp/nbprofiler-escaped"), Path("/tmp/nbprofiler-absolute"))
+OUTSIDE = (Path("/tmp/nbprofiler-escaped"), Path("/tmp/nbprofiler-absolute"))  # noqa: S108 - checked, never written
 
 
 @dataclass(frozen=True)

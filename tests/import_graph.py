@@ -67,7 +67,7 @@ def _targets(name: str, node: ast.ImportFrom | ast.Import, known: dict[str, Path
 def edges() -> list[Edge]:
     """Every import of one of the package's modules by another, as it runs."""
     known = modules()
-    found = []
+    found: list[Edge] = []
     for name, path in known.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         type_only = _type_only(tree)

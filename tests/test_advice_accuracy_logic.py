@@ -14,14 +14,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from accuracy_workloads import COMPARE_KNOB, LEAKY_VALIDATION, WORKLOADS  # noqa: E402 - bench/ is on sys.path
-from advice_accuracy import (  # noqa: E402 - the same
+from accuracy_workloads import COMPARE_KNOB, LEAKY_VALIDATION, WORKLOADS
+from advice_accuracy import (
     Row, broken_claim, compare_targets, distinct, failure, is_guidance, paste, quartiles, reading, row_targets,
     spread, stability, stability_target, suggestion_rows,
 )
-from conftest import shared_trace  # noqa: E402 - tests/ is on sys.path under pytest
+from conftest import shared_trace
 
-from nbprofiler.advice.suggestion import Suggestion  # noqa: E402 - the repository is on sys.path
+from nbprofiler.advice.suggestion import Suggestion
 
 CELL = LEAKY_VALIDATION.cell  # its line 6 keeps each validation loss with its graph
 

@@ -128,7 +128,7 @@ def _runs(share: float, steps: int, runs: int = 10, spread: float = 0.08, pauses
     ``share``, each step's read with noise, and a share ``pauses`` of them paused by the machine for 2 to 15 ms,
     in an operator (its share then reads near 0) or in the optimizer (near 1)."""
     rng = np.random.default_rng(7)
-    outcomes = []
+    outcomes: list[str] = []
     for _ in range(runs):
         compute = np.full(steps, 1000.0)
         fixed = np.clip(share + rng.normal(0, spread, steps), 0.0, 1.0) * compute

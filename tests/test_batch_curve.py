@@ -45,7 +45,7 @@ def test_measures_every_size_and_restores_the_model(training, capsys):
     assert all(torch.equal(a, b) for a, b in zip(weights, model.parameters()))
 
 
-def test_warm_up_then_interleaved_rounds_and_the_median_comes_from_them():
+def test_warm_up_then_interleaved_rounds_and_the_median_comes_from_them() -> None:
     calls: list[int] = []
 
     def step(batch_size: int) -> None:

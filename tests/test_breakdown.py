@@ -82,11 +82,11 @@ def _reference_launches(events: list[dict], steps: list[tuple]) -> tuple[list[in
     """Per step, the device events its host ranges launched (matched by correlation id) and
     the latest end among them: the plugin stretches a step to its last kernel and trims
     steps at the end that launched little or nothing."""
-    runtime_by_corr = {}
+    runtime_by_corr: dict[int, dict] = {}
     for e in events:
         if e.get("cat") in _RUNTIME_CATS and "correlation" in e.get("args", {}):
             runtime_by_corr.setdefault(e["args"]["correlation"], e)
-    count, device_end = [0] * len(steps), [None] * len(steps)
+    count, device_end = [0] * len(steps), list[float | None]([None] * len(steps))
     for e in events:
         if e.get("cat") not in _DEVICE_CATS:
             continue
@@ -121,7 +121,7 @@ def _reference_spans(steps: list[tuple], count: list[int], device_end: list[floa
 def _reference_roles(events: list[dict]) -> tuple[dict[str, list], list]:
     """Every event's interval under the plugin's role for it (every kernel is Kernel there),
     and the NCCL kernels' intervals apart, to tell compute kernels from them."""
-    roles = {r: [] for r in PLUGIN_ROLES}
+    roles: dict[str, list[tuple[float, float]]] = {r: [] for r in PLUGIN_ROLES}
     nccl_kernels = []
     for e in events:
         cat, nm, iv = e.get("cat"), e["name"], (e["ts"], e["ts"] + e["dur"])

@@ -25,6 +25,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from browser.prerequisites import missing
@@ -40,8 +41,12 @@ CHROMIUM = os.environ.get("NBP_CHROMIUM", "/usr/bin/chromium")
 pytestmark = pytest.mark.slow
 
 
-def _node() -> str | None:
-    return shutil.which("node")
+def _node() -> str:
+    """Node.js's path; the test skips (or fails, where required) without it."""
+    node = shutil.which("node")
+    if node is None:
+        missing("Node.js is not installed")
+    return node
 
 
 def _free_port() -> int:
@@ -83,7 +88,8 @@ def _wait_for_server(url: str, token: str, proc: subprocess.Popen, log: Path, ti
         if proc.poll() is not None:
             raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            req = urllib.request.Request(f"{url}api/status", headers={"Authorization": f"token {token}"})
+            req = urllib.request.Request(f"{url}api/status",  # noqa: S310 - localhost only
+                                         headers={"Authorization": f"token {token}"})
             with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - localhost only
                 if resp.status == 200:
                     return
@@ -109,8 +115,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _check_prerequisites() -> None:
     """Skip without Node.js or Chromium; fail when the extension is missing or not the current build."""
-    if _node() is None:
-        missing("Node.js is not installed")
+    _node()
     if not os.access(CHROMIUM, os.X_OK):
         missing(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
     if not (ROOT / "labextension" / "node_modules" / "playwright-core").is_dir():
@@ -202,7 +207,7 @@ def test_profile_cell_explorer_and_saved_report(tmp_path: Path) -> None:
 
 def write_notebook(path: Path, *sources: str) -> Path:
     """Write a notebook of code cells, one per source, for a browser scenario to run."""
-    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+    cells: list[dict[str, Any]] = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
               "source": source.splitlines(keepends=True)} for source in sources]
     notebook = {"cells": cells,
                 "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},

@@ -150,6 +150,7 @@ def assert_runs_nothing_of_theirs(notebook, report: Report, marker: Path, *their
     and holds none of ``theirs``; the kinds of the suggestions with code."""
     coded = [s for s in report.suggestions if s.code]
     for s in coded:
+        assert s.code is not None
         with capture_output():
             result = notebook.run_cell(s.code)
         assert not marker.exists(), (s.kind, s.code)

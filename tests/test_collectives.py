@@ -107,7 +107,7 @@ def test_bus_factor_is_nccl_tests():
     assert math.isnan(bus_factor("wait", 2))
 
 
-def test_one_rank_collectives_are_counted_without_kernels():
+def test_one_rank_collectives_are_counted_without_kernels() -> None:
     """World size 1: NCCL launches no kernel, so there is no time to measure; the wait ops
     (0 elements) are no data collective and have no row."""
     raw = [e["args"] for e in shared_raw_events("v100_resnet_ns_timestamps") if e["name"] == "record_param_comms"]

@@ -26,7 +26,8 @@ while time.perf_counter() < end:
 def busy_program():
     """A program outside this process tree that keeps one core busy for a few seconds (started
     through a shell that exits, so it is no child of the test's process, as another user's job)."""
-    subprocess.run(["sh", "-c", f'timeout 6 {sys.executable} -c "while True: pass" >/dev/null 2>&1 &'], check=True)
+    subprocess.run(["sh", "-c", f'timeout 6 {sys.executable} -c "while True: pass" >/dev/null 2>&1 &'],  # noqa: S607 - the system shell
+                   check=True)
     yield
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from operator import attrgetter
 
 import pytest
 
@@ -62,7 +63,7 @@ def test_figures_follow_the_data_sheets():
     assert v100.bf16_tflops is None and v100.tf32_tflops is None and a100.fp8_tflops is None
 
 
-@pytest.mark.parametrize("spec", sorted(set(_BY_NAME.values()), key=lambda s: s.name), ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", sorted(set(_BY_NAME.values()), key=attrgetter("name")), ids=attrgetter("name"))
 def test_every_entry_hangs_together(spec):
     # Narrower types are never slower on the same device, and bf16 runs at the fp16 rate on all of them:
     # a figure typed into the wrong column breaks one of these.

@@ -44,6 +44,7 @@ def profile_cell(shell, monkeypatch, cell_id: str) -> Report:
     with capture_output():
         shell.run_cell_magic("torchprofile", "-q --wait 0 --warmup 1 --active 2", TRAIN_CELL)
     report = nbprofiler.last()
+    assert report is not None and report.run is not None
     assert report.run.notebook == NOTEBOOK and report.run.cell_key == cell_id
     return report
 

@@ -86,6 +86,7 @@ def shown_report(captured: Any) -> str:
 
 def innermost_filename(exc: BaseException) -> str:
     tb = exc.__traceback__
+    assert tb is not None, "the error was raised"
     while tb.tb_next is not None:
         tb = tb.tb_next
     return tb.tb_frame.f_code.co_filename

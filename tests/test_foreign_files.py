@@ -191,9 +191,9 @@ def _field(number: int, wire: int, payload: bytes | int) -> bytes:
             n >>= 7
             if not n:
                 return bytes(out)
-    if wire == 0:
-        return varint(number << 3) + varint(payload)
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
+    if isinstance(payload, int):
+        return varint(number << 3 | wire) + varint(payload)
+    return varint(number << 3 | wire) + varint(len(payload)) + payload
 
 
 def perfetto_trace() -> bytes:

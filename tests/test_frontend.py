@@ -21,11 +21,12 @@ VITEST = LABEXT / "node_modules" / "vitest" / "vitest.mjs"
 
 
 def test_labextension_unit_tests() -> None:
-    if shutil.which("node") is None:
+    node = shutil.which("node")
+    if node is None:
         missing("Node.js is not installed")
     if not VITEST.is_file():
         pytest.fail("the labextension's node modules are missing: run labextension/build.sh")
-    run = subprocess.run([shutil.which("node"), str(VITEST), "run"], cwd=LABEXT,
+    run = subprocess.run([node, str(VITEST), "run"], cwd=LABEXT,
                          capture_output=True, text=True, timeout=600)
     print(run.stdout[-3000:])
     assert run.returncode == 0, f"vitest failed:\n{run.stdout[-8000:]}\n{run.stderr[-3000:]}"

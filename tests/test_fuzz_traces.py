@@ -41,7 +41,7 @@ HOSTILE_NAME = "<img src=x onerror=alert(1)></script>"
 # A profile's max_examples is a base that each property test scales by its weight: byte
 # mutations are cheap (most are refused at once), a trace that loads costs a full
 # rendering (~0.3 s with its charts). CI: about 125 examples; the bench: about 2,500.
-_COMMON = dict(deadline=None, database=None, print_blob=True,
+_COMMON: dict[str, Any] = dict(deadline=None, database=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 settings.register_profile("nbprofiler-ci", max_examples=40, derandomize=True, **_COMMON)  # the same cases each run
 settings.register_profile("nbprofiler-bench", max_examples=800, **_COMMON)
@@ -349,7 +349,7 @@ ARG_KEYS = ("External id", "external id", "correlation", "device", "stream", "In
             "est. achieved occupancy %", "name")
 CATEGORIES = ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
               "python_function", "gpu_user_annotation", "cuda_sync", "Trace", "ac2g", "Kernel", "Operator", "Runtime")
-EXTREMES = [None, True, False, 0, -1, 1, 2**31, 2**63, 2**70, -(2**70), 0.5, -1e-9, 1e308, -1e308, 5e-324,
+EXTREMES: list[Any] = [None, True, False, 0, -1, 1, 2**31, 2**63, 2**70, -(2**70), 0.5, -1e-9, 1e308, -1e308, 5e-324,
             Raw("1e400"), Raw("-1e400"), Raw("1E-400"), Raw("-0"), "", "x", "123", "-5", "0x1f", "NaN", "inf", "1e400",
             "ProfilerStep#3", "ProfilerStep#99999999999999999999", "ProfilerStep#-1", "[memory]", HOSTILE_NAME,
             "\u202e\u0000\ud7ff", "a" * 5000, [], [1, 2], [[[[[]]]]], {}, {"a": 1}, {"ph": "X"}]

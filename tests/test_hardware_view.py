@@ -103,7 +103,7 @@ def test_a_device_the_spec_table_does_not_know_says_so():
     assert dict(report_payload(report)["hardware"]["device_facts"]) == {"spec sheet": NOT_IN_SPEC_TABLE}
 
 
-def test_kernels_carry_their_mean_launch_delay_from_the_raw_events():
+def test_kernels_carry_their_mean_launch_delay_from_the_raw_events() -> None:
     """Recomputed from the raw JSON: each kernel's start minus its launch call's end (clipped at 0), by
     correlation id, averaged per kernel name."""
     events = shared_raw_events("a100_train")

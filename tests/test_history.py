@@ -38,7 +38,7 @@ def profile_cell(shell, line: str = "-q -o run", cell: str = TRAIN_CELL):
 
 def kept_id(report) -> int:
     """The run id the history gave ``report``'s run: the latest of its cell."""
-    return int(nbprofiler.history(cell=report)["run_id"].iloc[-1])
+    return int(nbprofiler.history(cell=report)["run_id"].iloc[-1])  # type: ignore[operator]  # a callable module
 
 
 def keep(report):
@@ -219,7 +219,7 @@ def test_two_processes_keeping_runs_at_once_lose_none(shell, history_file, tmp_p
         time.sleep(0.05)
     go.touch()
     results = [w.communicate(timeout=120) for w in writers]
-    for (out, err), writer in zip(results, writers):
+    for (_, err), writer in zip(results, writers):
         assert writer.returncode == 0 and "not kept" not in err, err
     ids = [json.loads(out.strip().splitlines()[-1]) for out, _ in results]
     assert all(isinstance(i, int) for i in ids[0] + ids[1])

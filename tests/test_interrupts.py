@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -66,7 +67,7 @@ def ctrl_c_before(original: Callable[..., Any], when: Callable[..., bool] = alwa
 
 def ctrl_c_after(original: Callable[..., Any]) -> Callable[..., Any]:
     """``original``, with Ctrl-C pressed as its first call returns (its value returned)."""
-    pressed = []
+    pressed: list[bool] = []
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         value = original(*args, **kwargs)
@@ -171,10 +172,10 @@ def test_interrupt_inside_the_per_step_sampler(shell, monkeypatch, press, error_
 def _called_from(name: str) -> Callable[..., bool]:
     """For ``ctrl_c_before``: true when the wrapped function is called from function ``name``."""
     def when(*args: Any, **kwargs: Any) -> bool:
-        frame = sys._getframe(1)
-        while frame.f_code.co_filename == __file__:  # this module's wrappers
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename == __file__:  # this module's wrappers
             frame = frame.f_back
-        return frame.f_code.co_name == name
+        return frame is not None and frame.f_code.co_name == name
     return when
 
 
@@ -432,7 +433,7 @@ PRESSING_CELL = COUNTING_CELL + """\
     ("ctrl_c_held", _called_from("_store"), "run"),  # the store holds Ctrl-C only for -o
 ], ids=["as-the-finish-starts", "as-the-finish-starts-no-o", "as-the-store-starts", "as-the-store-starts-no-o",
         "as-the-stores-hold-starts"])
-def test_a_second_ctrl_c_as_the_cell_stops_keeps_the_report(shell, name, when, output):
+def test_a_second_ctrl_c_as_the_cell_stops_keeps_the_report(shell, name, when, output) -> None:
     """Nothing stays running or installed, the report of the 4 steps done is in ``-o``,
     ``nbprofiler.last()`` and the history, and the user gets the KeyboardInterrupt with one
     line naming only the places that hold the report."""
@@ -440,7 +441,7 @@ def test_a_second_ctrl_c_as_the_cell_stops_keeps_the_report(shell, name, when, o
 
     profile._last_report = None
     shell.user_ns.update(done=0, run=None, ctrl_c=ctrl_c, caught=False)
-    kept_before = len(nbprofiler.history())
+    kept_before = len(nbprofiler.history())  # type: ignore[operator]  # a callable module
     pressed: list[bool] = []
     with pytest.MonkeyPatch.context() as patch, capture_output() as shown:
         patch.setattr(module, name, ctrl_c_before(getattr(module, name), when, pressed))
@@ -451,9 +452,9 @@ def test_a_second_ctrl_c_as_the_cell_stops_keeps_the_report(shell, name, when, o
     assert_nothing_left([shell.user_ns["model"]])
     report = nbprofiler.last()
     assert report is not None and len(report.steps) == 4 and list(report.trace_steps["step"]) == [2, 3]
-    assert report.run.error == "KeyboardInterrupt"
+    assert report.run is not None and report.run.error == "KeyboardInterrupt"
     assert shell.user_ns["run"] is (report if output else None)
-    kept = nbprofiler.history()
+    kept = nbprofiler.history()  # type: ignore[operator]  # a callable module
     assert len(kept) == kept_before + 1 and kept["steps_run"].iloc[-1] == 4
     said = [line for line in (shown.stdout + shown.stderr).splitlines() if line.startswith("nbprofiler:")]
     places = "`run` or `nbprofiler.last()`" if output else "`nbprofiler.last()`"

@@ -23,8 +23,8 @@ from IPython.utils.capture import capture_output
 from conftest import assert_nothing_left
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from big_trace import TARGET_RATIO, probe  # noqa: E402 - the benchmark's own probe and generator
-from analysis_speed import synthetic_trace  # noqa: E402
+from big_trace import TARGET_RATIO, probe  # the benchmark's own probe and generator
+from analysis_speed import synthetic_trace
 
 pytestmark = pytest.mark.usefixtures("private_tmp", "one_torch_thread")
 

@@ -49,7 +49,7 @@ def reference_queues(launches: list[dict]) -> dict[tuple[int, int], list[int]]:
     for launch in launches:
         stream = changes.setdefault((launch["device"], launch["stream"]), [])
         stream += [(launch["call_ts"], 1), (launch["ts"], -1)]
-    values = {}
+    values: dict[tuple[int, int], list[int]] = {}
     for key, points in changes.items():
         count, values[key] = 0, []
         for _, delta in sorted(points, key=lambda p: (p[0], -p[1])):

@@ -43,7 +43,7 @@ def _rss() -> int:
     return psutil.Process().memory_info().rss
 
 
-def test_repeated_cells_free_what_they_made(shell):
+def test_repeated_cells_free_what_they_made(shell) -> None:
     import matplotlib.pyplot as plt
 
     shell.user_ns["watched"] = []

@@ -45,7 +45,9 @@ def exported_report(quickstart) -> Tag:
     html, _ = HTMLExporter().from_notebook_node(quickstart)
     title = BeautifulSoup(html, "html.parser").find("h3", string=re.compile(r"^nbprofiler report"))
     assert title is not None, "the exported page has no nbprofiler report"
-    return title.find_parent("div", class_="jp-OutputArea-output")
+    output = title.find_parent("div", class_="jp-OutputArea-output")
+    assert output is not None, "the report's title is in no output area"
+    return output
 
 
 def _section(report: Tag, heading: str) -> list[Tag]:
@@ -67,7 +69,8 @@ def _tags(section: list[Tag], name: str) -> list[Tag]:
 
 def _charts(section: list[Tag]) -> list[str]:
     """The titles of the section's inline SVG charts."""
-    return [svg.get("aria-label", "") for svg in _tags(section, "svg") if "nbp-chart" in svg.get("class", [])]
+    return [str(svg.get("aria-label", "")) for svg in _tags(section, "svg")
+            if "nbp-chart" in svg.get_attribute_list("class")]
 
 
 def test_nbconvert_html_holds_a_complete_report(exported_report):

@@ -85,7 +85,7 @@ def _node(event: dict) -> Node | None:
 def _thread_roots(events: list[dict]) -> tuple[list[Node], dict[int, float]]:
     """The root of each thread's operator tree, and the device time per correlation id."""
     nodes_by_thread: dict[object, list[Node]] = defaultdict(list)
-    runtimes_by_external_id: dict[int, list[dict]] = defaultdict(list)
+    runtimes_by_external_id: dict[int | None, list[dict]] = defaultdict(list)
     device_us: dict[int, float] = defaultdict(float)
     for event in events:
         category = event.get("cat", "").lower()

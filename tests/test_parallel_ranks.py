@@ -26,7 +26,7 @@ from nbprofiler.report.rank_summary import RankSummary
 from conftest import ROOT, shared_trace
 
 sys.path.insert(0, str(ROOT / "bench"))
-from many_ranks import write_ranks  # noqa: E402 - the benchmark's own generator
+from many_ranks import write_ranks  # the benchmark's own generator
 
 RANKS = 3
 STRAGGLER = 1

@@ -71,7 +71,7 @@ def raw_events(path: Path) -> list[dict]:
 def union_inside(ranges: list[tuple[float, float]], lo: float, hi: float) -> float:
     """Length of the union of ``ranges`` clipped to ``[lo, hi)``: plain Python, on purpose."""
     clipped = sorted((max(a, lo), min(b, hi)) for a, b in ranges if a < hi and b > lo)
-    total, cur_a, cur_b = 0.0, None, None
+    total, cur_a, cur_b = 0.0, 0.0, None  # cur_a is read only once cur_b is set
     for a, b in clipped:
         if cur_b is None or a > cur_b:
             if cur_b is not None:
@@ -110,7 +110,7 @@ def test_cpu_training_phases_add_up_and_match_the_marker_ranges(cpu_trace):
     dl = ranges(events, lambda e: e["name"].startswith("enumerate(DataLoader)#"))
     opt = ranges(events, lambda e: e["name"].startswith(("Optimizer.step#", "Optimizer.zero_grad#")))
     bwd = ranges(events, lambda e: e["name"].startswith("autograd::engine::evaluate_function:"))
-    for (step, lo, hi), row in zip(windows, phases.itertuples()):
+    for (_, lo, hi), row in zip(windows, phases.itertuples()):
         assert row.total == pytest.approx(hi - lo)
         assert row.dataloader == pytest.approx(union_inside(dl, lo, hi), abs=0.01)
         assert row.optimizer == pytest.approx(union_inside(opt, lo, hi), abs=0.01)
@@ -197,6 +197,6 @@ def test_backward_on_the_autograd_thread_of_a_2021_trace():
     other = [e for e in events if e.get("cat") == "Operator" and e["tid"] != main]
     bwd = ranges(other, lambda e: True)
     phases = nbprofiler.load(path).phases
-    for (step, lo, hi), row in zip(windows, phases.itertuples()):
+    for (_, lo, hi), row in zip(windows, phases.itertuples()):
         assert row.backward == pytest.approx(union_inside(bwd, lo, hi), rel=0.01)
         assert 0.05 < row.backward / row.total < 0.5

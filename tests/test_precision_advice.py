@@ -40,7 +40,9 @@ def step_share(report, kernel_test) -> float:
     k = report.kernels
     matmul = k["operator"].isin(["aten::mm", "aten::addmm", "aten::bmm", "aten::linear"])
     keep = [bool(m and kernel_test(n, tc)) for m, n, tc in zip(matmul, k["name"], k["tensor_cores"])]
-    return float(k["total_us"][keep].sum() / k["total_us"].sum()) * measures.device_time(report).utilization
+    device = measures.device_time(report)
+    assert device is not None, "the trace has device time"
+    return float(k["total_us"][keep].sum() / k["total_us"].sum()) * device.utilization
 
 
 # -- bf16 autocast on Ampere, where fp32 already runs on TF32 tensor cores ---------------------------

@@ -32,7 +32,7 @@ def python_ctrl_c_handler():
     signal.signal(signal.SIGINT, before)
 
 
-def test_a_cell_without_the_magic_runs_no_code_of_nbprofiler(shell):
+def test_a_cell_without_the_magic_runs_no_code_of_nbprofiler(shell) -> None:
     """Every function call while a plain cell (a loop, a %magic, an output) is read and run:
     none is nbprofiler's. The same trace sees nbprofiler read a cell with the magic."""
     entered: list[str] = []
@@ -77,7 +77,9 @@ class CtrlCWhileReading:
         self.count += 1
         if self.count == self.at:
             self.fired = True
-            signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)
+            handler = signal.getsignal(signal.SIGINT)
+            assert callable(handler), handler
+            handler(signal.SIGINT, frame)
 
 
 def _reader_frame(frame: Any) -> Any:

@@ -17,7 +17,7 @@ TABLE = "operators"
 ASKING = 4  # threads asking for the first report's table at once
 
 
-def test_two_reports_build_a_table_at_once_and_each_builds_it_once(monkeypatch):
+def test_two_reports_build_a_table_at_once_and_each_builds_it_once(monkeypatch) -> None:
     first, second = nbprofiler.load(TRACE), nbprofiler.load(TRACE)
     table = vars(nbprofiler.Report)[TABLE]
     build = table.build

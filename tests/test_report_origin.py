@@ -13,7 +13,7 @@ from nbprofiler.report.origin import Kind
 from conftest import ROOT, shared_trace
 
 sys.path.insert(0, str(ROOT / "bench"))
-from many_ranks import write_ranks  # noqa: E402 - the benchmark's own generator
+from many_ranks import write_ranks  # the benchmark's own generator
 
 SAVED_RUN = ROOT / "tests" / "data" / "golden" / "loader_training.nbprof"
 

@@ -68,7 +68,8 @@ def live_report(tmp_path_factory) -> nbprofiler.Report:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(SlowDataset(64), batch_size=8)  # 8 batches, 24 ms of loading each
+    # 8 batches, 24 ms of loading each; a map-style dataset by its __getitem__ and __len__, as DataLoader reads it
+    loader: DataLoader = DataLoader(SlowDataset(64), batch_size=8)  # type: ignore[arg-type]
     not_a_folder = tmp_path_factory.mktemp("out") / "file"
     not_a_folder.write_text("")
     with nbprofiler.profile(stack=False, modules=True, wait=1, warmup=1, active=3,

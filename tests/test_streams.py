@@ -35,7 +35,7 @@ def reference_streams(name: str) -> dict[tuple[int, int], dict[str, float]]:
     that ends it returned after the gap began (or nothing ends it), else kernel wait when shorter
     than HTA's 30 µs, else other."""
     events = raw_events(name)
-    returned = {}
+    returned: dict[int, float] = {}
     for e in events:
         if e.get("cat") in _RUNTIME_CATS and "correlation" in e["args"]:
             returned.setdefault(e["args"]["correlation"], e["ts"] + e["dur"])
@@ -61,6 +61,7 @@ def reference_streams(name: str) -> dict[tuple[int, int], dict[str, float]]:
                 totals[cause] += _inside(gap_from, start, windows)
                 run_start = start
             prev_end = max(prev_end, end)
+        assert run_start is not None  # each stream has work
         totals["busy"] += _inside(run_start, prev_end, windows)
         totals["host_wait"] += _inside(prev_end, max(windows[-1][1], prev_end), windows)
         out[key] = totals

@@ -30,7 +30,7 @@ from nbprofiler.trace.table import DeviceInfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from advice_accuracy import paste  # noqa: E402 - bench/ is on sys.path
+from advice_accuracy import paste
 
 # A cell that names nothing as a generic loop would: not `model`, `optimizer`, `loss_fn`, `train_loader`.
 CELL = """\

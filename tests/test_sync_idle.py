@@ -20,7 +20,7 @@ _RUNTIME_CATS = {"Runtime", "cuda_runtime", "cuda_driver"}
 def reference_idle(name: str) -> list[tuple[float, float, float]]:
     """Per stretched step: (busy, host wait, other idle), walking the device timeline in a loop."""
     events = raw_events(name)
-    submitted = {}
+    submitted: dict[int, float] = {}
     for e in events:
         if e.get("cat") in _RUNTIME_CATS and "correlation" in e["args"]:
             submitted.setdefault(e["args"]["correlation"], e["ts"] + e["dur"])

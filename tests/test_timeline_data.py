@@ -245,9 +245,10 @@ def test_long_memory_counters_keep_their_first_point_and_every_peak_and_trough(m
         assert (kept_t[0], kept_v[0]) == (t[0], v[0]) and (kept_t[-1], kept_v[-1]) == (t[-1], v[-1])
         assert kept_v.max() == v.max() and kept_v.min() == v.min()
         # Within each hundredth of the span, the peak and the trough are kept.
-        slice_of = lambda x: np.minimum(((x - t[0]) * (100 / (t[-1] - t[0]))).astype(np.int64), 99)  # noqa: E731
-        for i in np.unique(slice_of(t)):
-            inside, kept_inside = slice_of(t) == i, slice_of(kept_t) == i
+        scale = 100 / (t[-1] - t[0])
+        slices, kept_slices = (np.minimum(((x - t[0]) * scale).astype(np.int64), 99) for x in (t, kept_t))
+        for i in np.unique(slices):
+            inside, kept_inside = slices == i, kept_slices == i
             assert kept_v[kept_inside].max() == v[inside].max() and kept_v[kept_inside].min() == v[inside].min()
 
 

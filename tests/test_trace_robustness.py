@@ -100,7 +100,7 @@ def test_rocm_trace_finds_backward_on_the_autograd_thread():
     assert first["backward"] > 0 and first["forward"] > 0 and first["optimizer"] > 0
 
 
-def test_fractional_timestamps_and_slightly_overlapping_nested_ranges():
+def test_fractional_timestamps_and_slightly_overlapping_nested_ranges() -> None:
     name = "v100_resnet_ns_timestamps.pt.trace.json.gz"
     host = [e for e in host_ranges(raw(name)) if e["cat"] in ("cpu_op", "user_annotation")]
     assert any(e["ts"] != int(e["ts"]) for e in host)

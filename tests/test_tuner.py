@@ -115,7 +115,7 @@ def test_a_step_that_dominates_shows_the_loop_gains_little(no_workers_before, ca
     assert capsys.readouterr().out.startswith("Measured the training loop (step= ran on every batch)")
 
 
-def test_candidates_run_in_interleaved_rounds_of_equal_steps(no_workers_before):
+def test_candidates_run_in_interleaved_rounds_of_equal_steps(no_workers_before) -> None:
     ds = PidDataset(400, delay=0.0)
     loader = DataLoader(ds, batch_size=2)
     fed_by_main: list[bool] = []

@@ -80,7 +80,8 @@ def model_times(table: EventTable, tree: OperatorTree, steps: pd.DataFrame) -> l
         step = np.searchsorted(steps["step"].to_numpy(), step_of(tree.start[ops], steps))
 
         def per_step(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-            return np.bincount(step[mask], weights=None if weights is None else weights[mask], minlength=n)
+            return np.bincount(step[mask],  # noqa: B023 - called in this iteration only
+                                weights=None if weights is None else weights[mask], minlength=n)
 
         found.append(ModelTime(
             name=str(label)[len(MODEL_PREFIX):], step_us=hi - lo, model_us=covered_in_windows(start, end, lo, hi),

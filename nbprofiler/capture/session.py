@@ -171,7 +171,7 @@ class ProfileRun:
             self._cycles += 1
             if self.options.tensorboard:
                 self._write_output("--tensorboard", write_tensorboard, raw, self.options.tensorboard)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of torch's export: the report shows it
             self._export_error = exc
         finally:
             if tmp is not None:
@@ -330,7 +330,7 @@ class ProfileRun:
         """Stop torch's profiler (its final export keeps a failure for the report)."""
         try:
             self._transition("stop")
-        except Exception as e:  # the final export failed inside torch: keep the steps
+        except Exception as e:  # noqa: BLE001 - the final export failed inside torch: keep the steps
             self._export_error = e
 
     def _cleanup(self) -> None:
@@ -532,7 +532,7 @@ def _undo_hooks_in_forked_child() -> None:
     if run is not None:
         try:
             run.hooks.remove()
-        except Exception:  # noqa: BLE001 - a worker must start even if an undo failed
+        except Exception:  # noqa: BLE001, S110 - a worker must start even if an undo failed
             pass
 
 

@@ -69,7 +69,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class NewerSchema(Exception):
+class NewerSchemaError(Exception):
     """The file's schema version is above ``SCHEMA_VERSION``."""
 
     def __init__(self, version: int) -> None:
@@ -82,7 +82,7 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 
 def upgrade(conn: sqlite3.Connection) -> None:
-    """Bring the file to ``SCHEMA_VERSION`` (``conn`` in autocommit mode); ``NewerSchema``
+    """Bring the file to ``SCHEMA_VERSION`` (``conn`` in autocommit mode); ``NewerSchemaError``
     when it is ahead. The version is read again under the write lock: another process may
     have migrated the file in between."""
     if schema_version(conn) == SCHEMA_VERSION:
@@ -90,7 +90,7 @@ def upgrade(conn: sqlite3.Connection) -> None:
     with atomic(conn, "BEGIN IMMEDIATE"):
         version = schema_version(conn)
         if version > SCHEMA_VERSION:
-            raise NewerSchema(version)
+            raise NewerSchemaError(version)
         for migration in MIGRATIONS[version:]:
             for statement in migration:
                 conn.execute(statement)

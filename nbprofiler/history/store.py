@@ -23,7 +23,7 @@ from typing import TypeVar
 from ..errors import NbprofilerError
 from .atomic import atomic
 from .location import ENV_VAR, history_path
-from .schema import NewerSchema, upgrade
+from .schema import NewerSchemaError, upgrade
 
 T = TypeVar("T")
 
@@ -59,7 +59,7 @@ def transaction(work: Callable[[sqlite3.Connection], T], *, write: bool, path: P
         except sqlite3.OperationalError as exc:
             if not _locked(exc) or _left(deadline) == 0:
                 raise HistoryError(path, _problem(exc)) from None
-        except NewerSchema as exc:
+        except NewerSchemaError as exc:
             raise HistoryError(path, str(exc)) from None
         except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
             raise HistoryError(path, _problem(exc)) from None

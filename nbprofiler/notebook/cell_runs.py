@@ -86,7 +86,7 @@ def compared(before: Baseline, after: "Report", tried: str | None) -> "Compariso
 
     try:
         comparison = Comparison(before.report, after, before_label=before.label, after_label="this run", tried=tried)
-        comparison.verdict  # made now, so that a comparison that cannot be made fails here, not in the display
+        comparison.verdict  # noqa: B018 - made now, so that a comparison that cannot be made fails here, not in the display
     except Exception as exc:  # noqa: BLE001 - the run's report is shown already and must not be lost
         print(f"nbprofiler: the comparison with {before.label} could not be made "
               f"({type(exc).__name__}: {exc})", file=sys.stderr)

@@ -9,13 +9,14 @@ the run instead of letting it go green without the extension being tested.
 from __future__ import annotations
 
 import os
+from typing import NoReturn
 
 import pytest
 
 REQUIRED = os.environ.get("NBPROFILER_REQUIRE_LABEXTENSION", "0") == "1"
 
 
-def missing(what: str) -> None:
+def missing(what: str) -> NoReturn:
     """Skip the calling test because ``what`` is missing, or fail it where the extension is required."""
     if REQUIRED:
         pytest.fail(f"{what}, and NBPROFILER_REQUIRE_LABEXTENSION=1 requires the front-end tests")
