@@ -1,4 +1,4 @@
-"""The trace fuzzer at length: the tests of tests/test_fuzz_traces.py with thousands of cases.
+"""The trace fuzzer at length: the tests of tests/trace/test_fuzz_traces.py with thousands of cases.
 
 Runs the named hostile inputs and the three hypothesis property tests (byte, gzip and
 JSON-level mutations of the shared small traces) under the ``nbprofiler-bench``

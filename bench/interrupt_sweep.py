@@ -41,7 +41,7 @@ cell (``_awaited_if_it_awaits``, which decides whether IPython awaits the magic)
 Ctrl-C handled before any line of a function runs can be caught by no code of it.
 IPython's own transforms, which read the cell just before, escape there in the same
 way; a cell without the magic runs no nbprofiler code as it is read
-(tests/test_reading_cells.py).
+(tests/notebook/test_reading_cells.py).
 
     .venv/bin/python bench/interrupt_sweep.py [--every N] [--only once|twice]
 """

@@ -14,6 +14,11 @@ import comm
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests sit in one folder per layer (trace/, analysis/, advice/, ...), and some import
+# another's helpers by module name (``from test_streams import live_cpu_report``): every
+# folder is on sys.path, so one test file runs alone as it runs in the whole suite.
+sys.path[1:1] = [str(folder) for folder in sorted(Path(__file__).parent.iterdir())
+                 if folder.is_dir() and any(folder.glob("test_*.py")) and str(folder) not in sys.path]
 # Real traces from real machines, kept in the repository so that a clone runs every test
 # (tests/data/traces/README.md says where each comes from): the GPU ones, then the CPU one.
 TRACES = ROOT / "tests" / "data" / "traces"

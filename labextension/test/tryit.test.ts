@@ -361,7 +361,7 @@ describe('"Try it" on a report this kernel did not make', () => {
     expect(calls.executeCell).not.toHaveBeenCalled();
     expect(widgets[1].source.split('\n')[1]).toBe(`# nbprofiler: ${notRun('this report was not made by this kernel')}`);
     expect(() => madeHereExpression(forged)).toThrow();
-    // What tests/test_code_from_files.py has IPython evaluate: nbprofiler.render.origin.made_here.
+    // What tests/advice/test_code_from_files.py has IPython evaluate: nbprofiler.render.origin.made_here.
     expect(madeHereExpression(TOKEN)).toBe(`__import__('nbprofiler.render.origin', fromlist=['made_here']).made_here('${TOKEN}')`);
   });
 

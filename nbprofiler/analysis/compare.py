@@ -17,7 +17,7 @@ initialisation, the allocator's first blocks).
 The interval is a percentile bootstrap over the steps of each run, each side
 resampled on its own: it needs no assumption about the shape of the step-time
 distribution. A bootstrap of a mean from few steps is too narrow by sqrt((n-1)/n),
-so each side's resampled deviations are widened by its inverse (``tests/test_compare.py``
+so each side's resampled deviations are widened by its inverse (``tests/analysis/test_compare.py``
 checks that identical distributions give an interval holding 1 in at least 90% of
 simulated pairs from 3 steps a side). What it cannot see is a drift between the two
 runs that no step of either shows: the machine's load moving between them. The same

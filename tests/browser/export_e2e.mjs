@@ -1,6 +1,6 @@
 // The explorer's Export tab in a real browser: a file per run, never written over, downloaded in the page.
 //
-// Against a JupyterLab server that tests/test_browser.py started on a small
+// Against a JupyterLab server that tests/browser/test_browser.py started on a small
 // notebook with a `%%torchprofile` training cell:
 //
 //   1. run all cells; the profiled cell shows the live explorer;

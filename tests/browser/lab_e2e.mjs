@@ -1,7 +1,7 @@
 // End-to-end check of the nbprofiler JupyterLab extension in a real browser.
 //
 // Drives Debian's Chromium (headless, through playwright-core; no browser is
-// downloaded) against a JupyterLab server that tests/test_browser.py started:
+// downloaded) against a JupyterLab server that tests/browser/test_browser.py started:
 //
 //   1. open the notebook, run all cells;
 //   2. open "Profile Cell with Options…" from the cell's context menu, choose

@@ -1,6 +1,6 @@
 // The live explorer in JupyterLab's light and dark themes, in a real browser.
 //
-// Against a JupyterLab server that tests/test_browser_theme.py started on a
+// Against a JupyterLab server that tests/browser/test_browser_theme.py started on a
 // small notebook (a CNN trained a few steps under `%%torchprofile --shapes`):
 //
 //   1. run all cells; the profiled cell shows the live explorer;

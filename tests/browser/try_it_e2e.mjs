@@ -1,6 +1,6 @@
 // "Try it" in a real browser: re-profile a suggestion in one click.
 //
-// Against a JupyterLab server that tests/test_browser.py started on a
+// Against a JupyterLab server that tests/browser/test_browser.py started on a
 // slow-loader notebook (a Dataset that sleeps per sample, no DataLoader
 // workers, a `%%torchprofile` training cell):
 //

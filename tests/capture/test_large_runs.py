@@ -22,7 +22,7 @@ from IPython.utils.capture import capture_output
 
 from conftest import assert_nothing_left
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from big_trace import TARGET_RATIO, probe  # the benchmark's own probe and generator
 from analysis_speed import synthetic_trace
 

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from browser.prerequisites import missing
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "browser" / "lab_e2e.mjs"
 TRY_IT_SCRIPT = ROOT / "tests" / "browser" / "try_it_e2e.mjs"
 EXPORT_SCRIPT = ROOT / "tests" / "browser" / "export_e2e.mjs"

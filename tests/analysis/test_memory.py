@@ -261,7 +261,7 @@ def test_a_leak_over_three_profiled_steps_is_flagged_in_a_kernel_that_ran_the_ce
     assert row["slope_bytes_per_step"] == pytest.approx(leak_bytes_per_step(VAL_BATCH), rel=0.05)
     leak = [s for s in report.suggestions if s.kind == "memory_growth"]
     assert len(leak) == 1 and "allocated bytes (trace) on cpu" in leak[0].facts[1]
-    # The first fact names the cell line that keeps the graphs (tests/test_leak_fix.py pastes its fix).
+    # The first fact names the cell line that keeps the graphs (tests/advice/test_leak_fix.py pastes its fix).
     assert leak[0].facts[0].startswith("cell line 7: `history.append(model(x_val + 0).pow(2).mean())")
     assert not any(s.nothing_to_improve for s in report.suggestions)
     # The warning is the report's own, and the text and the saved data show that same sentence.

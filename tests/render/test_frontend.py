@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from browser.prerequisites import missing
 
-LABEXT = Path(__file__).resolve().parents[1] / "labextension"
+LABEXT = Path(__file__).resolve().parents[2] / "labextension"
 VITEST = LABEXT / "node_modules" / "vitest" / "vitest.mjs"
 
 

@@ -27,7 +27,7 @@ from nbprofiler.render.charts import (CHART_MIME, CHART_NAMES, chart_bundle, cha
 from nbprofiler.render.views import breakdown_parts, memory_device
 from nbprofiler import compare
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 V100 = "v100_resnet50_train_num_workers_0"
 UNIT = re.compile(r"\d (µs|ms|s|B|KiB|MiB|GiB)\b")
 HOSTILE = "<img src=x onerror=alert(1)>"

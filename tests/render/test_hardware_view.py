@@ -186,7 +186,7 @@ def test_roofline_and_collectives_show_only_when_they_have_rows(monkeypatch):
 def test_the_extensions_hardware_fixture_is_what_python_sends():
     """labextension/test/hardware.test.ts draws this file; it must be the payload of today's code.
     Else: ``.venv/bin/python labextension/test/fixtures/make_hardware_fixture.py``."""
-    fixtures = Path(__file__).resolve().parents[1] / "labextension" / "test" / "fixtures"
+    fixtures = Path(__file__).resolve().parents[2] / "labextension" / "test" / "fixtures"
     spec = importlib.util.spec_from_file_location("make_hardware_fixture", fixtures / "make_hardware_fixture.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from accuracy_workloads import COMPARE_KNOB, LEAKY_VALIDATION, WORKLOADS
 from advice_accuracy import (

@@ -28,7 +28,7 @@ from nbprofiler.records import LoaderRecord, RunRecord
 from nbprofiler.report import Report
 from nbprofiler.trace.table import DeviceInfo
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from advice_accuracy import paste
 

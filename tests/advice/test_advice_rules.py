@@ -350,7 +350,7 @@ def test_peak_near_the_limit_suggests_accumulation_not_a_larger_batch(traces):
     report = _cuda_run(traces, static_gb=10.0, peak_gb=38.0)  # 95% of 40 GiB
     s = only(report.suggestions, "memory_near_limit")
     assert s.severity == "high" and s.gain == 1.0
-    # No cell recorded: the loop's edits in comments (tests/test_suggestion_code.py pastes them into a cell).
+    # No cell recorded: the loop's edits in comments (tests/advice/test_suggestion_code.py pastes them into a cell).
     assert "batch_size=16,  # changed: was 32" in s.code and "(loss / 2).backward()" in s.code
     assert "checkpoint" in s.code
     assert "batch_size" not in kinds(report.suggestions)
