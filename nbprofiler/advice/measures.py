@@ -21,6 +21,7 @@ import pandas as pd
 from ..analysis import sync as analysis_sync
 from ..analysis.cpu_overhead import CpuOverhead, cpu_overhead as analysis_cpu_overhead
 from ..analysis.gpu import half_precision_kernel
+from ..analysis.memory import sampler_device
 from ..analysis.steps import DATALOADER_PREFIX
 from ..analysis.sync import SYNC_POINT_COLUMNS, SyncLocator, sync_idle_us  # noqa: F401 - the rules read it here
 from ..records import LoaderRecord
@@ -71,8 +72,9 @@ def data_wait(report: "Report") -> DataWait | None:
     window = report.step_window
     if window.avg_step_us is None:
         return None
-    if report.run is not None:
-        rows = window.of(report.run.steps)
+    sampled = report.sampled_steps
+    if sampled is not None:
+        rows = window.of(sampled)
         if rows.empty:
             return None
         batches = float(rows["batches"].mean()) if "batches" in rows else None
@@ -84,7 +86,7 @@ def data_wait(report: "Report") -> DataWait | None:
 def loader_wait(report: "Report", record: LoaderRecord) -> DataWait | None:
     """One loader's share of the run's data waiting (live runs with several loaders)."""
     total = data_wait(report)
-    if report.run is None or total is None:
+    if not report.ran_live or total is None:
         return None
     steps = report.step_window.steps
     waited = sum(record.wait_ms_by_step.get(step, 0.0) for step in steps)
@@ -94,9 +96,10 @@ def loader_wait(report: "Report", record: LoaderRecord) -> DataWait | None:
 def wait_per_step(report: "Report", record: LoaderRecord | None) -> np.ndarray:
     """Milliseconds waited in each of the report's steps (for start-up spikes and burstiness)."""
     window = report.step_window
-    if report.run is not None:
+    sampled = report.sampled_steps
+    if sampled is not None:
         if record is None:
-            return window.of(report.run.steps)["dataloader_ms"].to_numpy(dtype=np.float64)
+            return window.of(sampled)["dataloader_ms"].to_numpy(dtype=np.float64)
         return np.array([record.wait_ms_by_step.get(i, 0.0) for i in window.steps], dtype=np.float64)
     bd = window.of(report.breakdown)
     return bd["dataloader"].to_numpy(dtype=np.float64) / 1e3
@@ -114,9 +117,8 @@ def trace_loader_workers(report: "Report") -> str | None:
 
 def saw_dataloader(report: "Report") -> bool:
     """Whether the profiled run iterated a DataLoader: only then can one be said to keep up."""
-    if report.run is not None:
-        return bool(report.run.loaders)
-    return trace_loader_workers(report) is not None
+    loaders = report.loaders
+    return bool(loaders) if loaders is not None else trace_loader_workers(report) is not None
 
 
 # -- device time ------------------------------------------------------------------------------
@@ -278,10 +280,8 @@ def sync_points(report: "Report") -> pd.DataFrame:
 def sync_locator(report: "Report") -> SyncLocator:
     """A locator for the report's syncs: with the cell's line marks when the live run
     recorded them alongside its trace, else from the trace alone."""
-    run = report.run
-    marks = run.line_marks if run is not None and report.raw_trace is not None else None
-    source = run.cell_source if run is not None and run.cell_source else ""
-    return SyncLocator(report.table, report.operator_tree, marks, source)
+    marks = report.line_marks if report.raw_trace is not None else None
+    return SyncLocator(report.table, report.operator_tree, marks, report.cell_source or "")
 
 
 # -- CPU fixed cost per operator --------------------------------------------------------------
@@ -318,14 +318,12 @@ def device_memory(report: "Report") -> DeviceMemory | None:
     total = report.device.total_memory_bytes
     if report.device.kind == "cpu" or not total:
         return None
-    run = report.run
-    if run is not None and "mem_peak_bytes" in run.steps:
-        steps = run.steps.iloc[1:] if len(run.steps) > 1 else run.steps  # step 0 creates optimizer state
+    sampled = report.sampled_steps
+    if sampled is not None and "mem_peak_bytes" in sampled:
+        steps = sampled.iloc[1:] if len(sampled) > 1 else sampled  # step 0 creates optimizer state
         reserved = float(steps["mem_reserved_bytes"].max()) if "mem_reserved_bytes" in steps else None
         return DeviceMemory(float(total), float(steps["mem_allocated_bytes"].median()),
                             float(steps["mem_peak_bytes"].max()), reserved)
-    from ..analysis.memory import sampler_device
-
     label = sampler_device(report.device)
     timeline = report.memory
     timeline = timeline[timeline["device"] == label]

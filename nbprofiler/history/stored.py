@@ -90,10 +90,10 @@ def _cell_key(cell: "str | Report | None") -> str | None:
     if cell is None or isinstance(cell, str):
         return cell
     if isinstance(cell, Report):
-        key = getattr(cell.run, "cell_key", None)
+        key = cell.cell_key
         if key is None:
             raise ValueError("this report has no cell key: only runs of a %%torchprofile cell are kept by cell")
-        return str(key)
+        return key
     raise TypeError(f"cell must be a cell key (str) or a Report, got {type(cell).__name__}")
 
 

@@ -12,25 +12,25 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import OptionError
+from ..history import keep as keep_in_history
+from ..history import previous_run
+from ..report import Report
+from ..report.comparison import Comparison
 from .option_names import is_variable_name
-
-if TYPE_CHECKING:
-    from ..report import Report
-    from ..report.comparison import Comparison
 
 _REMEMBERED_CELLS = 8  # the cells whose latest Report this kernel holds (each holds its trace)
 _latest: "OrderedDict[str, Report]" = OrderedDict()
-_last_comparison: "Comparison | None" = None
+_last_comparison: Comparison | None = None
 
 
 @dataclass(frozen=True)
 class Baseline:
     """The report a new run is compared with, and what to call it."""
 
-    report: "Report"
+    report: Report
     label: str
 
 
@@ -38,8 +38,6 @@ def baseline(namespace: dict[str, Any], variable: str | None, cell: str) -> Base
     """The run ``--compare`` names: the Report in ``variable``, or with ``variable`` empty,
     this cell's previous run (this kernel's, else the history's). None when the cell has no
     earlier run; an ``OptionError`` when ``variable`` holds no Report."""
-    from ..report import Report
-
     if variable:
         if not is_variable_name(variable):  # never offered as `-o NAME` to paste
             raise OptionError("--compare", f"{variable!r} is not a valid variable name: name the variable a run's "
@@ -54,36 +52,30 @@ def baseline(namespace: dict[str, Any], variable: str | None, cell: str) -> Base
         return Baseline(value, variable)
     if cell in _latest:
         return Baseline(_latest[cell], "the previous run of this cell")
-    from ..history import previous_run
-
     stored = previous_run(cell)
     return Baseline(stored, "the previous run of this cell (from the history)") if stored is not None else None
 
 
-def finished(report: "Report", keep: bool) -> None:
+def finished(report: Report, keep: bool) -> None:
     """Remember ``report`` as its cell's latest run, and keep it in the history unless ``keep``
     is off (``--no-history``). A history that cannot be written says so in one line, and the
     run is unaffected."""
-    run = report.run
-    if run is None:
+    if not report.ran_live:
         return
-    if run.cell_key is not None:
-        _latest[run.cell_key] = report
-        _latest.move_to_end(run.cell_key)
+    cell = report.cell_key
+    if cell is not None:
+        _latest[cell] = report
+        _latest.move_to_end(cell)
         while len(_latest) > _REMEMBERED_CELLS:
             _latest.popitem(last=False)
     if keep:
-        from ..history import keep as keep_in_history
-
-        keep_in_history(report, cell=run.cell_key, notebook=run.notebook)
+        keep_in_history(report, cell=cell, notebook=report.notebook)
 
 
-def compared(before: Baseline, after: "Report", tried: str | None) -> "Comparison | None":
+def compared(before: Baseline, after: Report, tried: str | None) -> Comparison | None:
     """``after`` compared with ``before``; None, with a one-line note, if the comparison
     could not be made: the run and its report stand whatever happens here."""
     global _last_comparison
-    from ..report.comparison import Comparison
-
     try:
         comparison = Comparison(before.report, after, before_label=before.label, after_label="this run", tried=tried)
         comparison.verdict  # noqa: B018 - made now, so that a comparison that cannot be made fails here, not in the display
@@ -95,6 +87,6 @@ def compared(before: Baseline, after: "Report", tried: str | None) -> "Compariso
     return comparison
 
 
-def last_comparison() -> "Comparison | None":
+def last_comparison() -> Comparison | None:
     """The comparison the latest ``--compare`` run made."""
     return _last_comparison

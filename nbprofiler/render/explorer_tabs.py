@@ -178,8 +178,7 @@ class OperatorsTab:
 
     @cached_property
     def _call_sites(self) -> CallSites:
-        run = self.report.run
-        return CallSites(self.report.operator_tree, run.cell_filename if run is not None else None)
+        return CallSites(self.report.operator_tree, self.report.cell_filename)
 
 
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:

@@ -433,9 +433,9 @@ def gpu_wait_section(report: "Report") -> str:
 
 def hints_html(report: "Report") -> str:
     """What the user can switch on to see more, said once at the end."""
-    if report.run is None:
+    o = report.run_options
+    if o is None:
         return ""
-    o = report.run.options
     hints = []
     if not o.stack:
         hints.append("<code>--stack</code> for the time per line of this cell")

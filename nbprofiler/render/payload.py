@@ -178,10 +178,10 @@ def saved_from(report: "Report") -> dict[str, Any]:
     if report.stored:
         when = report.stored.get("ran_at")
         return {"kind": "saved file", "when": str(when) if when else None, "path": None}
-    if report.run is not None:
+    if report.ran_live:
         # The first payload of a run is written as its loop ends; a later display keeps that time.
         when = _RUN_ENDED.setdefault(report, datetime.now().astimezone().isoformat(timespec="seconds"))
-        return {"kind": "live run", "when": when, "path": report.run.notebook}
+        return {"kind": "live run", "when": when, "path": report.notebook}
     path = report.source_path
     when = None
     if path is not None and report.source_is_local and Path(path).exists():

@@ -41,9 +41,10 @@ def operator_view(report: "Report", top: int | None = None) -> pd.DataFrame:
     """The operator rows a renderer shows: sorted by ``--sort``, cut to ``--top`` (or ``top``)."""
     ops = report.operators
     limit = 15 if top is None else top
-    if report.run is not None:
-        limit = report.run.options.top if top is None else top
-        sort = report.run.options.sort
+    options = report.run_options
+    if options is not None:
+        limit = options.top if top is None else top
+        sort = options.sort
         if sort:
             ops = ops.sort_values(sort, ascending=sort == "name", kind="stable")
     return ops.head(limit)
@@ -72,9 +73,7 @@ def breakdown_parts(report: "Report", kind: str | None = None) -> tuple[str, pd.
 
 def batch_size(report: "Report") -> int | None:
     """The batch size of the DataLoader that fed the most batches, when a live run saw one."""
-    if report.run is None:
-        return None
-    fed = [(r.batches, r.batch_size) for r in report.run.loaders if r.batch_size and r.batches]
+    fed = [(r.batches, r.batch_size) for r in report.loaders or () if r.batch_size and r.batches]
     if not fed:
         return None
     return int(max(fed, key=lambda batches_size: batches_size[0])[1])
@@ -189,20 +188,20 @@ def phase_summary(steps: pd.DataFrame) -> pd.DataFrame:
 
 def lines_absent(report: "Report") -> str:
     """Why a report has no cell lines, and how to get them (plain text: every renderer says it)."""
-    run = report.run
-    if run is None:
+    options = report.run_options
+    if options is None:
         return "A trace file holds no cell source: line attribution needs a live %%torchprofile run."
-    if not run.options.stack:
+    if not options.stack:
         return "Run the cell with %%torchprofile --stack to see which of its lines cost the time."
-    if run.line_marks is None:
+    if report.line_marks is None:
         return "The time per line was not recorded for this run (see the notes above)."
     return "No torch op ran from this cell's lines during the profiled steps."
 
 
 def modules_absent(report: "Report") -> str:
     """Why a report has no module tree, and how to get one (plain text: every renderer says it)."""
-    run = report.run
-    if run is not None and (run.options.modules or run.options.stack):
+    options = report.run_options
+    if options is not None and (options.modules or options.stack):
         return ("No nn.Module ran during the profiled steps outside torch.compile'd code (modules run inside "
                 "compiled code are not recorded).")
     return "Run the cell with %%torchprofile --modules to see the time per nn.Module."

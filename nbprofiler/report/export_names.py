@@ -78,12 +78,11 @@ def default_paths(report: "Report") -> ExportPaths:
 
 def _origin(report: "Report") -> str:
     """What the run came from: ``<notebook>_cell<key>``, a trace file's name, or ``nbprofiler``."""
-    if report.run is None and report.source_path is not None:
+    if not report.ran_live and report.source_path is not None:
         file_name = Path(report.source_path).name
         return safe_name(file_name[:-len(file_suffix(file_name))] if file_suffix(file_name) else file_name, "trace")
-    run = report.run
-    notebook = safe_name(Path(run.notebook).stem, "notebook") if run is not None and run.notebook else "nbprofiler"
-    key = run.cell_key if run is not None else None
+    notebook = safe_name(Path(report.notebook).stem, "notebook") if report.notebook else "nbprofiler"
+    key = report.cell_key
     if not key:
         return notebook
     key = key.removeprefix(SOURCE_PREFIX)

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -42,8 +42,10 @@ if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
     from ..analysis.launches import LaunchSummary
     from ..options import ProfileOptions
-    from ..records import LineMarks, RunRecord
+    from ..records import LineMarks, LoaderRecord, RunRecord
     from .export_names import ExportPaths
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -147,35 +149,62 @@ class Report:
         then the sampler's every step, the cell and its options are known."""
         return self.origin.run is not None
 
+    def _recorded(self, read: Callable[["RunRecord"], _T]) -> _T | None:
+        """What ``read`` takes from the live run's record; None for a trace file, which has none."""
+        run = self.origin.run
+        return None if run is None else read(run)
+
     @property
     def sampled_steps(self) -> pd.DataFrame | None:
         """Every step the cell ran, as the live sampler timed it (``RunRecord.steps``); None for a trace file."""
-        run = self.origin.run
-        return None if run is None else run.steps
+        return self._recorded(lambda run: run.steps)
+
+    @property
+    def loaders(self) -> "tuple[LoaderRecord, ...] | None":
+        """The DataLoaders the live run iterated, each with its settings and waiting; None for a
+        trace file, which only names a loader's iterator (``advice.measures.trace_loader_workers``)."""
+        return self._recorded(lambda run: run.loaders)
 
     @property
     def cell_source(self) -> str | None:
         """The profiled cell's source, when a live run knows it."""
-        run = self.origin.run
-        return None if run is None else run.cell_source
+        return self._recorded(lambda run: run.cell_source)
+
+    @property
+    def cell_modules(self) -> tuple[str, ...] | None:
+        """The names the cell calls that were nn.Modules when the live run ended (the names code may compile)."""
+        return self._recorded(lambda run: run.cell_modules)
+
+    @property
+    def cell_filename(self) -> str | None:
+        """The file name Python gave the cell's code, which the trace's call stacks name it by."""
+        return self._recorded(lambda run: run.cell_filename)
+
+    @property
+    def cell_key(self) -> str | None:
+        """Which cell ran, across runs (``notebook.cell_identity``): how the history and ``--compare``
+        find the cell's runs."""
+        return self._recorded(lambda run: run.cell_key)
+
+    @property
+    def notebook(self) -> str | None:
+        """The notebook's path, when the front end named it to the live run."""
+        return self._recorded(lambda run: run.notebook)
 
     @property
     def line_marks(self) -> "LineMarks | None":
         """The cell line each op ran from (``--stack``), when the live run recorded them."""
-        run = self.origin.run
-        return None if run is None else run.line_marks
+        return self._recorded(lambda run: run.line_marks)
 
     @property
     def run_options(self) -> "ProfileOptions | None":
         """The options the live run was profiled with; None for a trace file."""
-        run = self.origin.run
-        return None if run is None else run.options
+        return self._recorded(lambda run: run.options)
 
     @property
     def sampler_device(self) -> str | None:
         """The device the live sampler measured memory on (``analysis.memory.sampler_device``)."""
-        run = self.origin.run
-        return None if run is None else sampler_device(run.device)
+        return self._recorded(lambda run: sampler_device(run.device))
 
     def add_run_note(self, note: str) -> None:
         """Add ``note`` to a live run's own notes after its report was made (the history could

@@ -29,6 +29,9 @@ def test_a_live_run_is_its_own_and_knows_its_cell(saved):
     assert live.ran_live and live.cell_source == saved.run.cell_source and "for " in live.cell_source
     pd.testing.assert_frame_equal(live.sampled_steps, saved.run.steps)
     assert live.run_options == saved.run.options
+    assert live.loaders == saved.run.loaders and len(live.loaders) == 1
+    assert live.cell_modules == ("model",) and live.cell_filename == saved.run.cell_filename
+    assert live.cell_key == saved.run.cell_key and live.cell_key.startswith("source:")
 
 
 def test_a_saved_run_keeps_its_run_but_is_not_made_here(saved):
@@ -41,6 +44,7 @@ def test_a_trace_file_has_no_run_to_read():
     assert report.origin.kind is Kind.TRACE_FILE and report.source_is_local and not report.made_here
     assert not report.ran_live
     assert (report.cell_source, report.sampled_steps, report.line_marks, report.run_options) == (None,) * 4
+    assert (report.loaders, report.cell_modules, report.cell_filename, report.cell_key, report.notebook) == (None,) * 5
     assert report.origin.source_path == report.source_path == str(shared_trace("a100_alexnet_small"))
 
 

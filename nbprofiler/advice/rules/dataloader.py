@@ -106,9 +106,8 @@ def loader_plans(f: Facts) -> list[tuple[LoaderPlan, LoaderRecord | None]]:
     total = f.data_wait
     if total is None:
         return []
-    run = f.report.run
-    pairs = ([(M.loader_wait(f.report, r), r) for r in run.loaders] if run is not None and run.loaders
-             else [(total, None)])
+    loaders = f.report.loaders
+    pairs = [(M.loader_wait(f.report, r), r) for r in loaders] if loaders else [(total, None)]
     plans = []
     for wait, record in pairs:
         if wait is None or wait.share <= T.DATALOADER_WAIT_SHARE or amdahl(wait.share) < T.DATALOADER_MIN_GAIN:
@@ -163,9 +162,9 @@ def _startup_claim(f: Facts, record: LoaderRecord, loader_name: str) -> dict[str
     """What persistent workers can give: at most the loader's waiting in every step the cell ran
     and all the cell's time outside its steps gone (workers start before an epoch's first batch and
     stop after its last, partly outside any step), over the cell's whole time: a true bound."""
-    run = f.report.run
-    steps = run.steps if run is not None else None
+    steps = f.report.sampled_steps
     stepped = float(steps["wall_ms"].sum()) if steps is not None and "wall_ms" in steps else 0.0
+    run = f.report.run  # the live run the loader's record is of: it timed the whole cell
     total = max(run.wall_s * 1e3 if run is not None else 0.0, stepped)
     removable = min(sum(record.wait_ms_by_step.values()) + total - stepped, 0.99 * total)
     bound = total / (total - removable) if total > 0 else 1.0

@@ -64,7 +64,7 @@ class Facts:
     @cached_property
     def cell_step(self) -> TrainingStep | None:
         """The training step the cell shows; None for trace files (no cell)."""
-        return training_step(self.report.run.cell_source if self.report.run is not None else None)
+        return training_step(self.report.cell_source)
 
     @property
     def training_step(self) -> TrainingStep | None:
@@ -82,7 +82,7 @@ class Facts:
         """Whether cell lines ``first`` to ``last`` may be copied into code: all of a cell this
         kernel ran (``Report.made_here``: the user's own), those ``safe_names.copyable`` allows
         of any other (a file's or the history's, written by whoever made it)."""
-        source = self.report.run.cell_source if self.report.run is not None else None
+        source = self.report.cell_source
         if not source:
             return False
         return self.report.made_here or copyable(source, first, last)
@@ -90,10 +90,8 @@ class Facts:
     @cached_property
     def main_loader(self) -> LoaderRecord | None:
         """The loader that delivered the most batches: the training loader."""
-        run = self.report.run
-        if run is None or not run.loaders:
-            return None
-        return max(run.loaders, key=lambda r: r.batches)
+        loaders = self.report.loaders
+        return max(loaders, key=lambda r: r.batches) if loaders else None
 
     @cached_property
     def cores(self) -> Cores | None:

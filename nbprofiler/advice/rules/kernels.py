@@ -77,7 +77,7 @@ def fp8_rule(f: Facts) -> list[Verdict]:
         return [passed(FP8, f"16-bit Linear-layer matmuls of at least {T.FP8_MIN_SIZE:,} on each side take "
                             f"{share:.0%} of the step (under {T.AMP_ELIGIBLE_MIN_SHARE:.0%})",
                        large_matmul_step_share=round(share, 4))]
-    model = model_name(f.report.run.cell_source if f.report.run is not None else None)
+    model = model_name(f.report.cell_source)
     return [fired(FP8, [precision.fp8(cc, large, dt, f.report.device_spec, f.step, model)])]
 
 
@@ -90,7 +90,7 @@ def conv_rule(f: Facts) -> list[Verdict]:
     conv = mix.conv_share * dt.utilization
     if conv < T.CONV_MIN_SHARE:
         return [passed(KERNELS, f"convolutions take {conv:.0%} of the step")]
-    name = model_name(f.report.run.cell_source if f.report.run is not None else None)
+    name = model_name(f.report.cell_source)
     return [fired(KERNELS, [_cudnn_settings(mix, dt, conv, f.step, name)])]
 
 

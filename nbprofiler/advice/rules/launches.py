@@ -47,7 +47,7 @@ def _fuse_kernels(f: Facts, dt: M.DeviceTime, idle: float, share: float) -> Sugg
     launches = f.report.launch_summary()
     shorter = launches.gpu_shorter_than_cpu / launches.launches if launches.launches else 0.0
     graphs = shorter >= T.TINY_KERNEL_SHARE
-    name = model_name(f.report.run.cell_source if f.report.run is not None else None)
+    name = model_name(f.report.cell_source)
     if graphs:
         code = (model_code(name, 'torch.compile({}, mode="reduce-overhead")',
                            "CUDA graphs: the step's kernels replayed with one launch; " + COMPILE_COST) + "\n"
@@ -139,9 +139,7 @@ def _compile_small_ops(f: Facts, co: M.CpuOverhead, models: list[ModelTime],
     """torch.compile of the model with the most time (``models[0]``), in the cell's name for it where
     the run recorded that name as a module's; otherwise the change in words."""
     m, (low, gain, high) = models[0], estimate
-    run = f.report.run
-    name = (module_name(run.cell_source, run.cell_modules, {t.name: float(t.model_us.sum()) for t in models})
-            if run else None)
+    name = module_name(f.report.cell_source, f.report.cell_modules, {t.name: float(t.model_us.sum()) for t in models})
     model_us, step_us, python_us, light_us, light_calls, heavy_us, heavy_calls = (float(a.mean()) for a in (
         m.model_us, m.step_us, m.python_us, m.light_us, m.light_calls, m.heavy_us, m.heavy_calls))
     per_call = light_us / max(light_calls, 1.0)

@@ -142,13 +142,13 @@ def _kept_tensors(f: Facts, growth: pd.DataFrame) -> Suggestion:
 def _leak_line(f: Facts) -> LeakLine | None:
     """The cell line that keeps the tensors: from the trace's line marks (``--stack``) where
     the run has them, confirmed or overruled by them, else from the cell's source."""
-    run = f.report.run
-    if run is None or not run.cell_source:
+    source, marks = f.report.cell_source, f.report.line_marks
+    if not source:
         return None
     by_line = pd.DataFrame(columns=KEPT_LINE_COLUMNS)
-    if run.line_marks is not None and f.report.raw_trace is not None:
-        by_line = kept_bytes_by_line(f.report.table, f.report.trace_steps, run.line_marks)
-    return leak_line(run.cell_source, by_line)
+    if marks is not None and f.report.raw_trace is not None:
+        by_line = kept_bytes_by_line(f.report.table, f.report.trace_steps, marks)
+    return leak_line(source, by_line)
 
 
 def _largest_held(f: Facts, device: str) -> tuple[dict[str, object], str | None]:
@@ -196,8 +196,8 @@ def _leak_fact(leak: LeakLine) -> str:
 def _leak_fix(f: Facts, leak: LeakLine | None) -> tuple[str | None, str]:
     """The edit for the line, in the cell's names (to paste in place of the statement), and why it
     works; with no statement to edit, no code (generic names would not run) and the fixes in words."""
-    if (leak is None or leak.kept is None or f.report.run is None or not f.report.run.cell_source
-            or not f.may_copy(leak.kept.line, leak.kept.end_line)):
+    source = f.report.cell_source
+    if leak is None or leak.kept is None or not source or not f.may_copy(leak.kept.line, leak.kept.end_line):
         where = "on this line" if leak is not None else "in the loop"
         return None, (f"tensors made {where} outlive their step; the usual cause is a tensor that carries its "
                       "autograd graph, kept across steps: a running total (`total += loss`), a list of outputs, "
@@ -206,7 +206,7 @@ def _leak_fix(f: Facts, leak: LeakLine | None) -> tuple[str | None, str]:
                       "gradient under `torch.no_grad()`" + ("" if leak is not None else
                                                             "; profile with --stack to find the line"))
     kept = leak.kept
-    code = fixed_statement(f.report.run.cell_source, kept, on_device=f.on_gpu)
+    code = fixed_statement(source, kept, on_device=f.on_gpu)
     lines = f"line {kept.line}" if kept.end_line == kept.line else f"lines {kept.line}-{kept.end_line}"
     if kept.validation and kept.alone:
         why = (f"`{kept.value}` is computed on validation data with autograd on, so each one keeps its graph "

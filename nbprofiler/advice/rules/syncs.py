@@ -127,9 +127,9 @@ def _sync_line(f: Facts, cause: str, where: str) -> tuple[SyncLine | None, str]:
     (``where`` is then "cell line N: ..."), else, when the sync is a torch call of its own (no
     operator or range around it: not a library's ``.item()`` inside its op), the first loop
     statement of the cell's source that makes this kind of sync. (None, "") where neither finds it."""
-    run = f.report.run
-    lines = sync_lines(run.cell_source) if run is not None and run.cell_source else []
-    source = (run.cell_source or "").splitlines() if run is not None else []
+    cell = f.report.cell_source or ""
+    lines = sync_lines(cell) if cell else []
+    source = cell.splitlines()
     marked = re.match(r"cell line (\d+):", where)
     n = int(marked.group(1)) if marked is not None else 0
     if 0 < n <= len(source):  # else no line of the cell: a range the trace itself names so
