@@ -322,13 +322,13 @@ def test_wrappers_left_by_a_killed_run_are_replaced_not_wrapped(shell):
 # -- Ctrl-C once the cell's loop has ended: while the report is analysed, drawn and shown ----
 def _drawing_moments() -> list[Any]:
     """Where the time after the loop goes, each a (owner, name) pressed Ctrl-C in."""
+    import nbprofiler.report.report as report_module  # where the Report calls the rules
     from nbprofiler.notebook import magic
-    from nbprofiler.advice import rules
     from nbprofiler.render import bundle, widget
 
     return [
         pytest.param(LiveStatus, "close", id="status-line-goes"),
-        pytest.param(rules, "suggest", id="analysis"),
+        pytest.param(report_module, "suggest", id="analysis"),
         pytest.param(bundle, "render_text", id="text"),
         pytest.param(bundle, "render_html", id="static-html"),
         pytest.param(bundle, "report_payload", id="saved-data"),

@@ -10,7 +10,7 @@ import pytest
 import nbprofiler
 from nbprofiler.render.hardware import optional_table
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_a_misspelt_table_name_raises_while_a_table_without_rows_is_none(tmp_path, monkeypatch):

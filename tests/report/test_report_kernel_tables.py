@@ -10,7 +10,7 @@ import pytest
 import nbprofiler
 from nbprofiler.render.payload import report_payload
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_a_kernels_launch_delay_is_the_mean_of_its_launches_and_the_views_show_it():
