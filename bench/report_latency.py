@@ -45,7 +45,7 @@ from analysis_speed import synthetic_trace  # noqa: E402 - bench/ is on sys.path
 from leak import Kernel, widget_kernel  # noqa: E402
 from workload import conv_training_setup  # noqa: E402
 
-from nbprofiler.render.bundle import MIME_TYPE, WIDGET_MIME  # noqa: E402 - the repository is on sys.path
+from nbprofiler.render.frontend import MIME_TYPE, WIDGET_MIME  # noqa: E402 - the repository is on sys.path
 
 SMALL_TARGET_S = 0.3
 BIG_TARGET_S = 1.0
