@@ -330,7 +330,7 @@ def check_memory(checks: Checks, name: str, report: Any, reads: list[dict[str, f
 def check_shown(checks: Checks, name: str, report: Any, bundle: dict, trace: Path) -> None:
     """What the user sees and keeps: the bundle under the cell, and the trace saved and loaded back."""
     import nbprofiler
-    from nbprofiler.render.bundle import MIME_TYPE
+    from nbprofiler.render.frontend import MIME_TYPE
 
     shown = {"text/plain", "text/html", MIME_TYPE} <= set(bundle)
     checks.add(name, "report shown with text, HTML and its data", shown, ", ".join(sorted(bundle)))
@@ -401,7 +401,7 @@ def start_shell() -> Any:
     """A real IPython shell with the extension loaded and a notebook's output types on."""
     from IPython.testing.globalipapp import start_ipython
 
-    from nbprofiler.render.bundle import MIME_TYPE
+    from nbprofiler.render.frontend import MIME_TYPE
 
     shell = start_ipython()
     shell.run_line_magic("load_ext", "nbprofiler")

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workload import conv_training_setup
 
-from nbprofiler.render.bundle import WIDGET_MIME
+from nbprofiler.render.frontend import WIDGET_MIME
 
 TARGET_BYTES = 50e6
 KERNEL_TARGET_BYTES = 30e6
@@ -77,7 +77,7 @@ class Executed:
 
 class Kernel:
     """A real ipykernel driven as a widget front end drives it: every request allows stdin
-    (so ``bundle.widget_frontend()`` is true there) and names its cell, as JupyterLab does."""
+    (so ``frontend.widget_frontend()`` is true there) and names its cell, as JupyterLab does."""
 
     def __init__(self, client: Any) -> None:
         self.client = client

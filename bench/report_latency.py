@@ -45,7 +45,7 @@ from analysis_speed import synthetic_trace
 from leak import Kernel, widget_kernel
 from workload import conv_training_setup
 
-from nbprofiler.render.bundle import MIME_TYPE, WIDGET_MIME
+from nbprofiler.render.frontend import MIME_TYPE, WIDGET_MIME
 
 SMALL_TARGET_S = 0.3
 BIG_TARGET_S = 1.0

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import nbprofiler  # noqa: E402
 from analysis_speed import synthetic_trace  # noqa: E402 - the one generator of realistic traces
-from nbprofiler.render.timeline_data import timeline_payload  # noqa: E402
+from nbprofiler.render import view_model  # noqa: E402
 
 LABEXT = ROOT / "labextension"
 
@@ -43,7 +43,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "synthetic.pt.trace.json"
         n = synthetic_trace(trace, args.events)
-        payload = timeline_payload(nbprofiler.load(trace))
+        payload = view_model.of(nbprofiler.load(trace)).timeline_payload()
         if payload is None:
             raise SystemExit("the generated trace gave no timeline")
         data = Path(tmp) / "payload.json"

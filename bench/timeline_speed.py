@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import nbprofiler  # noqa: E402
 from analysis_speed import synthetic_trace  # noqa: E402 - the one generator of realistic traces
-from nbprofiler.render.timeline_data import timeline_payload  # noqa: E402
+from nbprofiler.render import view_model  # noqa: E402
 
 TARGET_S = 0.5
 
@@ -36,7 +36,7 @@ def measure(path: Path, repeat: int) -> tuple[float, float, dict]:
         report = nbprofiler.load(path)
         report.stretched_steps, report.memory, report.step_window  # noqa: B018 - what the report has already
         t0, c0 = time.perf_counter(), time.process_time()
-        payload = timeline_payload(report)
+        payload = view_model.of(report).timeline_payload()
         best, best_cpu = min(best, time.perf_counter() - t0), min(best_cpu, time.process_time() - c0)
     assert payload is not None
     return best, best_cpu, payload

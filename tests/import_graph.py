@@ -181,7 +181,7 @@ def main() -> None:
     for edge in wrong:
         print(f"  {edge.source} -> {edge.target} (line {edge.line}{', in a function' if edge.in_function else ''})")
     print(f"function-level imports: {sum(e.in_function for e in found)}")
-    print(f"largest import cycle: {len(cycle)} modules {cycle if len(cycle) > 1 else ''}")
+    print(f"largest import cycle: {len(cycle)} modules {cycle}" if len(cycle) > 1 else "largest import cycle: none")
     print("largest module: {} ({} lines)".format(*largest_module()))
 
 

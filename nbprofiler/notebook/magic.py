@@ -17,6 +17,7 @@ from ..capture.ctrl_c import CtrlCAfterTheCell, ctrl_c_held
 from ..capture.heap import release_free_heap
 from ..errors import NbprofilerError, OptionError
 from ..options import ProfileOptions
+from ..render.live import LiveStatus
 from . import awaiting
 from .cell import Cell, compile_cell, run_as_ipython
 from .cell_identity import cell_key, notebook_path
@@ -26,7 +27,6 @@ from .option_names import check_output, check_tried
 
 if TYPE_CHECKING:
     from ..capture.session import ProfileRun
-    from ..render.live import LiveStatus
 
 
 @magics_class
@@ -166,7 +166,6 @@ class TorchProfileMagics(Magics):
         the cell's end until the run is kept, Ctrl-C is held (``CtrlCAfterTheCell``), so a second
         one, pressed as the first stops the cell, keeps the report and says where it is."""
         __tracebackhide__ = True
-        from ..render.live import LiveStatus
         from .profile import live_run  # torch, imported when the first profiled cell runs
 
         namespace = self._ipython.user_ns
@@ -245,7 +244,7 @@ def _interrupted_line(report: Any, namespace: dict[str, Any], output: str | None
     return f"nbprofiler: the report was interrupted while drawing; it is kept: show it with {show}"
 
 
-def _kept(run: ProfileRun, status: "LiveStatus", failure: BaseException | None, namespace: dict[str, Any],
+def _kept(run: ProfileRun, status: LiveStatus, failure: BaseException | None, namespace: dict[str, Any],
           output: str | None) -> BaseException | None:
     """Finish ``run`` (its report becomes ``nbprofiler.last()``) and store the report in
     ``output``; what interrupted, to raise after the report. Called again after an exception
@@ -257,7 +256,7 @@ def _kept(run: ProfileRun, status: "LiveStatus", failure: BaseException | None, 
     return stopping
 
 
-def _finish(run: ProfileRun, status: "LiveStatus", failure: BaseException | None) -> BaseException | None:
+def _finish(run: ProfileRun, status: LiveStatus, failure: BaseException | None) -> BaseException | None:
     """Stop ``run`` and build its report, whatever ``failure`` the cell raised; what struck
     while it stopped (a Ctrl-C, held until the report existed), to raise after the report.
     Safe to call again: a run already finished, and a status line already closed, stay so."""
@@ -293,7 +292,7 @@ def _store(report: Any, namespace: dict[str, Any], output: str | None) -> Keyboa
     return None
 
 
-def _show(report: Any, status: "LiveStatus", options: ProfileOptions, request: _Request) -> KeyboardInterrupt | None:
+def _show(report: Any, status: LiveStatus, options: ProfileOptions, request: _Request) -> KeyboardInterrupt | None:
     """Show the report in the status line's place, keep the run, and show its comparison.
     A Ctrl-C while the report is analysed or drawn stops the drawing only (the run is still
     kept); it is returned, for the caller to say so in one line."""
@@ -312,7 +311,7 @@ def _show(report: Any, status: "LiveStatus", options: ProfileOptions, request: _
     return interrupt
 
 
-def _draw(report: Any, status: "LiveStatus") -> None:
+def _draw(report: Any, status: LiveStatus) -> None:
     """The status line turns into the report; a Ctrl-C here stops the drawing at once."""
     status.show(report)
 
@@ -357,7 +356,7 @@ def _not_started(failure: BaseException | None) -> BaseException:
     return failure
 
 
-async def _run_started(run: ProfileRun, status: "LiveStatus", cell: Cell, namespace: dict[str, Any],
+async def _run_started(run: ProfileRun, status: LiveStatus, cell: Cell, namespace: dict[str, Any],
                        iterations: int | None, ctrl_c: CtrlCAfterTheCell) -> Any:
     """Start ``run`` and run the cell (``iterations`` times, each a step); the last value.
     The start is in the caller's ``try`` with the cell: a Ctrl-C just after the profiler

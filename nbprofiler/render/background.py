@@ -11,8 +11,8 @@ Sharing is safe by construction: what both threads read is computed here before 
 one starts; each Report table is computed once (a thread that asks for a table the other is
 making waits for it: ``report.read_only_table``); the tree's parts are ``cached_property``
 (each computed once on Python 3.11; from 3.12 both threads may compute the same value); the
-timeline is handed over through ``timeline_data.expect``, and whoever needs it waits for it
-and gets any error it raised, with its traceback.
+timeline is handed over to the report's view model (``view_model``'s ``expect_timeline``), and
+whoever needs it waits for it and gets any error it raised, with its traceback.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.links import launching_runtime
-from . import timeline_data
+from . import timeline_data, view_model
 
 if TYPE_CHECKING:
     from ..report.report import Report
@@ -43,14 +43,15 @@ def start(report: "Report") -> None:
     """Begin building ``report``'s operator tree and timeline on a second thread (a large
     trace's, not yet built or started); the bundle then asks for them as usual."""
     global _worker
-    if timeline_data.started(report) or len(report.table) < PARALLEL_MIN_EVENTS:
+    model = view_model.of(report)
+    if model.timeline_started or len(report.table) < PARALLEL_MIN_EVENTS:
         return
     for name in _SHARED:
         getattr(report, name)
     launching_runtime(report.table, report.table.thread[:0])  # the per-trace launch links, and the thread keys
     if _worker is None:
         _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nbprofiler-background")
-    timeline_data.expect(report, _worker.submit(_tree_then_timeline, report))
+    model.expect_timeline(_worker.submit(_tree_then_timeline, report))
 
 
 def _tree_then_timeline(report: "Report") -> Any:

@@ -1,33 +1,19 @@
 """The Report's and the Comparison's display, the one door from report/ into render/: their
-text, HTML, widgets and mimebundle, and the views a comparison's tables share with its charts.
+text, HTML, widgets and mimebundle (``frontend``), and the views a comparison's tables share
+with its charts.
 
-The mimebundle holds the explorer, static HTML, text and the report data, in one output.
-
-Why one output: a notebook saved with it shows the report wherever it is
-opened. With a live kernel, JupyterLab shows the explorer widget (the
-labextension's renderer for ``MIME_TYPE`` ranks first and hands over to the
-widget renderer while the widget's comm is open). Reopened without a kernel,
-the labextension draws the report from ``MIME_TYPE``; nbconvert, GitHub and
-VS Code without a kernel fall back to ``text/html``; a terminal gets
-``text/plain``. None of them shows "Error displaying widget: model not found".
-
-The widget goes in only where a person runs the cell in a widget front end:
-an ipykernel with comm support, running a request that allows stdin. nbclient,
-papermill and ``nbconvert --execute`` send no stdin, and there a widget would
-only leave saved widget state behind, which makes nbconvert's HTML export show
-an empty widget instead of the static report.
+Nothing in render/ imports this module: the widgets display themselves through ``frontend``,
+and this door makes a new widget only where one is shown, importing ipywidgets then.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from functools import cache
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from . import background
 from .compare_html import render_compare_html
 from .compare_text import render_compare_text
+from .frontend import comparison_bundle, report_bundle
 from .html import render_html
-from .payload import report_payload
 from .text import render_summary_line, render_text
 from .views import LABELS, breakdown_parts
 
@@ -35,18 +21,10 @@ __all__ = ["LABELS", "breakdown_parts", "comparison_html", "comparison_mimebundl
            "comparison_view", "explorer", "html", "mimebundle", "summary_line", "text"]
 
 if TYPE_CHECKING:
-    import ipywidgets
-
     from ..report import Report
     from ..report.comparison import Comparison
     from .compare_widget import CompareView
     from .widget import Explorer
-
-MIME_TYPE = "application/vnd.nbprofiler.report+json"
-# A comparison's static HTML and verdict, which the labextension shows without a kernel.
-COMPARISON_MIME = "application/vnd.nbprofiler.comparison+json"
-COMPARISON_VERSION = 1
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def text(report: "Report") -> str:
@@ -88,96 +66,23 @@ def comparison_view(comparison: "Comparison") -> "CompareView":
     return CompareView(comparison)
 
 
-def widget_frontend() -> bool:
-    """True inside an ipykernel, with comms, serving an interactive front end."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    kernel = getattr(shell, "kernel", None)
-    if kernel is None or getattr(kernel, "comm_manager", None) is None:
-        return False
-    if not getattr(kernel, "_allow_stdin", True):
-        return False
-    try:
-        import ipywidgets  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def rich_output() -> bool:
-    """False in terminal IPython, whose display shows only ``text/plain``."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return True
-    shell = get_ipython()
-    return shell is None or "text/html" in shell.display_formatter.active_types
-
-
 def mimebundle(report: "Report", include: Collection[str] | None = None,
-               exclude: Collection[str] | None = None, explorer: "Explorer | None" = None) -> dict[str, Any]:
-    """The bundle for ``display(report)``, honouring IPython's ``include``/``exclude``.
+               exclude: Collection[str] | None = None) -> dict[str, Any]:
+    """The bundle for ``display(report)`` (``frontend.report_bundle``), with a new explorer."""
+    def show() -> dict[str, Any]:
+        from .widget import Explorer  # ipywidgets: imported only where a widget is shown
 
-    ``explorer`` is the widget to show (a new one for the report by default).
-    """
-    def view() -> "Explorer":
-        from .widget import Explorer
+        return Explorer(report).displayed()
 
-        return explorer if explorer is not None else Explorer(report)
-
-    return _bundle(lambda: render_text(report), lambda: render_html(report), MIME_TYPE,
-                   lambda: report_payload(report), view, include, exclude, lambda: background.start(report))
+    return report_bundle(report, include, exclude, show)
 
 
 def comparison_mimebundle(comparison: "Comparison", include: Collection[str] | None = None,
-                          exclude: Collection[str] | None = None,
-                          view: "CompareView | None" = None) -> dict[str, Any]:
-    """The bundle for ``display(comparison)``, as ``mimebundle`` is for a Report: the compare
-    view where a widget front end runs the cell; the static comparison everywhere else, and in
-    ``COMPARISON_MIME`` for the labextension (``{version, html, verdict, chart}``: ``chart`` is the
-    side-by-side chart's spec, which the extension draws interactive in the HTML's chart slot)."""
-    from .charts import comparison_chart_spec
+                          exclude: Collection[str] | None = None) -> dict[str, Any]:
+    """The bundle for ``display(comparison)`` (``frontend.comparison_bundle``), with a new compare view."""
+    def show() -> dict[str, Any]:
+        from .compare_widget import CompareView  # ipywidgets: imported only where a widget is shown
 
-    page = cache(lambda: render_compare_html(comparison))  # text/html and the payload hold the same page
+        return CompareView(comparison).displayed()
 
-    def payload() -> dict[str, Any]:
-        return {"version": COMPARISON_VERSION, "html": page(), "verdict": comparison.verdict,
-                "chart": comparison_chart_spec(comparison)}
-
-    def widget() -> "CompareView":
-        from .compare_widget import CompareView
-
-        return view if view is not None else CompareView(comparison)
-
-    return _bundle(comparison.to_text, page, COMPARISON_MIME, payload, widget, include, exclude)
-
-
-def _bundle(text: Callable[[], str], html: Callable[[], str], data_mime: str, data: Callable[[], Any],
-            view: "Callable[[], ipywidgets.DOMWidget]", include: Collection[str] | None,
-            exclude: Collection[str] | None, start_data: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Text always; where the front end shows more, each wanted type, the widget only in a
-    widget front end. Each is made only when wanted: the HTML draws charts, the view builds widgets.
-    ``start_data``, when the data is wanted, begins the part of it that can be built alongside."""
-    def wanted(mime: str) -> bool:
-        return (include is None or mime in include) and not (exclude and mime in exclude)
-
-    rich = rich_output()
-    if rich and start_data is not None and wanted(data_mime):
-        start_data()
-    bundle: dict[str, Any] = {"text/plain": text()}
-    if not rich:
-        return bundle
-    if wanted("text/html"):
-        bundle["text/html"] = html()
-    if wanted(data_mime):
-        bundle[data_mime] = data()
-    if wanted(WIDGET_MIME) and widget_frontend():
-        from .widget import shown, widget_view
-
-        widget = view()
-        shown(widget)
-        bundle[WIDGET_MIME] = widget_view(widget)
-    return bundle
+    return comparison_bundle(comparison, include, exclude, show)

@@ -7,6 +7,8 @@ hover values, zoom on a range of steps), under ``CHART_MIME``, and the static,
 script-free SVG of ``chart_svg.py`` that the HTML report inlines for
 nbconvert and GitHub. No image is rendered per report, and nothing here
 imports a plotting library: building a small report's charts takes a few ms.
+Each spec and its SVG are made once per report by the report's view model
+(``view_model``), which every view reads.
 
 The spec (version 2)::
 
@@ -39,7 +41,6 @@ kernel categories and operators come from traces: untrusted text.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -72,57 +73,27 @@ SHADED_PHASES = ("wait", "warmup", "active")
 BREAKDOWN_TITLES = {"device": "Step time by device activity", "phases": "Step time by phase (host)"}
 
 Spec = dict[str, Any]
-# Per Report (or Comparison), each spec and SVG built so far, by name.
-_cache: "weakref.WeakKeyDictionary[object, dict[str, Any]]" = weakref.WeakKeyDictionary()
 
 
-def chart_spec(report: "Report", name: str) -> Spec | None:
-    """The named chart of ``report`` as a JSON-safe spec, or None when it has no data.
+def build(report: "Report", name: str) -> Spec | None:
+    """The named chart of ``report`` as a JSON-safe spec, or None when it has no data; made
+    once per report by its view model (``view_model.of(report).chart_spec``).
 
     Names: ``breakdown``, ``memory``, ``memory_timeline``, ``kernels``, ``roofline``.
     """
     if name not in _BUILD:
         raise ValueError(f"unknown chart {name!r}: one of {', '.join(CHART_NAMES)}")
-    return _cached(report, name, lambda: _BUILD[name](report))
+    return _BUILD[name](report)
 
 
-def chart_svg(report: "Report", name: str) -> str | None:
-    """The named chart as static inline SVG markup (no script, no network), or None without data."""
-    return _cached(report, f"{name}.svg", lambda: _svg(chart_spec(report, name)))
-
-
-def chart_bundle(report: "Report", name: str) -> dict[str, Any] | None:
-    """``{CHART_MIME: spec, "text/html": svg}``: what a front end shows, the SVG where it lacks the extension."""
-    return _bundle(chart_spec(report, name), chart_svg(report, name))
-
-
-def comparison_chart_spec(comparison: "Comparison") -> Spec | None:
-    """The two runs' per-step breakdowns side by side, on one time scale, with the same parts
-    in the same colours, so that bars of equal height are equal times."""
-    return _cached(comparison, "compare_breakdown", lambda: _comparison_spec(comparison))
-
-
-def comparison_chart_svg(comparison: "Comparison") -> str | None:
-    return _cached(comparison, "compare_breakdown.svg", lambda: _svg(comparison_chart_spec(comparison)))
-
-
-def comparison_chart_bundle(comparison: "Comparison") -> dict[str, Any] | None:
-    return _bundle(comparison_chart_spec(comparison), comparison_chart_svg(comparison))
-
-
-def _cached(owner: object, key: str, build: Callable[[], Any]) -> Any:
-    charts = _cache.setdefault(owner, {})
-    if key not in charts:
-        charts[key] = build()
-    return charts[key]
-
-
-def _svg(spec: Spec | None) -> str | None:
+def svg(spec: Spec | None) -> str | None:
+    """A spec drawn as static inline SVG markup (no script, no network), None for no spec."""
     return None if spec is None else svg_from_spec(spec)
 
 
-def _bundle(spec: Spec | None, svg: str | None) -> dict[str, Any] | None:
-    return None if spec is None or svg is None else {CHART_MIME: spec, "text/html": svg}
+def display_bundle(spec: Spec | None, markup: str | None) -> dict[str, Any] | None:
+    """``{CHART_MIME: spec, "text/html": markup}``: what a front end shows, the SVG where it lacks the extension."""
+    return None if spec is None or markup is None else {CHART_MIME: spec, "text/html": markup}
 
 
 def _values(column: pd.Series | np.ndarray) -> list[float | None]:
@@ -167,7 +138,9 @@ def breakdown_spec(report: "Report") -> Spec | None:
                  [panel])
 
 
-def _comparison_spec(comparison: "Comparison") -> Spec | None:
+def comparison_spec(comparison: "Comparison") -> Spec | None:
+    """The two runs' per-step breakdowns side by side, on one time scale, with the same parts
+    in the same colours, so that bars of equal height are equal times."""
     kind = comparison.breakdown_kind
     sides = [(breakdown_parts(run, kind)[1], f"{label} ({when})")
              for run, label, when in ((comparison.before, comparison.before_label, "before"),

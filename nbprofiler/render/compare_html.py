@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..format import fmt_before_after, fmt_bytes, fmt_calls, fmt_delta_ms, fmt_factor, fmt_interval, fmt_ms, fmt_pct
-from .charts import comparison_chart_svg
+from . import view_model
 from .style import STYLE
 from .html import Col, esc, how, html_table
 
@@ -181,7 +181,7 @@ def chart_slot(c: "Comparison") -> str:
     """The side-by-side chart as SVG, in the slot where the JupyterLab extension draws the
     interactive chart from the payload's spec instead (the sanitizer of an untrusted
     notebook drops inline SVG)."""
-    svg = comparison_chart_svg(c)
+    svg = view_model.of_comparison(c).chart_svg()
     return f'<div class="nbp-compare-chart">{svg}</div>' if svg else ""
 
 

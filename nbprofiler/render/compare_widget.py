@@ -19,10 +19,10 @@ import ipywidgets as widgets
 import pandas as pd
 
 from ..format import fmt_ms
-from .bundle import comparison_mimebundle
-from .charts import comparison_chart_bundle
+from . import view_model
 from .compare_html import (COMPARE_STYLE, HOW, breakdown_html, kernel_columns, main_time, memory_html,
                            operator_columns, summary_html, title)
+from .frontend import comparison_bundle
 from .html import Col, esc
 from .output_widget import bundle_output
 from .style import WIDGET_STYLE
@@ -66,7 +66,7 @@ class NamesTab:
 
 class CompareView(TabbedView):
     """The comparison's view. Displayed, it carries the whole comparison bundle
-    (``bundle.comparison_mimebundle``), as the explorer carries the report's."""
+    (``frontend.comparison_bundle``), as the explorer carries the report's."""
 
     noun = "comparison"
 
@@ -83,14 +83,14 @@ class CompareView(TabbedView):
         super().__init__(header, builders)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
-        return comparison_mimebundle(self.comparison, include, exclude, view=self)
+        return comparison_bundle(self.comparison, include, exclude, self.displayed)
 
     # -- tab builders ---------------------------------------------------------------------
     def _summary(self) -> widgets.Widget:
         return page("Summary", summary_html(self.comparison))
 
     def _breakdown(self) -> widgets.Widget:
-        chart = bundle_output(comparison_chart_bundle(self.comparison))
+        chart = bundle_output(view_model.of_comparison(self.comparison).chart_bundle())
         table = widgets.HTML(f'<div class="nbp">{breakdown_html(self.comparison)}</div>')
         return widgets.VBox([how_html("Breakdown"), *([chart] if chart else []), table])
 

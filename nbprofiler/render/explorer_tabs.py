@@ -25,7 +25,7 @@ import pandas as pd
 from ..analysis.callsites import CallSites, operator_kernels, operator_mask
 from ..analysis.kernel_kinds import kernel_kinds
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
-from .charts import chart_bundle
+from . import view_model
 from .hardware import HOW as HARDWARE_HOW, cell_text, hardware_view, with_kernel_figures
 from .html import (Col, count, esc, hardware_pieces, how, html_table, kernel_roofline_cols, lines_table, modules_tree,
                    suggestion_card, us_col)
@@ -194,7 +194,7 @@ def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
     details = widgets.HTML()
     table = PagedTable(k, cols, sort="total_us", noun="kernels",
                        on_pick=lambda label: setattr(details, "value", kernel_details_html(k.loc[label])))
-    by_kind = bundle_output(chart_bundle(report, "kernels"))
+    by_kind = bundle_output(view_model.of(report).chart_bundle("kernels"))
     return widgets.VBox([how_html("Kernels"), *([by_kind] if by_kind else []), table.box, details]), table
 
 
@@ -233,7 +233,7 @@ def hardware_tab(report: "Report") -> widgets.Widget:
     parts: list[widgets.Widget] = []
     for i, (body, chart) in enumerate(hardware_pieces(hardware_view(report))):
         parts.append(widgets.HTML(f'<div class="nbp">{how(HARDWARE_HOW) if i == 0 else ""}{body}</div>'))
-        drawn = bundle_output(chart_bundle(report, chart)) if chart else None
+        drawn = bundle_output(view_model.of(report).chart_bundle(chart)) if chart else None
         if drawn is not None:
             parts.append(drawn)
     return widgets.VBox(parts)
@@ -248,7 +248,8 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in report.memory_warnings)
     figures = memory_figures(report, device)
     headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
-    charts = [c for c in (bundle_output(chart_bundle(report, name)) for name in ("memory", "memory_timeline")) if c]
+    model = view_model.of(report)
+    charts = [c for c in (bundle_output(model.chart_bundle(name)) for name in ("memory", "memory_timeline")) if c]
     above = widgets.HTML(f'<div class="nbp">{headline}{warnings}</div>')
     below = widgets.HTML(f'<div class="nbp"><div>Allocations on {esc(device)} by operator during the profiled steps '
                          "(held = still allocated when its step ended):</div></div>")

@@ -97,7 +97,7 @@ class Section:
     title: str
     how: str
     table: pd.DataFrame
-    chart: str | None = None  # the chart (``charts.chart_spec`` name) drawn at the section's top, where it has data
+    chart: str | None = None  # the chart (``charts.build`` name) drawn at the section's top, where it has data
 
     def units(self) -> list[str]:
         return [unit_of(c, self.table[c]) for c in self.table.columns]

@@ -2,7 +2,7 @@
 
 It is what nbconvert, GitHub and VS Code show without a kernel, and what
 ``report.to_html(path)`` writes: inline styles, charts as inline vector SVG
-(``charts.chart_svg``: a hover title on every mark, theme colours), no script
+(``view_model``'s ``chart_svg``: a hover title on every mark, theme colours), no script
 and no network. A standalone file adds Copy buttons to the
 suggestions' code (an inline click handler).
 
@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import origin
-from .charts import chart_svg
+from . import origin, view_model
 from .escape import esc
 from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text, hardware_view, with_kernel_figures
 from .style import STYLE
@@ -181,7 +180,7 @@ TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell b
 def try_button(kind: str, report: "Report") -> str:
     """The "Try it" button of a card of ``report`` whose suggestion is ``kind``; the code it tries is the
     card's ``<pre>``."""
-    token = origin.token(report)
+    token = view_model.of(report).token
     made = f' data-nbp-report="{token}"' if token else f' data-nbp-origin="{esc(origin.words(report) or "")}"'
     return f'<button class="nbp-try" type="button" data-nbp-kind="{esc(kind)}"{made}>Try it</button>'
 
@@ -193,7 +192,7 @@ def overview_section(report: "Report") -> str:
                                        if kind == "device" else "Host time by training phase (no device activity)."))]
     out.append(metrics_html(report))
     out.append(device_html(report))
-    svg = chart_svg(report, "breakdown")
+    svg = view_model.of(report).chart_svg("breakdown")
     if svg:
         out.append(svg)
         out.append(html_table(breakdown_table(report), [Col("part", "part"), us_col("per_step_us", "per step"),
@@ -251,7 +250,7 @@ def kernels_section(report: "Report") -> str:
                                       "they waited on their stream after the launch call (mean), and that "
                                       "operator's achieved FLOP/s and what bounds it; the bars group them by what "
                                       "they compute.")
-            + (chart_svg(report, "kernels") or "")
+            + (view_model.of(report).chart_svg("kernels") or "")
             + html_table(with_kernel_figures(k.head(TOP_KERNELS), report), cols, 60))
 
 
@@ -290,7 +289,7 @@ def hardware_pieces(view: HardwareView) -> list[tuple[str, str | None]]:
 
 def hardware_section(report: "Report") -> str:
     pieces = hardware_pieces(hardware_view(report))
-    return "<h4>Hardware</h4>" + "".join(body + ((chart_svg(report, chart) or "") if chart else "")
+    return "<h4>Hardware</h4>" + "".join(body + ((view_model.of(report).chart_svg(chart) or "") if chart else "")
                                          for body, chart in pieces)
 
 
@@ -304,7 +303,7 @@ def memory_section(report: "Report") -> str:
     if figures:
         out.append(f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>")
     out += [f'<div class="warn">{esc(w)}</div>' for w in report.memory_warnings]
-    out += [svg for svg in (chart_svg(report, "memory"), chart_svg(report, "memory_timeline")) if svg]
+    out += [svg for svg in (view_model.of(report).chart_svg(n) for n in ("memory", "memory_timeline")) if svg]
     ops = report.memory_by_operator
     ops = ops[ops["device"] == device].head(TOP_MEMORY_OPS)
     if len(ops):

@@ -2,7 +2,7 @@
 
 Where it runs decides its form:
 
-- a widget front end (``bundle.widget_frontend``): a small HTML widget, whose
+- a widget front end (``frontend.widget_frontend``): a small HTML widget, whose
   value each step changes through one comm message;
 - any other kernel (nbclient, papermill, a front end without widgets): a
   ``text/plain`` output updated in place through its display id;
@@ -26,7 +26,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import bundle
+from . import frontend
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -85,7 +85,7 @@ class LiveStatus:
         from IPython import get_ipython
         from IPython.display import display
 
-        if bundle.widget_frontend():
+        if frontend.widget_frontend():
             import ipywidgets  # deferred: the widget front end's optional dependency, only where it runs
 
             self._widget = ipywidgets.HTML(_status_html(text))

@@ -15,24 +15,21 @@ from __future__ import annotations
 
 import re
 import secrets
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..report import Report
 
-_TOKENS: "weakref.WeakKeyDictionary[Report, str]" = weakref.WeakKeyDictionary()
 # Every token issued, kept for the process's life: a card outlives its Report in the notebook.
 _ISSUED: set[str] = set()
 _TOKEN = re.compile(r"[0-9a-f]{32}\Z")
 
 
-def token(report: "Report") -> str | None:
-    """The token of a report made by this kernel (the same for each rendering), or None."""
-    if not report.made_here:
-        return None
-    issued = _TOKENS.setdefault(report, secrets.token_hex(16))
+def issue() -> str:
+    """A new token, which ``made_here`` confirms for the process's life. A report made here
+    gets one, once, from its view model (``view_model.of(report).token``)."""
+    issued = secrets.token_hex(16)
     _ISSUED.add(issued)
     return issued
 

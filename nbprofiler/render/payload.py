@@ -11,10 +11,10 @@ made_here, report_token, origin``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
 
-``charts`` holds the front end's chart specs (``charts.chart_spec``) of the
+``charts`` holds the front end's chart specs (``charts.build``) of the
 charts that have data, ``timeline`` the Timeline tab's events
-(``timeline_data.timeline_payload``), so a notebook reopened without a kernel
-shows every view the live explorer has. ``lines`` and ``modules`` carry
+(``timeline_data.build``), both as the report's view model keeps them, so a
+notebook reopened without a kernel shows every view the live explorer has. ``lines`` and ``modules`` carry
 ``why``: the reason, in words, when the run recorded none. ``saved_from`` says
 what the report was made from (``kind`` "live run", "trace file" or "saved
 file", ``when`` as ISO time, ``path``), which the saved report's tag shows.
@@ -29,7 +29,7 @@ capped the same way (``MAX_KERNEL_ROWS``, by total time), and ``modules`` as
 the HTML report's tree (``MAX_MODULE_ROWS``).
 
 ``made_here`` says whether this kernel made the report (``Report.made_here``), ``report_token``
-is its token (``origin.token``: null for a report made elsewhere) and ``origin`` where a report not
+is its token (``origin.issue``: null for a report made elsewhere) and ``origin`` where a report not
 made here came from, in words (null for one made here): "Try it" runs a card's code only after the
 kernel confirms the token, and otherwise inserts it without running, saying why.
 
@@ -45,7 +45,6 @@ launches by kernel name, and the launching FLOP operator's ``achieved_flops_per_
 from __future__ import annotations
 
 import math
-import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,12 +53,11 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.kernel_kinds import kernel_kinds
-from . import origin
-from .charts import chart_spec
+from . import origin, view_model
+from .charts import CHART_NAMES
 from .hardware import HOW, KERNEL_ROOFLINE_HELP, hardware_view, with_kernel_figures
 from .html import MAX_MODULE_ROWS
 from .text import render_summary_line
-from .timeline_data import timeline_payload
 from .views import (breakdown_parts, headline, line_rows, lines_absent, memory_device, memory_figures, mfu_detail,
                     modules_absent, operator_view, ranked_suggestions, throughput_detail)
 
@@ -70,14 +68,10 @@ SCHEMA = "nbprofiler.report/1"
 MAX_OPERATOR_ROWS = 1000
 MAX_STEP_ROWS = 5000
 MAX_KERNEL_ROWS = 1000
-# The charts the front end draws from ``chart_spec`` (nbprofiler/render/charts.py).
-CHART_NAMES = ("breakdown", "memory", "memory_timeline", "kernels", "roofline")
 # The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kinds'.
 KERNEL_PAYLOAD_COLUMNS = ("name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
                           "mean_blocks_per_sm", "tensor_cores", "mean_launch_delay_us", "achieved_flops_per_s",
                           "bound", "operator")
-# When each live run's report was first written out, which is when its loop ended.
-_RUN_ENDED: "weakref.WeakKeyDictionary[Report, str]" = weakref.WeakKeyDictionary()
 MODULE_COLUMNS = ("module", "parent", "type", "depth", "calls", "forward_host_us", "backward_host_us",
                   "forward_device_us", "backward_device_us")
 # The trace's per-step memory columns (nbprofiler.analysis.memory.STEP_COLUMNS) the extension draws.
@@ -180,7 +174,7 @@ def saved_from(report: "Report") -> dict[str, Any]:
         return {"kind": "saved file", "when": str(when) if when else None, "path": None}
     if report.ran_live:
         # The first payload of a run is written as its loop ends; a later display keeps that time.
-        when = _RUN_ENDED.setdefault(report, datetime.now().astimezone().isoformat(timespec="seconds"))
+        when = view_model.of(report).first_written
         return {"kind": "live run", "when": when, "path": report.notebook}
     path = report.source_path
     when = None
@@ -192,7 +186,7 @@ def saved_from(report: "Report") -> dict[str, Any]:
 
 def charts_payload(report: "Report") -> dict[str, Any]:
     """The chart specs that have data, by name."""
-    specs = {name: chart_spec(report, name) for name in CHART_NAMES}
+    specs = {name: view_model.of(report).chart_spec(name) for name in CHART_NAMES}
     return {name: spec for name, spec in specs.items() if spec is not None}
 
 
@@ -216,13 +210,13 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "memory": memory_payload(report),
         "suggestions": [_json(s.as_dict()) for s in ranked_suggestions(report)],
         "charts": charts_payload(report),
-        "timeline": timeline_payload(report),
+        "timeline": view_model.of(report).timeline_payload(),
         "kernels": kernels_payload(report),
         "lines": lines_payload(report),
         "modules": modules_payload(report),
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
         "made_here": report.made_here,
-        "report_token": origin.token(report),
+        "report_token": view_model.of(report).token,
         "origin": origin.words(report),
     }

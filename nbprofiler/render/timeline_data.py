@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import base64
 import re
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,8 +68,6 @@ from ..trace.table import DEVICE_WORK_KINDS, EventTable, Kind, thread_key
 from .escape import esc
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from ..report.report import Report
 
 TIMELINE_MIME = "application/vnd.nbprofiler.timeline+json"
@@ -86,37 +83,10 @@ _KIND_CATEGORY = {Kind.CPU_OP: "operator", Kind.USER_ANNOTATION: "annotation", K
 _MAX_DEPTH = 255  # the depth array is Uint8
 _COLLECTIVE = re.compile("nccl|rccl", re.IGNORECASE)  # kernels drawn as "nccl" (NCCL, and ROCm's RCCL)
 
-_cache: "weakref.WeakKeyDictionary[Report, dict[str, Any] | None]" = weakref.WeakKeyDictionary()
-_pending: "weakref.WeakKeyDictionary[Report, Future[dict[str, Any] | None]]" = weakref.WeakKeyDictionary()
 
-
-def timeline_payload(report: "Report") -> dict[str, Any] | None:
-    """The Timeline payload of ``report`` (see the module docstring), None when it has no
-    trace events. Built once per report: the explorer, the saved output and the bundle share it.
-    Where it is being built on another thread (``expect``), this waits for that build, and
-    raises what it raised."""
-    if report not in _cache:
-        pending = _pending.get(report)
-        payload = pending.result() if pending is not None else build(report)
-        _cache[report] = payload
-        _pending.pop(report, None)  # after the result: a Ctrl-C in the wait leaves the build to finish for later
-    return _cache[report]
-
-
-def started(report: "Report") -> bool:
-    """Whether ``report``'s payload is built, or being built."""
-    return report in _cache or report in _pending
-
-
-def expect(report: "Report", pending: "Future[dict[str, Any] | None]") -> None:
-    """``report``'s payload is the result of ``pending`` (``build`` run on another thread)."""
-    _pending[report] = pending
-
-
-def timeline_bundle(report: "Report") -> dict[str, Any] | None:
+def display_bundle(payload: dict[str, Any] | None) -> dict[str, Any] | None:
     """The Timeline as a display bundle: the payload for the extension's renderer, and one
     line of HTML for front ends without it (nbconvert, GitHub, classic Notebook)."""
-    payload = timeline_payload(report)
     if payload is None:
         return None
     line = ("The timeline needs the nbprofiler JupyterLab extension. To view the trace elsewhere, export it with "
@@ -414,7 +384,8 @@ def _trace_name(report: "Report") -> str:
 
 
 def build(report: "Report") -> dict[str, Any] | None:
-    """The payload of ``report``, built now (``timeline_payload`` builds it once and keeps it)."""
+    """The payload of ``report``, built now (its view model builds it once and keeps it:
+    ``view_model.of(report).timeline_payload``)."""
     table = report.table
     if len(table) == 0:
         return None

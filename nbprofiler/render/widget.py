@@ -27,17 +27,16 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..format import fmt_pct
-from .bundle import WIDGET_MIME, mimebundle
-from .charts import chart_bundle
+from . import view_model
 from .explorer_tabs import OperatorsTab, copy_cards, hardware_tab, kernels_tab, lines_html, memory_tab, modules_html
 from .export_tab import ExportTab
+from .frontend import WIDGET_MIME, report_bundle
 from .html import Col, breakdown_table, device_html, esc, html_table, metrics_html, us_col
 from .output_widget import bundle_output
 from .paged_table import PagedTable
 from .style import WIDGET_STYLE
 from .tab_help import how_html
 from .text import render_summary_line
-from .timeline_data import timeline_bundle
 from .views import ranked_suggestions
 
 if TYPE_CHECKING:
@@ -47,11 +46,6 @@ OVERVIEW_SUGGESTIONS = 3
 # Cells whose explorers stay live. Past it, the oldest cell's explorers are closed (its
 # output goes blank): each keeps its Report, traces of several MB, for the kernel's life.
 MAX_LIVE_CELLS = 10
-
-
-def widget_view(widget: widgets.DOMWidget) -> dict[str, Any]:
-    """The ``application/vnd.jupyter.widget-view+json`` data that displays ``widget``."""
-    return widgets.DOMWidget._repr_mimebundle_(widget)[WIDGET_MIME]
 
 
 def close_tree(widget: widgets.Widget) -> None:
@@ -135,6 +129,12 @@ class TabbedView(widgets.VBox):
         super().__init__([header, self.tabs])
         self._build(0)
 
+    def displayed(self) -> dict[str, Any]:
+        """Record that this view is being displayed (``shown``), and give the
+        ``application/vnd.jupyter.widget-view+json`` data that displays it."""
+        shown(self)
+        return widgets.DOMWidget._repr_mimebundle_(self)[WIDGET_MIME]
+
     def show_tab(self, title: str) -> widgets.Widget:
         """Select the tab called ``title`` (building it if needed) and return its content."""
         if title not in self.tab_titles:
@@ -158,7 +158,7 @@ class TabbedView(widgets.VBox):
 class Explorer(TabbedView):
     """The report's explorer widget.
 
-    Displayed, it carries the whole report bundle (``bundle.mimebundle``): the
+    Displayed, it carries the whole report bundle (``frontend.report_bundle``): the
     explorer where a widget front end runs the cell, the static report everywhere.
     """
 
@@ -180,12 +180,12 @@ class Explorer(TabbedView):
         super().__init__(view_header("report", render_summary_line(report), report.notes), builders)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
-        return mimebundle(self.report, include, exclude, explorer=self)
+        return report_bundle(self.report, include, exclude, self.displayed)
 
     # -- tab builders ---------------------------------------------------------------------
     def _overview(self) -> widgets.Widget:
         r = self.report
-        breakdown = bundle_output(chart_bundle(r, "breakdown"))
+        breakdown = bundle_output(view_model.of(r).chart_bundle("breakdown"))
         figures = widgets.HTML(f'<div class="nbp">{metrics_html(r)}{device_html(r)}</div>')
         parts = []
         if breakdown:
@@ -215,7 +215,7 @@ class Explorer(TabbedView):
         return box
 
     def _timeline(self) -> widgets.Widget:
-        timeline = bundle_output(timeline_bundle(self.report))
+        timeline = bundle_output(view_model.of(self.report).timeline_bundle())
         if timeline is None:
             return widgets.VBox([how_html("Timeline"), widgets.HTML(
                 '<div class="nbp"><div class="how">This run recorded no events to draw on a timeline.</div></div>')])

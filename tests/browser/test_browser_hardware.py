@@ -14,7 +14,8 @@ from conftest import shared_report, shared_trace
 from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
 
 from nbprofiler.format import fmt_bytes, fmt_rate, fmt_si
-from nbprofiler.render.bundle import MIME_TYPE, mimebundle
+from nbprofiler.render.bundle import mimebundle
+from nbprofiler.render.frontend import MIME_TYPE
 from nbprofiler.render.chart_svg import point_hover
 from nbprofiler.render.hardware import KERNEL_ROOFLINE_HELP
 from nbprofiler.render.payload import report_payload

@@ -13,7 +13,7 @@ import pytest
 from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
 
 import nbprofiler
-from nbprofiler.render.timeline_data import timeline_payload
+from nbprofiler.render import view_model
 
 SCRIPT = ROOT / "tests" / "browser" / "timeline_e2e.mjs"
 TRACE = ROOT / "tests" / "data" / "traces" / "a100_alexnet_small.pt.trace.json.gz"
@@ -28,7 +28,7 @@ def _array(payload: dict, key: str, dtype: str) -> np.ndarray:
 
 def _first_match(trace: Path) -> dict:
     """The earliest event whose name contains SEARCH, as the timeline's search goes to it first."""
-    payload = timeline_payload(nbprofiler.load(trace))
+    payload = view_model.of(nbprofiler.load(trace)).timeline_payload()
     assert payload is not None
     names = _array(payload, "name", "<u4")
     start = _array(payload, "start", "<f8")

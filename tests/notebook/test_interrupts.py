@@ -324,14 +324,14 @@ def _drawing_moments() -> list[Any]:
     """Where the time after the loop goes, each a (owner, name) pressed Ctrl-C in."""
     import nbprofiler.report.report as report_module  # where the Report calls the rules
     from nbprofiler.notebook import magic
-    from nbprofiler.render import bundle, widget
+    from nbprofiler.render import frontend, widget
 
     return [
         pytest.param(LiveStatus, "close", id="status-line-goes"),
         pytest.param(report_module, "suggest", id="analysis"),
-        pytest.param(bundle, "render_text", id="text"),
-        pytest.param(bundle, "render_html", id="static-html"),
-        pytest.param(bundle, "report_payload", id="saved-data"),
+        pytest.param(frontend, "render_text", id="text"),
+        pytest.param(frontend, "render_html", id="static-html"),
+        pytest.param(frontend, "report_payload", id="saved-data"),
         pytest.param(widget.Explorer, "__init__", id="explorer"),
         pytest.param(magic, "finished", id="history"),
     ]
@@ -344,10 +344,10 @@ SHOWN = ["text/plain", "text/html", "application/vnd.nbprofiler.report+json",
 @pytest.fixture()
 def widget_front_end(ip, monkeypatch):
     """The report drawn in full, as in JupyterLab: text, static HTML, saved data and explorer."""
-    from nbprofiler.render import bundle
+    from nbprofiler.render import frontend
 
     monkeypatch.setattr(ip.display_formatter, "active_types", SHOWN)
-    monkeypatch.setattr(bundle, "widget_frontend", lambda: True)
+    monkeypatch.setattr(frontend, "widget_frontend", lambda: True)
 
 
 @pytest.mark.parametrize("owner, name", _drawing_moments())
@@ -380,11 +380,11 @@ def test_ctrl_c_while_the_report_draws_keeps_it_and_says_how_to_show_it(shell, o
 @pytest.mark.usefixtures("widget_front_end")
 def test_ctrl_c_while_drawing_without_o_points_to_last(shell, monkeypatch):
     """Without ``-o`` the line names ``nbprofiler.last().show()``, which shows the kept report."""
-    from nbprofiler.render import bundle
+    from nbprofiler.render import frontend
 
     shell.user_ns.update(done=0)
     with capture_output() as shown:
-        monkeypatch.setattr(bundle, "render_html", ctrl_c_before(bundle.render_html))
+        monkeypatch.setattr(frontend, "render_html", ctrl_c_before(frontend.render_html))
         result = shell.run_cell(f"%%torchprofile\n{COUNTING_CELL}")
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
     assert "nbprofiler.last().show()" in shown.stdout + shown.stderr and "`run`" not in shown.stdout
@@ -396,13 +396,13 @@ def test_ctrl_c_while_drawing_without_o_points_to_last(shell, monkeypatch):
 def test_ctrl_c_while_drawing_after_the_cell_failed_keeps_the_cells_error(shell, monkeypatch):
     """The cell raised, then Ctrl-C struck the drawing: the user gets the cell's own exception with
     its traceback, the line about the report, and the report of the steps done."""
-    from nbprofiler.render import bundle
+    from nbprofiler.render import frontend
 
     body = COUNTING_CELL.replace("    done += 1\n",
                                  "    done += 1\n    if done == 6:\n        raise ValueError('bad batch')\n")
     shell.user_ns.update(done=0, run=None)
     with capture_output() as shown:
-        monkeypatch.setattr(bundle, "render_text", ctrl_c_before(bundle.render_text))
+        monkeypatch.setattr(frontend, "render_text", ctrl_c_before(frontend.render_text))
         result = shell.run_cell(f"%%torchprofile -o run\n{body}")
     assert isinstance(result.error_in_exec, ValueError)
     assert "ValueError: bad batch" in shown.stdout and "interrupted while drawing" in shown.stderr

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from conftest import ROOT, cell_outputs, execute_notebook
-from nbprofiler.render.bundle import COMPARISON_MIME
+from nbprofiler.render.frontend import COMPARISON_MIME
 
 pytestmark = pytest.mark.slow
 CELL_TIMEOUT_S = 300  # a hang guard for one cell, not a speed target

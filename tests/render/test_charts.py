@@ -22,8 +22,8 @@ from IPython.utils.capture import capture_output
 from conftest import TRAIN_CELL, shared_report
 from nbprofiler.analysis.kernel_kinds import time_by_kind
 from nbprofiler.render.chart_svg import COLOR_VARS, svg_from_spec
-from nbprofiler.render.charts import (CHART_MIME, CHART_NAMES, chart_bundle, chart_spec, chart_svg,
-                                      comparison_chart_bundle)
+from nbprofiler.render import view_model
+from nbprofiler.render.charts import CHART_MIME, CHART_NAMES
 from nbprofiler.render.views import breakdown_parts, memory_device
 from nbprofiler import compare
 
@@ -62,7 +62,7 @@ def data_marks(root: ET.Element) -> list[ET.Element]:
 
 
 def test_the_breakdown_spec_is_the_reports_breakdown_step_by_step(run):
-    spec = chart_spec(run, "breakdown")
+    spec = view_model.of(run).chart_spec("breakdown")
     _, parts = breakdown_parts(run)
     (panel,) = spec["panels"]
     assert panel["x"] == [int(s) for s in parts["step"]] and len(panel["x"]) == 3
@@ -75,7 +75,7 @@ def test_the_breakdown_spec_is_the_reports_breakdown_step_by_step(run):
 
 
 def test_the_memory_spec_has_every_step_of_the_cell_with_its_phase(run):
-    spec = chart_spec(run, "memory")
+    spec = view_model.of(run).chart_spec("memory")
     table = run.memory_steps
     table = table[table["device"] == memory_device(run)].sort_values("step")
     rss, tensor = spec["panels"]
@@ -93,7 +93,7 @@ def test_the_memory_spec_has_every_step_of_the_cell_with_its_phase(run):
 def test_every_mark_of_the_svg_has_a_hover_title_with_its_unit(run):
     for report in (run, shared_report(V100)):
         for name in CHART_NAMES:
-            svg = chart_svg(report, name)
+            svg = view_model.of(report).chart_svg(name)
             if svg is None:
                 continue
             marks = data_marks(parse(svg))
@@ -106,20 +106,20 @@ def test_every_mark_of_the_svg_has_a_hover_title_with_its_unit(run):
 
 
 def test_the_legend_names_every_series_and_every_shaded_phase(run):
-    spec = chart_spec(run, "memory")
-    root = parse(chart_svg(run, "memory"))
+    spec = view_model.of(run).chart_spec("memory")
+    root = parse(view_model.of(run).chart_svg("memory"))
     legend = [" ".join(t.itertext()) for g in root.iter("g") if g.get("class") == "nbp-legend-entry"
               for t in g.iter("text")]
     labels = {s["label"] for p in spec["panels"] for s in p["series"]}
     assert labels and labels | {"wait steps", "warmup steps", "active steps"} == set(legend)
-    timeline = parse(chart_svg(shared_report(V100), "memory_timeline"))
+    timeline = parse(view_model.of(shared_report(V100)).chart_svg("memory_timeline"))
     assert "step start" in [t.text for t in timeline.iter("text")]
 
 
 def test_the_svg_is_static_themed_and_escapes_names():
     report = shared_report(V100)
     for name in CHART_NAMES:
-        svg = chart_svg(report, name)
+        svg = view_model.of(report).chart_svg(name)
         assert "<script" not in svg and "http" not in svg and not re.search(r"\son\w+=", svg)
         css = svg[svg.index("<style>"):svg.index("</style>")]
         assert "var(--jp-ui-font-color1, var(--vscode-foreground, #222))" in css
@@ -127,8 +127,8 @@ def test_the_svg_is_static_themed_and_escapes_names():
             assert f".nbp-f-{cls}{{fill:{COLOR_VARS[cls][0]}}}" in css
         # Ticks in plain decimals, memory in binary units: never "+5.475e2".
         assert not re.search(r">[-+]?\d+(\.\d+)?e[-+]?\d+<", svg)
-    assert "memory (GiB)" in chart_svg(report, "memory_timeline")
-    spec = json.loads(json.dumps(chart_spec(report, "kernels")))
+    assert "memory (GiB)" in view_model.of(report).chart_svg("memory_timeline")
+    spec = json.loads(json.dumps(view_model.of(report).chart_spec("kernels")))
     spec["panels"][0]["x"][0] = HOSTILE
     spec["title"] = HOSTILE
     svg = svg_from_spec(spec)
@@ -138,30 +138,31 @@ def test_the_svg_is_static_themed_and_escapes_names():
 
 def test_kernel_time_by_category_is_bars_with_the_kernel_tables_time():
     report = shared_report(V100)
-    spec = chart_spec(report, "kernels")
+    spec = view_model.of(report).chart_spec("kernels")
     assert spec["kind"] == "hbars"
     by_kind = time_by_kind(report.kernels)
     (series,) = spec["panels"][0]["series"]
     assert sum(series["values"]) == pytest.approx(float(by_kind.sum()))
     assert spec["panels"][0]["x"][0] == by_kind.index[0] and series["values"][0] == by_kind.iloc[0]
-    titles = [t.text for t in parse(chart_svg(report, "kernels")).iter("title")]
+    titles = [t.text for t in parse(view_model.of(report).chart_svg("kernels")).iter("title")]
     assert f"{by_kind.index[0]}: " in " ".join(titles)
 
 
 def test_the_bundle_pairs_the_spec_with_its_svg_and_a_chartless_report_has_none():
     report = shared_report(V100)
-    bundle = chart_bundle(report, "breakdown")
-    assert bundle == {CHART_MIME: chart_spec(report, "breakdown"), "text/html": chart_svg(report, "breakdown")}
+    model = view_model.of(report)
+    assert model.chart_bundle("breakdown") == {CHART_MIME: model.chart_spec("breakdown"),
+                                               "text/html": model.chart_svg("breakdown")}
     cpu = shared_report("cpu_only")
-    assert chart_spec(cpu, "kernels") is None and chart_bundle(cpu, "kernels") is None
+    assert view_model.of(cpu).chart_spec("kernels") is None and view_model.of(cpu).chart_bundle("kernels") is None
     with pytest.raises(ValueError, match="unknown chart 'pie'"):
-        chart_spec(report, "pie")
+        view_model.of(report).chart_spec("pie")
 
 
 def test_a_comparison_draws_both_runs_on_one_scale():
     c = compare(ROOT / "tests/data/traces/v100_resnet50_train_num_workers_0.pt.trace.json.gz",
                 ROOT / "tests/data/traces/v100_resnet50_train_num_workers_4.pt.trace.json.gz")
-    bundle = comparison_chart_bundle(c)
+    bundle = view_model.of_comparison(c).chart_bundle()
     spec = bundle[CHART_MIME]
     assert spec["shared_y"] and spec["layout"] == "columns" and len(spec["panels"]) == 2
     before, after = spec["panels"]

@@ -12,10 +12,9 @@ import pytest
 
 from conftest import front_end, shared_report, shared_trace
 from nbprofiler.format import fmt_pct
-from nbprofiler.render import bundle
-from nbprofiler.render.charts import CHART_MIME, comparison_chart_bundle, comparison_chart_svg
+from nbprofiler.render import frontend, view_model
+from nbprofiler.render.charts import CHART_MIME
 from nbprofiler.render.compare_widget import CompareView
-from nbprofiler.render.charts import comparison_chart_spec
 from nbprofiler.render.style import STYLE
 from nbprofiler.render.widget import Explorer
 from nbprofiler import compare
@@ -68,8 +67,8 @@ def test_the_static_html_shows_verdict_side_by_side_chart_and_the_changes(v100, 
     for section in ("Summary", "Breakdown", "Operators", "Kernels", "Memory"):
         assert f"<h4>{section}" in page, section
     # One chart: both runs side by side in one vector chart, on one scale.
-    assert page.count('<svg class="nbp-chart"') == 1 and comparison_chart_svg(v100) in page
-    assert comparison_chart_bundle(v100)[CHART_MIME]["shared_y"]
+    assert page.count('<svg class="nbp-chart"') == 1 and view_model.of_comparison(v100).chart_svg() in page
+    assert view_model.of_comparison(v100).chart_bundle()[CHART_MIME]["shared_y"]
     # The DataLoader row: both shares and what explains the change, as the comparison has them.
     row = v100.breakdown.set_index("part").loc["dataloader"]
     dataloader = re.search(r"<tr><td>DataLoader</td>.*?</tr>", page).group(0)
@@ -91,7 +90,8 @@ def test_the_compare_view_has_its_tabs_side_by_side_charts_and_sortable_tables(v
     assert html.escape(v100.verdict) in summary and "samples / s" not in summary  # trace files count no samples
     breakdown = " ".join(html_values(view.show_tab("Breakdown")))
     outputs = [w.outputs for w in walk(view.show_tab("Breakdown")) if hasattr(w, "outputs")]
-    assert outputs == [({"output_type": "display_data", "data": comparison_chart_bundle(v100), "metadata": {}},)]
+    chart = view_model.of_comparison(v100).chart_bundle()
+    assert outputs == [({"output_type": "display_data", "data": chart, "metadata": {}},)]
     assert "<img" not in breakdown
     assert "what explains it" in breakdown
 
@@ -118,12 +118,12 @@ def test_the_compare_view_has_its_tabs_side_by_side_charts_and_sortable_tables(v
 
 
 def test_the_bundle_carries_view_static_html_and_the_labextension_payload(v100, recording, monkeypatch):
-    monkeypatch.setattr(bundle, "widget_frontend", lambda: True)
+    monkeypatch.setattr(frontend, "widget_frontend", lambda: True)
     data = v100._repr_mimebundle_()
-    assert set(data) == {"text/plain", "text/html", bundle.COMPARISON_MIME, bundle.WIDGET_MIME}
+    assert set(data) == {"text/plain", "text/html", frontend.COMPARISON_MIME, frontend.WIDGET_MIME}
     assert data["text/plain"] == v100.to_text()
-    payload = data[bundle.COMPARISON_MIME]
-    chart = comparison_chart_spec(v100)
+    payload = data[frontend.COMPARISON_MIME]
+    chart = view_model.of_comparison(v100).chart_spec()
     assert payload == {"version": 1, "html": data["text/html"], "verdict": v100.verdict, "chart": chart}
     # The spec draws both runs' breakdowns, in the HTML's slot that holds the static SVG of the same chart.
     assert [p["title"] for p in chart["panels"]] == [f"{v100.before_label} (before)", f"{v100.after_label} (after)"]
@@ -132,8 +132,8 @@ def test_the_bundle_carries_view_static_html_and_the_labextension_payload(v100, 
     opened = [d["state"] for kind, d in recording if kind == "comm_open"]
     assert any(s.get("_model_name") == "TabModel" and "Breakdown" in s.get("titles", ()) for s in opened)
     # Without a widget front end (nbconvert, a saved notebook), the static comparison only.
-    monkeypatch.setattr(bundle, "widget_frontend", lambda: False)
-    assert set(v100._repr_mimebundle_()) == {"text/plain", "text/html", bundle.COMPARISON_MIME}
+    monkeypatch.setattr(frontend, "widget_frontend", lambda: False)
+    assert set(v100._repr_mimebundle_()) == {"text/plain", "text/html", frontend.COMPARISON_MIME}
 
 
 def test_hostile_names_are_text_in_the_html_and_the_view(hostile, recording):

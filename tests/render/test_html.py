@@ -11,7 +11,7 @@ from IPython.utils.capture import capture_output
 import nbprofiler
 from conftest import shared_trace
 from nbprofiler.format import fmt_us
-from nbprofiler.render.bundle import MIME_TYPE
+from nbprofiler.render.frontend import MIME_TYPE
 from nbprofiler.render.payload import report_payload
 
 HOSTILE_SCRIPT = "<script>alert(1)</script>"
@@ -132,7 +132,7 @@ def test_terminal_ipython_gets_text_only(hostile, ip):
 def test_hundreds_of_steps_still_chart_every_step():
     """300 profiled steps: the breakdown is drawn as stacked bands (not 300 slivers of bars), with
     a readable number of step labels, and the static report carries it as inline SVG."""
-    from nbprofiler.render import chart_svg, charts
+    from nbprofiler.render import chart_svg, view_model
     from nbprofiler.report import Report
     from nbprofiler.trace.parser import parse_trace
 
@@ -145,9 +145,9 @@ def test_hundreds_of_steps_still_chart_every_step():
                     "pid": 1, "tid": 1}]
     report = Report.from_trace(parse_trace(json.dumps({"traceEvents": events}).encode(), "many"), "many")
     assert len(report.phases) == 300
-    spec = charts.chart_spec(report, "breakdown")
+    spec = view_model.of(report).chart_spec("breakdown")
     assert spec["panels"][0]["x"] == list(range(300))
-    svg = charts.chart_svg(report, "breakdown")
+    svg = view_model.of(report).chart_svg("breakdown")
     assert "<polygon" in svg and "<rect class=\"nbp-f-" not in svg.split("nbp-legend-entry")[0]  # bands, not bars
     labels = re.findall(r'text-anchor="middle" class="nbp-muted">(\d+)</text>', svg)  # the x axis's
     assert 3 <= len(labels) <= chart_svg.MAX_X_LABELS and labels[0] == "0"

@@ -20,7 +20,8 @@ from test_hardware_view import HOSTILE, LAUNCH_CALLS, rows_as_dicts
 
 from nbprofiler.format import fmt_si
 from nbprofiler.render.chart_svg import svg_from_spec
-from nbprofiler.render.charts import CHART_MIME, chart_spec, roofline_spec
+from nbprofiler.render import view_model
+from nbprofiler.render.charts import CHART_MIME, roofline_spec
 from nbprofiler.render.hardware import KERNEL_ROOFLINE_HELP
 from nbprofiler.render.html import render_html
 from nbprofiler.render.payload import report_payload
@@ -113,7 +114,7 @@ def test_every_view_shows_the_kernel_columns_with_what_they_are():
 
 def test_the_scatter_has_a_point_per_roofline_row_under_the_devices_roof():
     report = shared_report(V100)
-    spec = chart_spec(report, "roofline")
+    spec = view_model.of(report).chart_spec("roofline")
     roof = report.roofline
     (panel,) = spec["panels"]
     assert (spec["kind"], spec["version"]) == ("scatter", 2)
@@ -134,7 +135,7 @@ def test_the_scatter_has_a_point_per_roofline_row_under_the_devices_roof():
 
 def test_the_scatter_svg_names_each_point_and_says_what_it_is():
     report = shared_report(V100)
-    svg = html.unescape(svg_from_spec(chart_spec(report, "roofline")))
+    svg = html.unescape(svg_from_spec(view_model.of(report).chart_spec("roofline")))
     titles = re.findall(r'<g class="nbp-point"><circle [^>]*><title>(.*?)</title>', svg)
     assert len(titles) == len(report.roofline)
     for title, (_, row) in zip(titles, report.roofline.iterrows()):
@@ -157,7 +158,8 @@ def test_each_view_draws_the_scatter_at_the_top_of_the_roofline_section():
     report = shared_report(V100)
     payload = report_payload(report)
     roofline = next(s for s in payload["hardware"]["sections"] if s["key"] == "roofline")
-    assert roofline["chart"] == "roofline" and payload["charts"]["roofline"] == chart_spec(report, "roofline")
+    assert roofline["chart"] == "roofline"
+    assert payload["charts"]["roofline"] == view_model.of(report).chart_spec("roofline")
     page = render_html(report)
     section = page[page.index("<h4>Roofline</h4>"):]
     assert section.index('<svg class="nbp-chart"') < section.index("<table>")
@@ -170,7 +172,7 @@ def test_each_view_draws_the_scatter_at_the_top_of_the_roofline_section():
 def test_no_scatter_without_a_roofline_or_the_devices_figures(trace):
     """A CPU run has no roofline; the MI250 trace's device is not in the spec table (no peak, no bandwidth)."""
     report = shared_report(trace)
-    assert chart_spec(report, "roofline") is None
+    assert view_model.of(report).chart_spec("roofline") is None
     assert "roofline" not in report_payload(report)["charts"]
     page = render_html(report)
     assert 'aria-label="Roofline' not in page

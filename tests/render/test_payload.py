@@ -17,10 +17,8 @@ from conftest import shared_report, shared_trace
 from IPython.utils.capture import capture_output
 
 from nbprofiler.analysis.kernel_kinds import kernel_kind
-from nbprofiler.render import payload as payload_module
-from nbprofiler.render.charts import chart_spec
+from nbprofiler.render import payload as payload_module, view_model
 from nbprofiler.render.payload import report_payload
-from nbprofiler.render.timeline_data import timeline_payload
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -141,6 +139,6 @@ def test_charts_and_timeline_are_the_front_ends_specs(gpu_report, gpu_payload):
     charts = gpu_payload["charts"]
     assert "breakdown" in charts and "kernels" in charts
     for name, spec in charts.items():
-        assert spec == json.loads(json.dumps(chart_spec(gpu_report, name)))
-    assert gpu_payload["timeline"] == json.loads(json.dumps(timeline_payload(gpu_report)))
+        assert spec == json.loads(json.dumps(view_model.of(gpu_report).chart_spec(name)))
+    assert gpu_payload["timeline"] == json.loads(json.dumps(view_model.of(gpu_report).timeline_payload()))
     assert gpu_payload["timeline"]["events"]["n"] > 0

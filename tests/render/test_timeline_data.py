@@ -14,8 +14,8 @@ import torch.nn as nn
 from conftest import shared_raw_events, shared_report, shared_trace
 
 import nbprofiler
-from nbprofiler.render import timeline_data
-from nbprofiler.render.timeline_data import TIMELINE_MIME, timeline_bundle, timeline_payload
+from nbprofiler.render import timeline_data, view_model
+from nbprofiler.render.timeline_data import TIMELINE_MIME
 from nbprofiler.report.report import Report
 from nbprofiler.trace.table import EventTable, TraceMeta
 
@@ -55,7 +55,7 @@ def _in_window(events: list[dict], payload: dict) -> list[dict]:
 @pytest.mark.parametrize("name", GPU_TRACES)
 def test_every_kernel_is_on_its_stream_lane_with_the_kernel_tables_time(name):
     report = shared_report(name)
-    payload = timeline_payload(report)
+    payload = view_model.of(report).timeline_payload()
     assert payload["aggregated"] is None
     ev = Decoded(payload)
     kernel = np.isin(ev.cat, ["kernel", "nccl"])
@@ -77,7 +77,7 @@ def test_every_kernel_is_on_its_stream_lane_with_the_kernel_tables_time(name):
 
 @pytest.mark.parametrize("name", GPU_TRACES)
 def test_each_flow_goes_from_a_launch_to_the_activity_with_its_correlation_id(name):
-    payload = timeline_payload(shared_report(name))
+    payload = view_model.of(shared_report(name)).timeline_payload()
     ev = Decoded(payload)
     flows = payload["flows"]
     src = np.frombuffer(base64.b64decode(flows["src"]), dtype="<u4")
@@ -99,7 +99,7 @@ def test_each_flow_goes_from_a_launch_to_the_activity_with_its_correlation_id(na
 @pytest.mark.parametrize("name", [*GPU_TRACES, "cpu_only", "mi250_rocm_toy_train"])
 def test_steps_are_the_reports_profiled_steps(name):
     report = shared_report(name)
-    payload = timeline_payload(report)
+    payload = view_model.of(report).timeline_payload()
     ev = Decoded(payload)
     steps = report.stretched_steps
     assert [s["step"] for s in payload["steps"]] == list(steps["step"]) == list(report.step_window.steps)
@@ -119,7 +119,7 @@ def test_operators_nest_by_depth_on_their_thread():
     """Hand-checked in the trace: ResNet-50's first convolution on the main thread is
     aten::conv2d > aten::convolution > aten::_convolution > aten::cudnn_convolution, with
     nothing around conv2d (the 2021 schema records no module ranges)."""
-    payload = timeline_payload(shared_report("v100_resnet50_train_num_workers_0"))
+    payload = view_model.of(shared_report("v100_resnet50_train_num_workers_0")).timeline_payload()
     ev = Decoded(payload)
     i = int(np.flatnonzero(ev.name == "aten::cudnn_convolution")[0])
     around = np.flatnonzero((ev["lane"] == ev["lane"][i]) & (ev["start"] <= ev["start"][i])
@@ -140,9 +140,9 @@ def test_operators_nest_by_depth_on_their_thread():
 
 def test_over_the_cap_short_events_merge_into_aggregates(monkeypatch):
     path = shared_trace("v100_resnet50_train_num_workers_0")
-    full = Decoded(timeline_payload(nbprofiler.load(path)))
+    full = Decoded(view_model.of(nbprofiler.load(path)).timeline_payload())
     monkeypatch.setattr(timeline_data, "MAX_TIMELINE_EVENTS", 5000)
-    payload = timeline_payload(nbprofiler.load(path))
+    payload = view_model.of(nbprofiler.load(path)).timeline_payload()
     ev = Decoded(payload)
     merged = payload["aggregated"]
     assert merged is not None and payload["events"]["n"] <= 5000
@@ -185,8 +185,8 @@ def test_a_live_cpu_run_with_stack_and_shapes(one_torch_thread):
         for _ in range(3):
             train_step(torch.randn(4, 16))
     report = run.report
-    payload = timeline_payload(report)
-    assert payload is timeline_payload(report)  # built once per report
+    payload = view_model.of(report).timeline_payload()
+    assert payload is view_model.of(report).timeline_payload()  # built once per report
     ev = Decoded(payload)
     kinds = [lane["kind"] for lane in payload["lanes"]]
     assert kinds[0] == "steps" and "stream" not in kinds and "thread" in kinds
@@ -211,8 +211,8 @@ def test_the_bundle_is_the_payload_and_one_escaped_line(tmp_path):
     path = tmp_path / "<img src=x onerror=alert(1)>.pt.trace.json.gz"
     shutil.copy(shared_trace("cpu_only"), path)
     report = nbprofiler.load(path)
-    bundle = timeline_bundle(report)
-    assert bundle[TIMELINE_MIME] is timeline_payload(report)
+    bundle = view_model.of(report).timeline_bundle()
+    assert bundle[TIMELINE_MIME] is view_model.of(report).timeline_payload()
     assert bundle[TIMELINE_MIME]["trace_name"] == "<img src=x onerror=alert(1)>.pt.trace.json"
     html = bundle["text/html"]
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;.pt.trace.json" in html
@@ -221,7 +221,7 @@ def test_the_bundle_is_the_payload_and_one_escaped_line(tmp_path):
 
 def test_a_report_without_events_has_no_timeline():
     report = Report.from_trace(EventTable.empty(TraceMeta(source="none", schema="current")), "none")
-    assert timeline_payload(report) is None and timeline_bundle(report) is None
+    assert view_model.of(report).timeline_payload() is None and view_model.of(report).timeline_bundle() is None
 
 
 def test_long_memory_counters_keep_their_first_point_and_every_peak_and_trough(monkeypatch):
@@ -232,9 +232,9 @@ def test_long_memory_counters_keep_their_first_point_and_every_peak_and_trough(m
                                            np.frombuffer(base64.b64decode(c["v"]), "<f8")) for c in payload["counters"]}
 
     monkeypatch.setattr(timeline_data, "MAX_COUNTER_BUCKETS", 1 << 30)
-    full = series(timeline_payload(nbprofiler.load(path)))
+    full = series(view_model.of(nbprofiler.load(path)).timeline_payload())
     monkeypatch.setattr(timeline_data, "MAX_COUNTER_BUCKETS", 100)
-    thin = series(timeline_payload(nbprofiler.load(path)))
+    thin = series(view_model.of(nbprofiler.load(path)).timeline_payload())
     assert thin.keys() == full.keys() and all(len(t) > 200 for t, _ in full.values())
     for key, (t, v) in full.items():
         kept_t, kept_v = thin[key]
@@ -255,7 +255,7 @@ def test_long_memory_counters_keep_their_first_point_and_every_peak_and_trough(m
 def test_a_caller_and_its_only_callee_that_share_start_and_duration_draw_caller_above():
     """aten::to calls aten::_to_copy; on the A100 trace the two often start in the same µs and
     last as long. The caller is drawn one level above its callee, as the trace records them."""
-    ev = Decoded(timeline_payload(shared_report("a100_train")))
+    ev = Decoded(view_model.of(shared_report("a100_train")).timeline_payload())
     pairs = 0
     for i in np.flatnonzero(ev.name == "aten::to"):
         twin = np.flatnonzero((ev["lane"] == ev["lane"][i]) & (ev["start"] == ev["start"][i])
@@ -275,7 +275,8 @@ def test_a_large_traces_bundle_builds_its_timeline_on_a_second_thread_and_saves_
     the other tables and the HTML: the saved data carries exactly the timeline built in order,
     and the text, HTML and tables are the ones a report built on one thread has."""
     from nbprofiler.render import background
-    from nbprofiler.render.bundle import MIME_TYPE, mimebundle
+    from nbprofiler.render.bundle import mimebundle
+    from nbprofiler.render.frontend import MIME_TYPE
 
     serial = _fresh_report("v100_resnet50_train_num_workers_0")
     expected = timeline_data.build(serial)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from conftest import shared_report
 
-from nbprofiler.render.timeline_data import TIMELINE_MIME, timeline_payload
+from nbprofiler.render import view_model
+from nbprofiler.render.timeline_data import TIMELINE_MIME
 from nbprofiler.render.widget import Explorer
 
 
@@ -18,5 +19,5 @@ def test_the_timeline_tab_shows_the_reports_timeline_bundle():
     assert len(outputs) == 1
     (shown,) = outputs[0].outputs
     assert shown["output_type"] == "display_data"
-    assert shown["data"][TIMELINE_MIME] == timeline_payload(report)
+    assert shown["data"][TIMELINE_MIME] == view_model.of(report).timeline_payload()
     assert "JupyterLab extension" in shown["data"]["text/html"]

@@ -16,7 +16,7 @@ import re
 import pytest
 
 from conftest import ROOT, shared_report
-from nbprofiler.render.charts import chart_svg
+from nbprofiler.render import view_model
 from nbprofiler.format import byte_axis_unit, fmt_bytes
 from nbprofiler.render.html import render_html
 from nbprofiler.render.views import operator_view
@@ -99,8 +99,9 @@ def test_memory_charts_name_their_axis_in_binary_units():
     peak = float(report.memory_steps["peak_allocated_bytes"].max())  # about 2.6 GiB on the GPU
     assert byte_axis_unit(peak)[0] == "GiB"
     for name in ("memory", "memory_timeline"):
-        svg = chart_svg(report, name)
+        svg = view_model.of(report).chart_svg(name)
         assert svg is not None
         labels = re.findall(r">(memory \([^)]*\))</text>", svg)
         assert labels and all(re.fullmatch(r"memory \((B|KiB|MiB|GiB|TiB)\)", label) for label in labels)
-    assert re.findall(r">(memory \([^)]*\))</text>", chart_svg(report, "memory_timeline")) == ["memory (GiB)"]
+    timeline = view_model.of(report).chart_svg("memory_timeline")
+    assert re.findall(r">(memory \([^)]*\))</text>", timeline) == ["memory (GiB)"]

@@ -12,7 +12,7 @@ from ipywidgets.widgets.widget import _instances as live_widgets  # Widget.widge
 from torch import nn
 
 import nbprofiler
-from nbprofiler.render import bundle
+from nbprofiler.render import bundle, frontend, view_model
 from nbprofiler.render.live import LiveStatus
 from nbprofiler.render.paged_table import PAGE_ROWS
 from nbprofiler.render.widget import Explorer
@@ -162,14 +162,14 @@ def test_host_device_switch_grouping_and_drill_down(live_report, recording):
 def test_gpu_trace_has_kernels_and_a_device_time_switch(recording):
     """A real V100 trace: the Kernels tab with its chart of time by category and its table, and host/device time."""
     from conftest import front_end, shared_trace
-    from nbprofiler.render.charts import chart_bundle
 
     report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_4.pt.trace.json.gz"))
     e = Explorer(report)
     assert "Kernels" in e.tab_titles
     shown = [w.value for w in _walk(e.show_tab("Kernels")) if isinstance(getattr(w, "value", None), str)]
     charts = [w.outputs for w in _walk(e.show_tab("Kernels")) if hasattr(w, "outputs")]
-    assert charts == [({"output_type": "display_data", "data": chart_bundle(report, "kernels"), "metadata": {}},)]
+    chart = view_model.of(report).chart_bundle("kernels")
+    assert charts == [({"output_type": "display_data", "data": chart, "metadata": {}},)]
     assert not any("<img" in v for v in shown)
     totals = e.kernels.page_frame["total_us"].tolist()
     assert totals == sorted(totals, reverse=True) and len(totals) == min(len(report.kernels), PAGE_ROWS)
@@ -238,15 +238,15 @@ def test_five_thousand_operators_stay_paged_and_quick(recording):
 
 
 def test_the_bundle_carries_explorer_and_static_report(live_report, recording, monkeypatch):
-    monkeypatch.setattr(bundle, "widget_frontend", lambda: True)
+    monkeypatch.setattr(frontend, "widget_frontend", lambda: True)
     data = bundle.mimebundle(live_report)
-    assert set(data) == {"text/plain", "text/html", bundle.MIME_TYPE, bundle.WIDGET_MIME}
-    model_id = data[bundle.WIDGET_MIME]["model_id"]
+    assert set(data) == {"text/plain", "text/html", frontend.MIME_TYPE, frontend.WIDGET_MIME}
+    model_id = data[frontend.WIDGET_MIME]["model_id"]
     opened = [(d.get("state", {}).get("_model_name"), d) for kind, d in recording if kind == "comm_open"]
     assert any(name == "VBoxModel" for name, _ in opened) and model_id
-    assert "<table" in data["text/html"] and data[bundle.MIME_TYPE]["schema"] == "nbprofiler.report/1"
+    assert "<table" in data["text/html"] and data[frontend.MIME_TYPE]["schema"] == "nbprofiler.report/1"
     # Where IPython asks for some types only, the explorer is not built.
-    monkeypatch.setattr(bundle, "widget_frontend", lambda: pytest.fail("asked for a widget"))
+    monkeypatch.setattr(frontend, "widget_frontend", lambda: pytest.fail("asked for a widget"))
     assert set(bundle.mimebundle(live_report, include={"text/plain", "text/html"})) == {"text/plain", "text/html"}
 
 
@@ -265,12 +265,12 @@ class FakeShell:
 def test_widget_front_end_detection(monkeypatch):
     import IPython
 
-    assert not bundle.widget_frontend()  # pytest: no kernel
+    assert not frontend.widget_frontend()  # pytest: no kernel
     monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell(FakeKernel(allow_stdin=True)))
-    assert bundle.widget_frontend()
+    assert frontend.widget_frontend()
     # nbclient, papermill, nbconvert --execute: no stdin, nobody to click, saved widget state would hide the HTML.
     monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell(FakeKernel(allow_stdin=False)))
-    assert not bundle.widget_frontend()
+    assert not frontend.widget_frontend()
 
 
 def test_export_buttons_write_trace_tensorboard_and_html(live_report, recording, tmp_path):
@@ -316,7 +316,7 @@ def test_live_status_widget_turns_into_the_report(live_report, recording, monkey
     import IPython.display
 
     handle = FakeHandle()
-    monkeypatch.setattr(bundle, "widget_frontend", lambda: True)
+    monkeypatch.setattr(frontend, "widget_frontend", lambda: True)
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: handle.shown.append(obj) or handle)
     status = LiveStatus()
     status.update(FakeRun())
@@ -358,7 +358,7 @@ def test_explorers_are_closed_when_their_output_is_gone(live_report, recording, 
     def show(msg_id: str, cell_id: str | None = None) -> Explorer:
         kernel.run(msg_id, cell_id)
         e = Explorer(live_report)
-        widget.shown(e)  # what displaying it does (bundle.mimebundle)
+        widget.shown(e)  # what displaying it does (TabbedView.displayed)
         return e
 
     first, second = show("run-1", "cell-a"), show("run-1", "cell-a")

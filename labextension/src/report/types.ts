@@ -143,9 +143,9 @@ export interface IReport {
   steps: ITable;
   memory: IMemory;
   suggestions: ISuggestion[];
-  /** Chart specs by name (Python's `chart_spec`), only those with data; drawn by charts.ts. */
+  /** Chart specs by name (Python's `charts.build`), only those with data; drawn by charts.ts. */
   charts: { [name: string]: unknown };
-  /** The Timeline tab's events (Python's `timeline_payload`), or null: none recorded, or saved before it existed. */
+  /** The Timeline tab's events (Python's `timeline_data.build`), or null: none recorded, or saved before it existed. */
   timeline: unknown;
   /** Kernels by total time: full names, category, occupancy, blocks per SM, tensor cores, launch delay, the
    * launching FLOP operator's achieved FLOP/s and bound, launching operator. */
