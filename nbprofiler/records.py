@@ -161,6 +161,40 @@ def _passed_on(loader: Any) -> tuple[str, ...]:
     return tuple(arg for arg in PASSED_ON_ARGS if away[arg])
 
 
+@dataclass(frozen=True)
+class UnwrittenOutput:
+    """A copy of the trace the user asked for that could not be written: the option (``--trace``,
+    ``--tensorboard``), the path it gave, and why (``PermissionError: ...``)."""
+
+    flag: str
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CaptureFacts:
+    """What happened while the run was captured that limits or explains its report; the report
+    words each as a note (``report/notes.py``). The defaults are a run where none of it happened,
+    which is also what a run saved before these were recorded reads back as (its notes are
+    already words, in ``RunRecord.notes``)."""
+
+    # Another trace function (a debugger, a coverage tool) was active: no time per cell line.
+    lines_skipped: bool = False
+    other_thread_steps: int = 0  # steps ended in threads other than the cell's, never profiled
+    # The trace export's failure (``OSError: disk full``), and the temporary folder it writes to.
+    export_error: str | None = None
+    temp_dir: str | None = None
+    # With --step-on auto: the steps DataLoader batches ended before the first optimizer.step().
+    loader_steps_before_optimizer: int = 0
+    # The optimizers that step in each loop iteration, in their order, when there are several, and
+    # the one whose step ends an iteration.
+    optimizers: tuple[str, ...] = ()
+    closing_optimizer: str | None = None
+    unknown_samples: bool = False  # manual steps took no DataLoader batch and were given no sample count
+    cycles: int = 0  # the profiler cycles (--repeat) whose trace was exported
+    unwritten: tuple[UnwrittenOutput, ...] = ()  # in the order they were attempted
+
+
 @dataclass
 class RunRecord:
     """What a live run measured besides the trace; the Report's ``run``."""
@@ -191,4 +225,7 @@ class RunRecord:
     # Cores other programs kept busy, on average, while the cell ran (machine.other_cores): a
     # comparison of two runs says when the machine, not the change, may explain a difference.
     other_cores: float | None = None
+    facts: CaptureFacts = CaptureFacts()
+    # Notes already in words: one added after the report was made (the history could not keep the
+    # run), and, in a run saved before ``facts`` were recorded, the capture's own.
     notes: list[str] = field(default_factory=list)

@@ -14,7 +14,7 @@ in place of JSON or ``.npy``, deep nesting, future and malformed versions, every
 the document of the wrong JSON type (strings for numbers, lists for objects, null, NaN
 and Infinity, 1e400, huge integers), paths to local files as labels, and hostile names
 (a loader name carrying code, quotes, newlines, ``</script>``, HTML) in the loader,
-dataset, model, step and module names and the cell source.
+dataset, model, step, module and optimizer names, the capture's facts and the cell source.
 """
 from __future__ import annotations
 
@@ -363,6 +363,10 @@ def _wrong_types() -> list[Case]:
         Case("cpu_count_zero_threads_zero", lambda b, _: run_changed(b, lambda r: r.update(cpu_count=0,
                                                                                           intra_op_threads=0))),
         Case("wall_s_and_other_cores_zero", lambda b, _: run_changed(b, lambda r: r.update(wall_s=0, other_cores=0))),
+        Case("facts_a_list", run("facts", [])),
+        Case("facts_counts_negative_and_huge", run("facts", {"other_thread_steps": -3, "cycles": 10**40})),
+        Case("facts_unwritten_as_lists", run("facts", {"unwritten": [["--trace", "t.json", "OSError"]]})),
+        Case("facts_optimizers_a_string", run("facts", {"optimizers": "opt_d, opt_g"})),
         Case("loaders_an_object", run("loaders", {"0": {}})),
         Case("loader_counts_zero", lambda b, _: run_changed(b, lambda r: r["loaders"][0].update(
             batch_size=0, prefetch_factor=0, dataset_length=0, batches=0, iterations_started=0, wait_cpu_ms=0))),
@@ -398,6 +402,9 @@ def _paths_and_ranks() -> list[Case]:
         Case("run_paths_name_local_files", lambda b, local: run_changed(b, lambda r: (
             r.update(cell_filename=str(local.text), notebook=str(local.trace)),
             r["options"].update(trace=str(local.trace), tensorboard=str(local.folder))))),
+        Case("facts_name_local_files", lambda b, local: run_changed(b, lambda r: r.update(facts={
+            "export_error": f"OSError: {local.text}", "temp_dir": str(local.folder),
+            "unwritten": [{"flag": "--trace", "path": str(local.trace), "reason": "OSError"}]}))),
         Case("ranks_read_a_local_trace", lambda b, local: _ranks(b, local, 2)),
         Case("ranks_of_a_trace_file_report", lambda b, local: _ranks(b, local, 3, with_run=False)),
         Case("twenty_ranks_of_one_member", lambda b, local: _ranks(b, local, 20)),
@@ -436,6 +443,10 @@ def _hostile_names() -> list[Case]:
         Case("phase_names_of_markup", lambda b, _: run_changed(
             b, lambda r: _steps_column(r, "phase").update(values=[MARKUP] * len(_steps_column(r, "phase")["values"]))),
             True),
+        Case("capture_facts_of_markup", lambda b, _: run_changed(b, lambda r: r.update(facts={
+            "other_thread_steps": 2, "export_error": MARKUP, "temp_dir": QUOTES, "loader_steps_before_optimizer": 1,
+            "optimizers": [MARKUP, INJECTED], "closing_optimizer": QUOTES, "unknown_samples": True, "cycles": 3,
+            "unwritten": [{"flag": MARKUP, "path": f"../../{MARKUP}", "reason": QUOTES}]})), True),
         Case("notes_error_and_keys_of_markup", lambda b, _: changed(b, lambda d: (
             d["report"].update(load_notes=[MARKUP, QUOTES]),
             d["report"]["run"].update(error=f"ValueError: {MARKUP}\n{QUOTES}", notes=[MARKUP], cell_key=MARKUP,

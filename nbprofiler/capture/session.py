@@ -32,7 +32,7 @@ from torch.profiler import ProfilerActivity
 from ..errors import NestedProfileError, OptionError
 from ..machine import CpuUse, cpu_use, other_cores, process_cpus
 from ..options import ProfileOptions
-from ..records import LoaderRecord, RunRecord
+from ..records import CaptureFacts, LoaderRecord, RunRecord, UnwrittenOutput
 from ..trace.table import DeviceInfo
 from ..trace.writers import write_tensorboard, write_trace
 from .ctrl_c import ctrl_c_held
@@ -93,7 +93,7 @@ class ProfileRun:
         self._started = False  # set once __enter__ has claimed the process and started everything
         self._released = False  # set once _cleanup has run to its end
         self._other_thread_steps = 0
-        self._output_errors: list[str] = []  # notes: a --trace / --tensorboard copy that could not be written
+        self._unwritten: list[UnwrittenOutput] = []  # the --trace / --tensorboard copies that could not be written
 
     @property
     def unfinished(self) -> bool:
@@ -361,8 +361,12 @@ class ProfileRun:
         return self.make_report(record, self._trace)
 
     def _record(self, error: str | None) -> RunRecord:
-        """What the run measured, with its notes; writes the trace copy ``--trace`` asks for."""
-        record = RunRecord(
+        """What the run measured, with the facts its notes tell; writes the trace copy ``--trace`` asks for."""
+        wall_s = time.perf_counter() - self._t_start  # the cell's, not the copy's writing below
+        others = other_cores(self._cpu_start, cpu_use())
+        if self._trace is not None:
+            self._write_outputs(self._trace)
+        return RunRecord(
             options=self.options,
             device=_live_device(self.cuda),
             steps=self.sampler.frame(),
@@ -378,58 +382,32 @@ class ProfileRun:
             sampler_bytes=self.sampler.nbytes(),
             cpu_count=process_cpus(),
             intra_op_threads=torch.get_num_threads(),  # what the loop ran with, if the cell set it
-            wall_s=time.perf_counter() - self._t_start,
-            other_cores=other_cores(self._cpu_start, cpu_use()),
+            wall_s=wall_s,
+            other_cores=others,
+            facts=self._facts(),
         )
-        if self.lines is not None and self.lines.skipped:
-            record.notes.append("another trace function (a debugger or coverage tool) was active, so the time per "
-                                "cell line was not recorded")
-        if self._other_thread_steps:
-            record.notes.append(
-                f"{self._other_thread_steps} step(s) ended in another thread and were not profiled: torch.profiler "
-                "records only the thread that runs the cell; run the training loop in the cell itself"
-            )
-        if self._export_error is not None:
-            record.notes.append(
-                f"the trace export failed ({_describe(self._export_error)}); only per-step figures are shown. "
-                f"Make sure {tempfile.gettempdir()} is writable and has free space (or set TMPDIR), then run again"
-            )
-        record.notes.extend(self._step_notes())
-        if self._cycles > 1:
-            record.notes.append(
-                f"{self._cycles} cycles were recorded (--repeat {self.options.repeat}); torch clears its events "
-                "after each, so the trace tables show the last cycle (the step table shows every step)"
-            )
-        raw = self._trace
-        if raw is not None:
-            self._write_outputs(raw)
-        record.notes.extend(self._output_errors)
-        return record
 
-    def _step_notes(self) -> list[str]:
-        """What ended the steps, where that is not what the user may assume, and how to change it."""
-        notes: list[str] = []
-        switched = self.options.step_on == "auto" and not self.options.iterations and "optimizer" in self._boundaries
-        if switched and self._boundaries.get("dataloader"):
-            notes.append(
-                f"the first {self._boundaries['dataloader']} step(s) were ended by DataLoader batches, before the "
-                "first optimizer.step(); if the loop accumulates gradients over several batches, run again with "
-                "--step-on optimizer so that every step is one optimizer step"
-            )
+    def _facts(self) -> CaptureFacts:
+        """What happened during the capture that the report's notes tell: what was not recorded,
+        what ended the steps where that is not what the user may assume, and what was not written."""
+        boundaries = self._boundaries
+        switched = self.options.step_on == "auto" and not self.options.iterations and "optimizer" in boundaries
         cycle = self.hooks.cycles.get(self._cell_thread or 0)
-        if cycle is not None and cycle.several and "optimizer" in self._boundaries:
-            notes.append(
-                f"{len(cycle.order)} optimizers step in each loop iteration ({', '.join(cycle.names)}): a step is "
-                f"one iteration, ended by {cycle.closing_name}.step() (the first step is part of the first "
-                "iteration, the second the rest of it and the next iteration); --step-on optimizer makes each "
-                "optimizer.step() a step"
-            )
-        if self._boundaries.get("manual") and not any(self.sampler.batches) and not any(self.sampler.samples):
-            notes.append(
-                "samples/s is unknown: the steps took no DataLoader batch; pass the step's sample count, "
-                "nbprofiler.step(samples=len(batch))"
-            )
-        return notes
+        if cycle is None or not cycle.several or "optimizer" not in boundaries:
+            cycle = None  # one optimizer (or none) per iteration: nothing to tell
+        return CaptureFacts(
+            lines_skipped=self.lines is not None and self.lines.skipped,
+            other_thread_steps=self._other_thread_steps,
+            export_error=None if self._export_error is None else _describe(self._export_error),
+            temp_dir=None if self._export_error is None else tempfile.gettempdir(),
+            loader_steps_before_optimizer=boundaries.get("dataloader", 0) if switched else 0,
+            optimizers=() if cycle is None else tuple(cycle.names),
+            closing_optimizer=None if cycle is None else cycle.closing_name,
+            unknown_samples=bool(boundaries.get("manual")) and not any(self.sampler.batches)
+            and not any(self.sampler.samples),
+            cycles=self._cycles,
+            unwritten=tuple(self._unwritten),
+        )
 
     def _write_outputs(self, raw: bytes) -> None:
         if self.options.trace:
@@ -441,8 +419,7 @@ class ProfileRun:
         try:
             write(raw, where)
         except OSError as exc:
-            self._output_errors.append(f"{flag} {where}: the trace was not written ({_describe(exc)}); "
-                                       "give a path in a writable directory")
+            self._unwritten.append(UnwrittenOutput(flag, where, _describe(exc)))
 
     def _step_source(self) -> str:
         if self.options.iterations:

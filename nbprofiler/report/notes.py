@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from ..analysis.breakdown import LAST_STEP_MIN_SHARE, dropped_steps
 
 if TYPE_CHECKING:
-    from ..records import RunRecord
+    from ..options import ProfileOptions
+    from ..records import CaptureFacts, RunRecord
     from .report import Report
 
 
@@ -30,7 +31,8 @@ def report_notes(report: "Report") -> list[str]:
 
 
 def _run_notes(report: "Report") -> list[str]:
-    """What the live run's end limits: an error, an unfinished schedule, no step boundary, an unreadable trace."""
+    """What the live run's end limits: an error, an unfinished schedule, no step boundary, what its
+    capture could not do, an unreadable trace."""
     run = report.run
     if run is None:
         return []
@@ -45,10 +47,45 @@ def _run_notes(report: "Report") -> list[str]:
             "No step boundary was seen (no optimizer step, DataLoader batch or nbprofiler.step()); "
             "the whole cell counted as one unfinished step. Use -n/--iterations for cells without a loop."
         )
-    notes.extend(run.notes)
+    notes.extend(capture_notes(run.facts, run.options))
+    notes.extend(run.notes)  # added after the report was made, or a run saved before its facts were recorded
     if report.trace_problem is not None:
         notes.append(f"The recorded trace could not be read ({report.trace_problem}); "
                      "only per-step figures are shown.")
+    return notes
+
+
+def capture_notes(facts: "CaptureFacts", options: "ProfileOptions") -> list[str]:
+    """What the capture could not record or write, and what ended the steps where that is not
+    what the user may assume, each with what to do about it."""
+    notes: list[str] = []
+    if facts.lines_skipped:
+        notes.append("another trace function (a debugger or coverage tool) was active, so the time per "
+                     "cell line was not recorded")
+    if facts.other_thread_steps:
+        notes.append(f"{facts.other_thread_steps} step(s) ended in another thread and were not profiled: "
+                     "torch.profiler records only the thread that runs the cell; run the training loop in the "
+                     "cell itself")
+    if facts.export_error is not None:
+        notes.append(f"the trace export failed ({facts.export_error}); only per-step figures are shown. "
+                     f"Make sure {facts.temp_dir} is writable and has free space (or set TMPDIR), then run again")
+    if facts.loader_steps_before_optimizer:
+        notes.append(f"the first {facts.loader_steps_before_optimizer} step(s) were ended by DataLoader batches, "
+                     "before the first optimizer.step(); if the loop accumulates gradients over several batches, "
+                     "run again with --step-on optimizer so that every step is one optimizer step")
+    if facts.optimizers:
+        notes.append(f"{len(facts.optimizers)} optimizers step in each loop iteration "
+                     f"({', '.join(facts.optimizers)}): a step is one iteration, ended by "
+                     f"{facts.closing_optimizer}.step() (the first step is part of the first iteration, the second "
+                     "the rest of it and the next iteration); --step-on optimizer makes each optimizer.step() a step")
+    if facts.unknown_samples:
+        notes.append("samples/s is unknown: the steps took no DataLoader batch; pass the step's sample count, "
+                     "nbprofiler.step(samples=len(batch))")
+    if facts.cycles > 1:
+        notes.append(f"{facts.cycles} cycles were recorded (--repeat {options.repeat}); torch clears its events "
+                     "after each, so the trace tables show the last cycle (the step table shows every step)")
+    notes.extend(f"{out.flag} {out.path}: the trace was not written ({out.reason}); give a path in a writable "
+                 "directory" for out in facts.unwritten)
     return notes
 
 

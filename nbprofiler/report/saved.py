@@ -22,7 +22,9 @@ RUN has one key per ``RunRecord`` field: ``options`` (ProfileOptions' fields),
 ``device`` (DeviceInfo's), ``steps`` (one ``{"name", "dtype", "values"}`` per
 column, missing values as null), ``loaders`` (LoaderRecord's fields, with
 ``wait_ms_by_step`` as ``[step, ms]`` pairs), ``line_marks`` (the two members'
-names, or null), and the plain fields as they are.
+names, or null), ``facts`` (CaptureFacts' fields, each unwritten output an object of
+UnwrittenOutput's; absent from a file written before they were recorded, whose
+``notes`` hold the capture's notes in words), and the plain fields as they are.
 
 Nothing is pickled, since these files come from other people: everything is JSON
 or a plain numeric array, and reading one trusts nothing in it. A file from a newer
@@ -53,7 +55,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from ..records import LineMarks, LoaderRecord, RunRecord
+from ..records import CaptureFacts, LineMarks, LoaderRecord, RunRecord
 from ..version import __version__
 
 if TYPE_CHECKING:
@@ -131,8 +133,9 @@ _AT_LEAST = {"cpu_count": 1, "intra_op_threads": 1, "batch_size": 1}
 _LoaderJSON = _fields_checked(LoaderRecord, {"wait_ms_by_step": list[tuple[Annotated[int, msgspec.Meta(ge=0)],
                                                                            Annotated[float, msgspec.Meta(ge=0)]]]})
 # (A list of a Struct made at run time, which mypy cannot see as a type.)
+_FactsJSON = _fields_checked(CaptureFacts, {})
 RunJSON = _fields_checked(RunRecord, {"steps": list[_Column], "loaders": list[_LoaderJSON],  # type: ignore[valid-type]
-                                       "line_marks": LineMarksJSON | None})
+                                       "line_marks": LineMarksJSON | None, "facts": _FactsJSON})
 # The columns every run's steps table has (the sampler's), each with the check of its values.
 _STEP_COLUMNS: dict[str, Callable[[pd.Series], bool]] = {
     "step": pd.api.types.is_integer_dtype, "phase": pd.api.types.is_string_dtype,
@@ -200,6 +203,7 @@ def run_to_json(run: RunRecord) -> dict[str, Any]:
         loaders=[{**dataclasses.asdict(loader), "wait_ms_by_step": list(loader.wait_ms_by_step.items())}
                  for loader in run.loaders],
         line_marks=None,
+        facts=dataclasses.asdict(run.facts),
     )
     return doc
 
@@ -212,6 +216,8 @@ def run_from_json(doc: dict[str, Any], line_marks: LineMarks | None = None) -> R
 def run_record(run: msgspec.Struct, line_marks: LineMarks | None) -> RunRecord:
     """The RunRecord of a checked run document; ProfileOptions re-validated the options, as for any caller."""
     given = _given(run)
+    if "facts" in given:
+        given["facts"] = CaptureFacts(**_given(given["facts"]))
     given.update(steps=_steps(given["steps"]), line_marks=line_marks,
                  loaders=tuple(LoaderRecord(**{**_given(loader), "wait_ms_by_step": dict(loader.wait_ms_by_step)})
                                for loader in given["loaders"]))

@@ -89,7 +89,7 @@ def test_a_live_run_comes_back_equal_in_every_table(live_report, tmp_path):
     assert {"batches", "samples", "rss_bytes"} <= set(report.steps.columns) and report.steps["samples"].sum() == 64
     assert report.run.loaders and "dataloader" in {s.kind for s in report.suggestions}
     assert len(report.modules) and len(report.memory_steps) == len(report.steps)
-    assert any(n.startswith("--trace ") for n in report.run.notes)
+    assert any(n.startswith("--trace ") for n in report.notes)
 
     path = report.save(tmp_path / "run1.nbprof")
     assert path == tmp_path / "run1.nbprof" and not list(tmp_path.glob("*.partial"))
