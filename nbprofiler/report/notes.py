@@ -1,7 +1,10 @@
-"""The report's own caveats: short cells, interruptions, synthetic steps, skipped events.
+"""The report's own caveats: short cells, interruptions, what the capture could not do,
+synthetic steps, skipped events.
 
 A report is never empty without a word: whatever limits what it can show is
-said here, once, and every renderer prints these notes.
+said here, once, and every renderer prints these notes. The capture records only
+what happened (``RunRecord.facts``); the words are made here, so that a run saved
+or kept in the history says the same when it is reopened.
 """
 from __future__ import annotations
 

@@ -4,10 +4,12 @@ saved before the facts were recorded holds the words themselves, and says them a
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import TRAIN_CELL
 
 import nbprofiler
 from nbprofiler.records import CaptureFacts
@@ -98,3 +100,18 @@ def test_a_kept_run_reloads_with_its_facts_and_notes(live, unwritable, tmp_path,
     stored = nbprofiler.stored_run(run_id)
     assert stored.run is not None and stored.run.facts == live.run.facts
     assert stored.notes[:len(live.notes)] == live.notes and len(capture_notes(stored, unwritable)) == 3
+
+
+def test_a_debugger_costs_the_cell_lines_and_the_notes_say_so(shell):
+    """With another trace function active (a debugger's), --stack records no time per cell line:
+    the capture records that, and the note says why."""
+    previous = sys.gettrace()
+    sys.settrace(lambda *args: None)
+    try:
+        shell.run_cell_magic("torchprofile", "-q -o run --stack", TRAIN_CELL)
+    finally:
+        sys.settrace(previous)
+    report = shell.user_ns["run"]
+    assert report.run.facts.lines_skipped and report.run.line_marks is None and report.lines.empty
+    assert ("another trace function (a debugger or coverage tool) was active, so the time per cell line was not "
+            "recorded") in report.notes
