@@ -26,7 +26,7 @@ from ..analysis.callsites import CallSites, operator_kernels, operator_mask
 from ..analysis.kernel_kinds import kernel_kinds
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from . import view_model
-from .hardware import HOW as HARDWARE_HOW, cell_text, hardware_view, with_kernel_figures
+from .hardware import HOW as HARDWARE_HOW, cell_text, with_kernel_figures
 from .html import (Col, count, esc, hardware_pieces, how, html_table, kernel_roofline_cols, lines_table, modules_tree,
                    suggestion_card, us_col)
 from .output_widget import bundle_output
@@ -231,7 +231,7 @@ def hardware_tab(report: "Report") -> widgets.Widget:
     """The device, its launches, streams and copies (``hardware.hardware_view``), as the static report shows them,
     with each section's chart (the roofline) drawn by the front end as the other tabs' charts are."""
     parts: list[widgets.Widget] = []
-    for i, (body, chart) in enumerate(hardware_pieces(hardware_view(report))):
+    for i, (body, chart) in enumerate(hardware_pieces(view_model.of(report).hardware)):
         parts.append(widgets.HTML(f'<div class="nbp">{how(HARDWARE_HOW) if i == 0 else ""}{body}</div>'))
         drawn = bundle_output(view_model.of(report).chart_bundle(chart)) if chart else None
         if drawn is not None:

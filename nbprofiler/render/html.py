@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import origin, view_model
 from .escape import esc
-from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text, hardware_view, with_kernel_figures
+from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text, with_kernel_figures
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import render_summary_line
@@ -288,7 +288,7 @@ def hardware_pieces(view: HardwareView) -> list[tuple[str, str | None]]:
 
 
 def hardware_section(report: "Report") -> str:
-    pieces = hardware_pieces(hardware_view(report))
+    pieces = hardware_pieces(view_model.of(report).hardware)
     return "<h4>Hardware</h4>" + "".join(body + ((view_model.of(report).chart_svg(chart) or "") if chart else "")
                                          for body, chart in pieces)
 

@@ -55,7 +55,7 @@ import pandas as pd
 from ..analysis.kernel_kinds import kernel_kinds
 from . import origin, view_model
 from .charts import CHART_NAMES
-from .hardware import HOW, KERNEL_ROOFLINE_HELP, hardware_view, with_kernel_figures
+from .hardware import HOW, KERNEL_ROOFLINE_HELP, with_kernel_figures
 from .html import MAX_MODULE_ROWS
 from .text import render_summary_line
 from .views import (breakdown_parts, headline, line_rows, lines_absent, memory_device, memory_figures, mfu_detail,
@@ -158,7 +158,7 @@ def modules_payload(report: "Report") -> dict[str, Any]:
 
 def hardware_payload(report: "Report") -> dict[str, Any]:
     """The Hardware tab's figures and tables (see the module docstring)."""
-    view = hardware_view(report)
+    view = view_model.of(report).hardware
     return {"how": HOW, "absent": view.absent, "device": view.device,
             "device_facts": [list(f) for f in view.device_facts],
             "launch_facts": [list(f) for f in view.launch_facts],

@@ -1,8 +1,8 @@
 """What one report shows, made once and read by every view: its charts, its timeline, its
-"Try it" token and when it was first written out.
+Hardware view, its "Try it" token and when it was first written out.
 
-The text, the HTML, the explorer and the saved payload each show a report's charts and
-timeline; the view model makes each of them once per report, so that every view shows the
+The text, the HTML, the explorer and the saved payload each show a report's charts,
+timeline and Hardware view; the view model makes each of them once per report, so that every view shows the
 same one and none pays for it twice. What it made is render's only memory of a report: kept
 per Report (and per Comparison) in one ``WeakKeyDictionary``, so it goes with the report.
 ``of(report)`` is a light handle on the report and that memory; the memory holds nothing of
@@ -11,7 +11,7 @@ good.
 
 What a view model holds is a view of the report, not analysis of its trace: what the
 report computes from the trace are its tables, which the builders here only read
-(``charts``, ``timeline_data``).
+(``charts``, ``timeline_data``, ``hardware``).
 
 Threads: the timeline may be built on a second thread (``background``): ``expect_timeline``
 hands over its future, and ``timeline_payload`` waits for it and raises what it raised.
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from . import charts, origin, timeline_data
+from . import charts, hardware, origin, timeline_data
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -94,6 +94,12 @@ class ReportViewModel(_ViewModel):
     def expect_timeline(self, pending: "Future[Payload | None]") -> None:
         """The timeline is the result of ``pending`` (``timeline_data.build`` run on another thread)."""
         self._made["timeline.pending"] = pending
+
+    @property
+    def hardware(self) -> hardware.HardwareView:
+        """Everything the Hardware view shows (``hardware.hardware_view``): its facts, sections
+        and charts, read by the static HTML, the explorer's tab and the saved payload alike."""
+        return self._once("hardware", lambda: hardware.hardware_view(self.report))
 
     @property
     def token(self) -> str | None:
