@@ -10,7 +10,7 @@ function fixture(name: string): any {
   return JSON.parse(readFileSync(join(__dirname, 'fixtures', name), 'utf-8'));
 }
 
-// Written by make_fixtures.py from Python's own formatter (nbprofiler/render/format.py):
+// Written by make_fixtures.py from Python's own formatter (nbprofiler/format.py):
 // the strings the text report, the static HTML and the widget print for each figure.
 const BYTES = fixture('bytes.json') as {
   fmt_bytes: [number | null, string][];

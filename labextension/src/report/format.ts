@@ -30,7 +30,7 @@ const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
  * Bytes in binary units: 512 B, 1.5 KiB, 38.0 MiB, 802 MiB, 31.7 GiB. Whole
  * bytes; in the larger units one decimal below 100 and none from 100 on. The
  * unit is the largest in which the rounded figure is at least 1 (1048575 B is
- * 1.0 MiB). The same rule as Python's `fmt_bytes` (nbprofiler/render/format.py),
+ * 1.0 MiB). The same rule as Python's `fmt_bytes` (nbprofiler/format.py),
  * which rounds ties as `toFixed` does, so the saved report shows the figures
  * the text, HTML and widget show; test/fixtures/bytes.json holds both to it.
  */
