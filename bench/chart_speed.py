@@ -10,15 +10,16 @@ import time
 from pathlib import Path
 
 import nbprofiler
-from nbprofiler.render import charts
+from nbprofiler.render import charts, view_model
 
 TRACES = Path(__file__).resolve().parents[1] / "tests/data/traces"
 
 
 def build_all(report) -> None:
-    """Every chart's spec and SVG, made now (a report's view model makes them once and keeps them)."""
+    """Every chart's spec and SVG, made now (a report's view model makes them once and keeps them;
+    what they read of it, the breakdown and the memory device, is kept after the first build)."""
     for name in charts.CHART_NAMES:
-        charts.svg(charts.build(report, name))
+        charts.svg(charts.build(view_model.of(report), name))
 
 
 def median_ms(report, repeat: int = 20) -> float:
@@ -60,11 +61,11 @@ def small_live_run():
 
 def main() -> None:
     report = small_live_run()
-    drawn = [n for n in charts.CHART_NAMES if charts.build(report, n) is not None]
+    drawn = [n for n in charts.CHART_NAMES if charts.build(view_model.of(report), n) is not None]
     print(f"small live CPU run: {median_ms(report):.1f} ms for {len(drawn)} charts ({', '.join(drawn)})")
     for name in ("cpu_only", "v100_resnet50_train_num_workers_0", "a100_train"):
         report = nbprofiler.load(TRACES / f"{name}.pt.trace.json.gz")
-        drawn = [n for n in charts.CHART_NAMES if charts.build(report, n) is not None]
+        drawn = [n for n in charts.CHART_NAMES if charts.build(view_model.of(report), n) is not None]
         print(f"{name}: {median_ms(report):.1f} ms for {len(drawn)} charts ({', '.join(drawn)})")
 
 

@@ -53,11 +53,11 @@ from ..analysis.roofline import ROOFLINE_COLUMNS, ridge_point
 from ..format import fmt_us
 from .chart_svg import svg_from_spec
 from .hardware import optional_table
-from .views import LABELS, breakdown_parts, memory_device
+from .views import LABELS, breakdown_parts
 
 if TYPE_CHECKING:
-    from ..report import Report
     from ..report.comparison import Comparison
+    from .view_model import ReportViewModel
 
 CHART_MIME = "application/vnd.nbprofiler.chart+json"
 # The spec version that introduced each kind; a spec carries its kind's (module doc).
@@ -75,15 +75,16 @@ BREAKDOWN_TITLES = {"device": "Step time by device activity", "phases": "Step ti
 Spec = dict[str, Any]
 
 
-def build(report: "Report", name: str) -> Spec | None:
-    """The named chart of ``report`` as a JSON-safe spec, or None when it has no data; made
-    once per report by its view model (``view_model.of(report).chart_spec``).
+def build(model: "ReportViewModel", name: str) -> Spec | None:
+    """The named chart of ``model``'s report as a JSON-safe spec, or None when it has no data;
+    made once per report by its view model (``view_model.of(report).chart_spec``). A chart reads
+    the report and what its view model chose for every view (the breakdown, the memory device).
 
     Names: ``breakdown``, ``memory``, ``memory_timeline``, ``kernels``, ``roofline``.
     """
     if name not in _BUILD:
         raise ValueError(f"unknown chart {name!r}: one of {', '.join(CHART_NAMES)}")
-    return _BUILD[name](report)
+    return _BUILD[name](model)
 
 
 def svg(spec: Spec | None) -> str | None:
@@ -127,9 +128,9 @@ def _parts_with_time(*frames: pd.DataFrame) -> set[str]:
     return {c for parts in frames for c in parts.columns[1:] if np.nansum(parts[c].to_numpy(np.float64)) > 0}
 
 
-def breakdown_spec(report: "Report") -> Spec | None:
+def breakdown_spec(model: "ReportViewModel") -> Spec | None:
     """Stacked bars, one per profiled step, of the breakdown parts (µs); parts with no time are left out."""
-    kind, parts = breakdown_parts(report)
+    kind, parts = model.breakdown
     if parts.empty:
         return None
     steps = [int(s) for s in parts["step"]]
@@ -186,13 +187,13 @@ def phase_runs(steps: list[int], phases: list[Any]) -> list[dict[str, Any]]:
     return runs
 
 
-def memory_spec(report: "Report") -> Spec | None:
+def memory_spec(model: "ReportViewModel") -> Spec | None:
     """Memory at the end of every step of the cell, the schedule's phases shaded: process RSS in a
     panel of its own (its scale and baseline differ), tensor memory from zero."""
-    device = memory_device(report)
+    device = model.memory_device
     if device is None:
         return None
-    table = report.memory_steps
+    table = model.report.memory_steps
     table = table[table["device"] == device].sort_values("step")
     steps = [int(s) for s in table["step"]]
     phases = phase_runs(steps, table["phase"].tolist()) if "phase" in table else []
@@ -221,12 +222,12 @@ def _thin(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.loc[np.sort(keep.to_numpy())]
 
 
-def memory_timeline_spec(report: "Report") -> Spec | None:
+def memory_timeline_spec(model: "ReportViewModel") -> Spec | None:
     """Allocated and reserved memory through the profiled steps, from the trace's events (µs
     since the first profiled step), with a marker where each step starts."""
-    device = memory_device(report)
-    timeline = report.memory
-    steps = report.trace_steps
+    device = model.memory_device
+    timeline = model.report.memory
+    steps = model.report.trace_steps
     if device is None or timeline.empty or steps.empty:
         return None
     t0, t1 = float(steps["start_us"].min()), float(steps["end_us"].max())
@@ -246,10 +247,10 @@ def memory_timeline_spec(report: "Report") -> Spec | None:
                  ("time since the first profiled step", "us"), ("memory", "bytes"), [panel])
 
 
-def kernels_spec(report: "Report") -> Spec | None:
+def kernels_spec(model: "ReportViewModel") -> Spec | None:
     """Kernel time by category, largest first, one horizontal bar each; categories under
     ``MIN_CATEGORY_SHARE`` are folded into "other"."""
-    by_kind = time_by_kind(report.kernels)
+    by_kind = time_by_kind(model.report.kernels)
     total = float(by_kind.sum()) if len(by_kind) else 0.0
     if total <= 0:
         return None
@@ -270,12 +271,13 @@ def _log_domain(values: list[float]) -> list[float]:
     return [10.0 ** low, 10.0 ** max(high, low + 1)]
 
 
-def roofline_spec(report: "Report") -> Spec | None:
+def roofline_spec(model: "ReportViewModel") -> Spec | None:
     """Achieved FLOP/s against arithmetic intensity (FLOPs per byte), log-log: one point per roofline
     row (``report.roofline``) with a known intensity, coloured by what bounds it, under the device's
     roof for each dtype the points ran at (``report.device_spec``: memory bandwidth up to the ridge,
     ``roofline.ridge_point``, then that dtype's peak). None where no row has a known intensity and a
     rate, or the device's bandwidth or the peak of every such row's dtype is unknown: no chart then."""
+    report = model.report
     table = optional_table(report, "roofline")
     spec = report.device_spec
     if table is None or spec is None:
@@ -306,7 +308,7 @@ def roofline_spec(report: "Report") -> Spec | None:
     return out
 
 
-_BUILD: dict[str, Callable[["Report"], Spec | None]] = {
+_BUILD: dict[str, Callable[["ReportViewModel"], Spec | None]] = {
     "breakdown": breakdown_spec,
     "memory": memory_spec,
     "memory_timeline": memory_timeline_spec,

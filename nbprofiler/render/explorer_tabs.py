@@ -23,16 +23,14 @@ import ipywidgets as widgets
 import pandas as pd
 
 from ..analysis.callsites import CallSites, operator_kernels, operator_mask
-from ..analysis.kernel_kinds import kernel_kinds
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from . import view_model
-from .hardware import HOW as HARDWARE_HOW, cell_text, with_kernel_figures
+from .hardware import HOW as HARDWARE_HOW, cell_text
 from .html import (Col, count, esc, hardware_pieces, how, html_table, kernel_roofline_cols, lines_table, modules_tree,
                    suggestion_card, us_col)
 from .output_widget import bundle_output
 from .paged_table import PAGE_ROWS, PagedTable
 from .tab_help import how_html
-from .views import lines_absent, memory_device, memory_figures, modules_absent, ranked_suggestions
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -60,7 +58,7 @@ def frame_label(frame: str) -> str:
 
 def copy_cards(report: "Report", limit: int | None = None) -> str:
     """Suggestion cards, largest gain first, with Copy buttons on their code."""
-    return "".join(suggestion_card(s, True, report) for s in ranked_suggestions(report)[:limit])
+    return "".join(suggestion_card(s, True, report) for s in view_model.of(report).suggestions[:limit])
 
 
 
@@ -182,7 +180,7 @@ class OperatorsTab:
 
 
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
-    k = with_kernel_figures(report.kernels.assign(category=kernel_kinds(report.kernels["name"])), report)
+    k = view_model.of(report).kernels
     cols = [Col("name", "kernel", width="4fr", name=True), Col("category", "category", width="110px"),
             Col("calls", "calls", count, width="80px"), us_col("total_us", "total"), us_col("mean_us", "mean"),
             us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
@@ -228,27 +226,28 @@ def kernel_details_html(row: pd.Series) -> str:
 
 
 def hardware_tab(report: "Report") -> widgets.Widget:
-    """The device, its launches, streams and copies (``hardware.hardware_view``), as the static report shows them,
-    with each section's chart (the roofline) drawn by the front end as the other tabs' charts are."""
+    """The device, its launches, streams and copies (``view_model.of(report).hardware``), as the static report
+    shows them, with each section's chart (the roofline) drawn by the front end as the other tabs' charts are."""
     parts: list[widgets.Widget] = []
-    for i, (body, chart) in enumerate(hardware_pieces(view_model.of(report).hardware)):
+    model = view_model.of(report)
+    for i, (body, chart) in enumerate(hardware_pieces(model.hardware)):
         parts.append(widgets.HTML(f'<div class="nbp">{how(HARDWARE_HOW) if i == 0 else ""}{body}</div>'))
-        drawn = bundle_output(view_model.of(report).chart_bundle(chart)) if chart else None
+        drawn = bundle_output(model.chart_bundle(chart)) if chart else None
         if drawn is not None:
             parts.append(drawn)
     return widgets.VBox(parts)
 
 
 def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
-    device = memory_device(report)
+    model = view_model.of(report)
+    device = model.memory_device
     if device is None:
         nothing = widgets.HTML('<div class="nbp how">No memory was recorded (the run used --no-memory, '
                                'or no step was profiled).</div>')
         return widgets.VBox([how_html("Memory"), nothing]), None
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in report.memory_warnings)
-    figures = memory_figures(report, device)
+    figures = model.memory_figures
     headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
-    model = view_model.of(report)
     charts = [c for c in (bundle_output(model.chart_bundle(name)) for name in ("memory", "memory_timeline")) if c]
     above = widgets.HTML(f'<div class="nbp">{headline}{warnings}</div>')
     below = widgets.HTML(f'<div class="nbp"><div>Allocations on {esc(device)} by operator during the profiled steps '
@@ -263,10 +262,14 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
 
 def lines_html(report: "Report") -> str:
     """The annotated cell, or why there is none."""
-    return lines_table(report) if not report.lines.empty else f'<div class="how">{esc(lines_absent(report))}</div>'
+    if report.lines.empty:
+        return f'<div class="how">{esc(view_model.of(report).lines_absent)}</div>'
+    return lines_table(report)
 
 
 def modules_html(report: "Report") -> str:
     """The module tree, or how to get one."""
-    return modules_tree(report) if not report.modules.empty else f'<div class="how">{esc(modules_absent(report))}</div>'
+    if report.modules.empty:
+        return f'<div class="how">{esc(view_model.of(report).modules_absent)}</div>'
+    return modules_tree(report)
 

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.device_specs import DTYPES
+from ..analysis.kernel_kinds import kernel_kinds
 from ..analysis.launches import DELAY_THRESHOLD_US
 from ..analysis.streams import KERNEL_WAIT_US
 from ..format import fmt_bytes, fmt_pct, fmt_rate, fmt_si, fmt_us
@@ -205,6 +206,13 @@ def with_kernel_figures(kernels: pd.DataFrame, report: "Report") -> pd.DataFrame
     return kernels.assign(mean_launch_delay_us=names.map(delay).astype(np.float64),
                           achieved_flops_per_s=names.map(roof["achieved_flops_per_s"]).astype(np.float64),
                           bound=np.where(pd.isna(bound), "", bound).astype(object))
+
+
+def kernel_rows(report: "Report") -> pd.DataFrame:
+    """Every kernel by total time as the Kernels tables show it: with its ``category``
+    (``kernel_kinds``) and the figures ``with_kernel_figures`` adds."""
+    kernels = report.kernels
+    return with_kernel_figures(kernels.assign(category=kernel_kinds(kernels["name"])), report)
 
 
 def optional_table(report: "Report", name: str) -> pd.DataFrame | None:

@@ -20,12 +20,11 @@ import pandas as pd
 
 from . import origin, view_model
 from .escape import esc
-from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text, with_kernel_figures
+from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .text import render_summary_line
-from .views import (LABELS, breakdown_parts, headline, line_rows, memory_device, memory_figures, mfu_detail,
-                    operator_view, phase_summary, ranked_suggestions, throughput_detail)
+from .views import LABELS
 
 if TYPE_CHECKING:
     from ..advice.suggestion import Suggestion
@@ -102,9 +101,10 @@ def _ms(v: Any) -> str:
 
 # -- sections ---------------------------------------------------------------------------------
 def metrics_html(report: "Report") -> str:
-    h = headline(report)
+    model = view_model.of(report)
+    h = model.headline
     boxes = [("average step", fmt_us(h["avg_step_us"]), h["step_label"])]
-    detail = throughput_detail(h)
+    detail = model.throughput_detail
     if detail is not None:
         boxes.append(("samples / s", f"{h['samples_per_s']:,.0f}", detail))
     if h["gpu_utilization"] is not None:
@@ -112,7 +112,7 @@ def metrics_html(report: "Report") -> str:
         boxes.append(("SM efficiency", fmt_pct(h["sm_efficiency"]), "estimated"))
         boxes.append(("occupancy", fmt_pct(h["achieved_occupancy"]), "estimated, achieved"))
         boxes.append(("tensor cores", fmt_pct(h["tensor_core_share"]), "share of kernel time"))
-    mfu = mfu_detail(h)
+    mfu = model.mfu_detail
     if mfu is not None:
         boxes.append(("MFU", fmt_pct(h["mfu"]), mfu))
     return '<div class="metrics">' + "".join(
@@ -122,7 +122,7 @@ def metrics_html(report: "Report") -> str:
 
 def breakdown_table(report: "Report") -> pd.DataFrame:
     """Per part: mean µs per step and share of the step, as the chart's legend reads."""
-    _, parts = breakdown_parts(report)
+    _, parts = view_model.of(report).breakdown
     means = parts.drop(columns="step").mean()
     total = float(means.sum())
     return pd.DataFrame({
@@ -186,7 +186,7 @@ def try_button(kind: str, report: "Report") -> str:
 
 
 def overview_section(report: "Report") -> str:
-    kind, _ = breakdown_parts(report)
+    kind, _ = view_model.of(report).breakdown
     out = ["<h4>Overview</h4>", how("The average step, and where its time goes: one bar per profiled step. "
                                     + ("Each instant goes to one device category, by priority."
                                        if kind == "device" else "Host time by training phase (no device activity)."))]
@@ -209,7 +209,7 @@ def steps_section(report: "Report") -> str:
     fmts += [Col(c, c.removesuffix("_bytes").replace("_", " "), fmt_bytes)
              for c in steps.columns if c.endswith("_bytes")]
     out = ["<h4>Steps</h4>", how("Every step the cell ran, by schedule phase; only the active steps are traced.")]
-    out.append(html_table(phase_summary(steps), [Col("phase", "phase"), Col("steps", "steps", count),
+    out.append(html_table(view_model.of(report).phase_summary, [Col("phase", "phase"), Col("steps", "steps", count),
                                                  Col("mean_wall_ms", "mean wall", _ms),
                                                  Col("mean_dataloader_ms", "mean data wait", _ms)]))
     active = steps[steps["phase"] == "active"]
@@ -221,7 +221,7 @@ def steps_section(report: "Report") -> str:
 
 
 def operators_section(report: "Report") -> str:
-    ops = operator_view(report)  # --top and --sort, as in the text report
+    ops = view_model.of(report).operators()  # --top and --sort, as in the text report
     if ops.empty:
         return ""
     cols = [Col("name", "operator", name=True), Col("calls", "calls", count),
@@ -251,7 +251,7 @@ def kernels_section(report: "Report") -> str:
                                       "operator's achieved FLOP/s and what bounds it; the bars group them by what "
                                       "they compute.")
             + (view_model.of(report).chart_svg("kernels") or "")
-            + html_table(with_kernel_figures(k.head(TOP_KERNELS), report), cols, 60))
+            + html_table(view_model.of(report).kernels.head(TOP_KERNELS), cols, 60))
 
 
 def kernel_roofline_cols() -> list[Col]:
@@ -262,7 +262,7 @@ def kernel_roofline_cols() -> list[Col]:
 
 
 def hardware_pieces(view: HardwareView) -> list[tuple[str, str | None]]:
-    """The Hardware view's body (``hardware.hardware_view``) as (HTML, chart) pieces: each piece's
+    """The Hardware view's body (``view_model.of(report).hardware``) as (HTML, chart) pieces: each piece's
     HTML, then the chart it names (a section's chart, under the section's heading and above its
     table) or None. The static report draws a chart as SVG, the explorer as an interactive output."""
     if view.absent is not None:
@@ -294,16 +294,17 @@ def hardware_section(report: "Report") -> str:
 
 
 def memory_section(report: "Report") -> str:
-    device = memory_device(report)
+    model = view_model.of(report)
+    device = model.memory_device
     if device is None:
         return ""
     out = ["<h4>Memory</h4>", how("Memory at the end of every step (wait, warmup and active shaded), then through the "
                                   "profiled steps, then which operators allocated it.")]
-    figures = memory_figures(report, device)
+    figures = model.memory_figures
     if figures:
         out.append(f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>")
     out += [f'<div class="warn">{esc(w)}</div>' for w in report.memory_warnings]
-    out += [svg for svg in (view_model.of(report).chart_svg(n) for n in ("memory", "memory_timeline")) if svg]
+    out += [svg for svg in (model.chart_svg(n) for n in ("memory", "memory_timeline")) if svg]
     ops = report.memory_by_operator
     ops = ops[ops["device"] == device].head(TOP_MEMORY_OPS)
     if len(ops):
@@ -323,7 +324,7 @@ def heat_bar(share: float, width_px: int = 120) -> str:
 
 def lines_table(report: "Report") -> str:
     """The cell's source, a heat bar and the host (and device) time on every line."""
-    rows = line_rows(report)
+    rows = view_model.of(report).lines
     device = report.has_device_activity
     key = "device_us" if device and rows["device_us"].sum() > 0 else "host_us"
     top = float(rows[key].max()) or 1.0
@@ -395,7 +396,7 @@ def modules_section(report: "Report") -> str:
 
 
 def suggestions_section(report: "Report", copy_button: bool) -> str:
-    ranked = ranked_suggestions(report)
+    ranked = view_model.of(report).suggestions
     if not ranked:
         return ""
     cards = "".join(suggestion_card(s, copy_button, report) for s in ranked)

@@ -52,14 +52,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.kernel_kinds import kernel_kinds
 from . import origin, view_model
 from .charts import CHART_NAMES
-from .hardware import HOW, KERNEL_ROOFLINE_HELP, with_kernel_figures
+from .hardware import HOW, KERNEL_ROOFLINE_HELP
 from .html import MAX_MODULE_ROWS
 from .text import render_summary_line
-from .views import (breakdown_parts, headline, line_rows, lines_absent, memory_device, memory_figures, mfu_detail,
-                    modules_absent, operator_view, ranked_suggestions, throughput_detail)
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -124,18 +121,17 @@ def memory_payload(report: "Report") -> dict[str, Any]:
     traced = steps[steps["end_allocated_bytes"].notna()].head(MAX_STEP_ROWS)
     growth = report.memory_growth
     flagged = growth[growth["flagged"]].drop(columns=["flagged", "rising_share"])
-    device = memory_device(report)
+    model = view_model.of(report)
     return {"steps": table_payload(traced[list(TRACE_MEMORY_COLUMNS)]),
             "growth": [{k: _clean(v) for k, v in row.items()} for row in flagged.to_dict("records")],
             "warnings": list(report.memory_warnings),
-            "device": device,
-            "figures": memory_figures(report, device) if device is not None else []}
+            "device": model.memory_device,
+            "figures": list(model.memory_figures)}
 
 
 def kernels_payload(report: "Report") -> dict[str, Any]:
     """Every kernel by total time, up to ``MAX_KERNEL_ROWS``, with its category and full name."""
-    kernels = report.kernels.head(MAX_KERNEL_ROWS)
-    kernels = with_kernel_figures(kernels.assign(category=kernel_kinds(kernels["name"])), report)
+    kernels = view_model.of(report).kernels.head(MAX_KERNEL_ROWS)
     return {**table_payload(kernels[list(KERNEL_PAYLOAD_COLUMNS)]), "total": len(report.kernels),
             "help": KERNEL_ROOFLINE_HELP}
 
@@ -143,15 +139,15 @@ def kernels_payload(report: "Report") -> dict[str, Any]:
 def lines_payload(report: "Report") -> dict[str, Any]:
     """Every line of the cell with its time (the Cell lines tab), or why there are none."""
     if report.lines.empty:
-        return {"columns": [], "rows": [], "why": lines_absent(report)}
-    return {**table_payload(line_rows(report)), "why": None}
+        return {"columns": [], "rows": [], "why": view_model.of(report).lines_absent}
+    return {**table_payload(view_model.of(report).lines), "why": None}
 
 
 def modules_payload(report: "Report") -> dict[str, Any]:
     """The module tree's rows in call order (``parent`` names each row's parent), or why there are none."""
     modules = report.modules
     if modules.empty:
-        return {"columns": [], "rows": [], "total": 0, "why": modules_absent(report)}
+        return {"columns": [], "rows": [], "total": 0, "why": view_model.of(report).modules_absent}
     return {**table_payload(modules.head(MAX_MODULE_ROWS)[list(MODULE_COLUMNS)]), "total": len(modules),
             "why": None}
 
@@ -192,8 +188,9 @@ def charts_payload(report: "Report") -> dict[str, Any]:
 
 def report_payload(report: "Report") -> dict[str, Any]:
     """The whole payload (see the module docstring for its keys)."""
-    kind, parts = breakdown_parts(report)
-    h = headline(report)
+    model = view_model.of(report)
+    kind, parts = model.breakdown
+    h = model.headline
     return {
         "schema": SCHEMA,
         "title": render_summary_line(report),
@@ -201,22 +198,22 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "partial": report.partial,
         "notes": list(report.notes),
         "device": report.device.as_dict(),
-        "summary": {**{k: _clean(v) for k, v in h.items()}, "throughput_detail": throughput_detail(h),
-                    "mfu_detail": mfu_detail(h)},
+        "summary": {**{k: _clean(v) for k, v in h.items()}, "throughput_detail": model.throughput_detail,
+                    "mfu_detail": model.mfu_detail},
         "breakdown": {"kind": kind, **table_payload(parts)},
         # In the --sort order of a live run, cut at the cap rather than at --top.
-        "operators": {**table_payload(operator_view(report, MAX_OPERATOR_ROWS)), "total": len(report.operators)},
+        "operators": {**table_payload(model.operators(MAX_OPERATOR_ROWS)), "total": len(report.operators)},
         "steps": table_payload(report.steps.head(MAX_STEP_ROWS)),
         "memory": memory_payload(report),
-        "suggestions": [_json(s.as_dict()) for s in ranked_suggestions(report)],
+        "suggestions": [_json(s.as_dict()) for s in model.suggestions],
         "charts": charts_payload(report),
-        "timeline": view_model.of(report).timeline_payload(),
+        "timeline": model.timeline_payload(),
         "kernels": kernels_payload(report),
         "lines": lines_payload(report),
         "modules": modules_payload(report),
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
         "made_here": report.made_here,
-        "report_token": view_model.of(report).token,
+        "report_token": model.token,
         "origin": origin.words(report),
     }

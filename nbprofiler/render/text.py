@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
-from .views import (LABELS, breakdown_parts, headline, memory_device, memory_figures, mfu_detail, operator_view,
-                    phase_summary, ranked_suggestions, throughput_detail)
+from . import view_model
+from .views import LABELS
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -33,7 +33,7 @@ def render_summary_line(report: "Report") -> str:
         parts.append(f"{len(steps)} steps run, {len(active)} profiled")
     else:
         parts.append(f"{len(steps)} profiled steps")
-    avg = headline(report)["avg_step_us"]
+    avg = view_model.of(report).headline["avg_step_us"]
     if avg is not None:
         parts.append(f"avg step {fmt_us(avg)}")
     if report.partial:
@@ -55,19 +55,20 @@ def _ms(v: float) -> str:
 
 
 def _breakdown_lines(report: "Report") -> list[str]:
-    h = headline(report)
-    kind, parts = breakdown_parts(report)
+    model = view_model.of(report)
+    h = model.headline
+    kind, parts = model.breakdown
     if parts.empty:
         return []
     means = parts.drop(columns="step").mean()
     total = float(means.sum())
     figures = [f"avg step {fmt_us(h['avg_step_us'])} over {h['step_label']}"]
-    detail = throughput_detail(h)
+    detail = model.throughput_detail
     if detail is not None:
         figures.append(f"{h['samples_per_s']:,.0f} samples/s ({detail})")
     if h["gpu_utilization"] is not None:
         figures.append(f"GPU utilization {fmt_pct(h['gpu_utilization'])}")
-    mfu = mfu_detail(h)
+    mfu = model.mfu_detail
     if mfu is not None:
         figures.append(f"MFU {fmt_pct(h['mfu'])} ({mfu})")
     title = "Step time by device activity" if kind == "device" else "Step time by phase (host)"
@@ -86,11 +87,11 @@ def _steps_lines(report: "Report") -> list[str]:
     if steps.empty:
         return []
     return ["", "Steps (by schedule phase)",
-            table_text(phase_summary(steps), {"mean_wall_ms": _ms, "mean_dataloader_ms": _ms})]
+            table_text(view_model.of(report).phase_summary, {"mean_wall_ms": _ms, "mean_dataloader_ms": _ms})]
 
 
 def _operator_lines(report: "Report") -> list[str]:
-    ops = operator_view(report)
+    ops = view_model.of(report).operators()
     if ops.empty:
         return []
     if not report.has_device_activity:
@@ -112,10 +113,11 @@ def _kernel_lines(report: "Report") -> list[str]:
 
 
 def _memory_lines(report: "Report") -> list[str]:
-    device = memory_device(report)
+    model = view_model.of(report)
+    device = model.memory_device
     if device is None:
         return []
-    figures = memory_figures(report, device)
+    figures = model.memory_figures
     out = ["", f"Memory on {device}: " + (", ".join(figures) if figures else "no samples")]
     out += [f"  WARNING: {w}" for w in report.memory_warnings]
     return out
@@ -146,7 +148,7 @@ def _module_lines(report: "Report") -> list[str]:
 
 
 def _suggestion_lines(report: "Report") -> list[str]:
-    ranked = ranked_suggestions(report)
+    ranked = view_model.of(report).suggestions
     if not ranked:
         return []
     out = ["", "Suggestions (largest expected gain first)"]

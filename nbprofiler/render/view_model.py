@@ -1,34 +1,45 @@
-"""What one report shows, made once and read by every view: its charts, its timeline, its
-Hardware view, its "Try it" token and when it was first written out.
+"""What one report shows, made once and read by every view: its headline, its breakdown, its
+operator rows, its suggestions in order, its memory figures, its cell lines, its Hardware view, its
+kernel table, its charts, its timeline, its "Try it" token and when it was first written out.
 
-The text, the HTML, the explorer and the saved payload each show a report's charts,
-timeline and Hardware view; the view model makes each of them once per report, so that every view shows the
-same one and none pays for it twice. What it made is render's only memory of a report: kept
-per Report (and per Comparison) in one ``WeakKeyDictionary``, so it goes with the report.
-``of(report)`` is a light handle on the report and that memory; the memory holds nothing of
-the report itself, since a reference from a value to its key would keep the report alive for
-good.
+The text, the HTML, the explorer and the saved payload each show these; the view model makes each
+of them once per report (``views``, ``hardware``, ``charts`` and ``timeline_data`` are its
+builders), so that every view shows the same one and none pays for it twice. What it made is
+render's only memory of a report: kept per Report (and per Comparison) in one
+``WeakKeyDictionary``, so it goes with the report. ``of(report)`` is a light handle on the report
+and that memory; the memory holds nothing of the report itself, since a reference from a value to
+its key would keep the report alive for good (so it keeps what a builder returned, never a
+builder bound to the handle).
 
 What a view model holds is a view of the report, not analysis of its trace: what the
-report computes from the trace are its tables, which the builders here only read
-(``charts``, ``timeline_data``, ``hardware``).
+report computes from the trace are its tables, which the builders here only read.
+What it hands out is shared by every view: a view reads it and makes its own from it, never
+changes it (lists are kept as tuples, the headline as a read-only mapping).
 
-Threads: the timeline may be built on a second thread (``background``): ``expect_timeline``
-hands over its future, and ``timeline_payload`` waits for it and raises what it raised.
-Everything else is made on the thread that renders.
+Threads: each part is made once even when two threads ask at once (a report may be shown from
+two threads), the second waiting for the first on a lock of that report and part. The timeline
+may be built on a second thread (``background``): ``expect_timeline`` hands over its future, and
+``timeline_payload`` waits for it and raises what it raised. A part asks only for parts it is made
+from (the memory figures for the memory device), never in a circle, and that second thread asks the
+view model for nothing: no two threads ever wait on each other.
 """
 from __future__ import annotations
 
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from . import charts, hardware, origin, timeline_data
+from . import charts, hardware, origin, timeline_data, views
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    import pandas as pd
+
+    from ..advice.suggestion import Suggestion
     from ..report import Report
     from ..report.comparison import Comparison
 
@@ -48,9 +59,19 @@ class _ViewModel:
         self._made = made if made is not None else _made.setdefault(owner, {})
 
     def _once(self, key: str, make: Callable[[], T]) -> T:
+        """What ``make()`` returned the first time ``key`` was asked for, by any thread."""
         if key not in self._made:
-            self._made[key] = make()
+            with self._lock(key):
+                if key not in self._made:  # not made by another thread meanwhile
+                    self._made[key] = make()
         return cast(T, self._made[key])
+
+    def _lock(self, key: str) -> threading.RLock:
+        """The lock of one part: ``dict.setdefault`` is atomic, so two threads asking at once get the
+        same one, and no owner ever waits on another's. Re-entrant: a part's builder may ask for
+        other parts (the memory figures for the memory device), never for itself."""
+        locks: dict[str, threading.RLock] = self._made.setdefault("locks", {})
+        return locks.setdefault(key, threading.RLock())
 
 
 class ReportViewModel(_ViewModel):
@@ -60,9 +81,80 @@ class ReportViewModel(_ViewModel):
         super().__init__(report)
         self.report = report
 
+    @property
+    def headline(self) -> Mapping[str, Any]:
+        """The overview's numbers (``views.headline``)."""
+        return self._once("headline", lambda: MappingProxyType(views.headline(self.report)))
+
+    @property
+    def throughput_detail(self) -> str | None:
+        """What the headline's samples/s counts (``views.throughput_detail``)."""
+        return self._once("throughput_detail", lambda: views.throughput_detail(self.headline))
+
+    @property
+    def mfu_detail(self) -> str | None:
+        """What the headline's MFU is over (``views.mfu_detail``)."""
+        return self._once("mfu_detail", lambda: views.mfu_detail(self.headline))
+
+    @property
+    def breakdown(self) -> "tuple[str, pd.DataFrame]":
+        """The breakdown the run gets, device categories or host phases (``views.breakdown_parts``)."""
+        return self._once("breakdown", lambda: views.breakdown_parts(self.report))
+
+    def operators(self, top: int | None = None) -> "pd.DataFrame":
+        """The operator rows shown, by ``--sort``, cut to ``--top`` or ``top`` (``views.operator_view``)."""
+        return self._once(f"operators.{top}", lambda: views.operator_view(self.report, top))
+
+    @property
+    def suggestions(self) -> "tuple[Suggestion, ...]":
+        """The suggestions, largest expected gain first (``views.ranked_suggestions``)."""
+        return self._once("suggestions", lambda: tuple(views.ranked_suggestions(self.report)))
+
+    @property
+    def memory_device(self) -> str | None:
+        """The device the memory views describe (``views.memory_device``)."""
+        return self._once("memory_device", lambda: views.memory_device(self.report))
+
+    @property
+    def memory_figures(self) -> tuple[str, ...]:
+        """The memory device's headline figures (``views.memory_figures``); none without a device."""
+        device = self.memory_device
+        return self._once("memory_figures",
+                          lambda: () if device is None else tuple(views.memory_figures(self.report, device)))
+
+    @property
+    def phase_summary(self) -> "pd.DataFrame":
+        """The steps per schedule phase (``views.phase_summary``)."""
+        return self._once("phase_summary", lambda: views.phase_summary(self.report.steps))
+
+    @property
+    def lines(self) -> "pd.DataFrame":
+        """Every line of the cell with its time (``views.line_rows``)."""
+        return self._once("lines", lambda: views.line_rows(self.report))
+
+    @property
+    def lines_absent(self) -> str:
+        """Why the report has no cell lines (``views.lines_absent``)."""
+        return self._once("lines_absent", lambda: views.lines_absent(self.report))
+
+    @property
+    def modules_absent(self) -> str:
+        """Why the report has no module tree (``views.modules_absent``)."""
+        return self._once("modules_absent", lambda: views.modules_absent(self.report))
+
+    @property
+    def hardware(self) -> hardware.HardwareView:
+        """The Hardware view (``hardware.hardware_view``)."""
+        return self._once("hardware", lambda: hardware.hardware_view(self.report))
+
+    @property
+    def kernels(self) -> "pd.DataFrame":
+        """Every kernel as the Kernels tables show it (``hardware.kernel_rows``)."""
+        return self._once("kernels", lambda: hardware.kernel_rows(self.report))
+
     def chart_spec(self, name: str) -> charts.Spec | None:
         """The named chart as a JSON-safe spec (``charts.build``), or None when it has no data."""
-        return self._once(f"chart.{name}", lambda: charts.build(self.report, name))
+        return self._once(f"chart.{name}", lambda: charts.build(self, name))
 
     def chart_svg(self, name: str) -> str | None:
         """The named chart as static inline SVG markup (no script, no network), or None without data."""
@@ -76,11 +168,13 @@ class ReportViewModel(_ViewModel):
         """The Timeline payload (``timeline_data``), None when the report has no trace events.
         Where it is being built on another thread (``expect_timeline``), this waits for that
         build, and raises what it raised."""
-        if "timeline" not in self._made:
+        def made() -> Payload | None:
             pending = self._made.get("timeline.pending")
-            self._made["timeline"] = pending.result() if pending is not None else timeline_data.build(self.report)
-            self._made.pop("timeline.pending", None)  # after the result: a Ctrl-C in the wait leaves the build
-        return cast("Payload | None", self._made["timeline"])
+            return pending.result() if pending is not None else timeline_data.build(self.report)
+
+        payload = self._once("timeline", made)
+        self._made.pop("timeline.pending", None)  # after the result: a Ctrl-C in the wait leaves the build
+        return payload
 
     def timeline_bundle(self) -> Payload | None:
         """The Timeline as a display bundle (``timeline_data.display_bundle``)."""
@@ -94,12 +188,6 @@ class ReportViewModel(_ViewModel):
     def expect_timeline(self, pending: "Future[Payload | None]") -> None:
         """The timeline is the result of ``pending`` (``timeline_data.build`` run on another thread)."""
         self._made["timeline.pending"] = pending
-
-    @property
-    def hardware(self) -> hardware.HardwareView:
-        """Everything the Hardware view shows (``hardware.hardware_view``): its facts, sections
-        and charts, read by the static HTML, the explorer's tab and the saved payload alike."""
-        return self._once("hardware", lambda: hardware.hardware_view(self.report))
 
     @property
     def token(self) -> str | None:

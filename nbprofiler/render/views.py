@@ -4,13 +4,15 @@ The renderers differ in form only. Which figure is the headline, which
 breakdown a run gets (device categories on GPU, host phases on CPU), which
 operator rows a report shows (``--sort``, ``--top``), the cell's lines, which
 device the memory views describe and in what order suggestions come: all of
-it is decided here, from the Report's tables. This module is the view model
-with its siblings: ``hardware`` (the Hardware view), ``charts`` (each chart's
-spec) and ``timeline_data`` (the Timeline's payload); the renderers read them,
-and none decides again what they decided.
+it is decided here, from the Report's tables. These are builders of the view
+model (``view_model``), with their siblings ``hardware`` (the Hardware view),
+``charts`` (each chart's spec) and ``timeline_data`` (the Timeline's payload):
+the view model makes each view once per report, the renderers read it there,
+and none decides again what was decided.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -103,7 +105,7 @@ def headline(report: "Report") -> dict[str, Any]:
     }
 
 
-def mfu_detail(h: dict[str, Any]) -> str | None:
+def mfu_detail(h: Mapping[str, Any]) -> str | None:
     """What the MFU of ``headline`` is over: "4.38 TFLOP/s of the fp32 peak" (the peak estimated
     from the CPU's cores, vectors and clock on a CPU run); None where MFU is unknown."""
     if h["mfu"] is None or h["achieved_flops_per_s"] is None:
@@ -112,7 +114,7 @@ def mfu_detail(h: dict[str, Any]) -> str | None:
     return f"{fmt_si(float(h['achieved_flops_per_s']), 'FLOP/s')} of the {estimated}{h['mfu_dtype']} peak"
 
 
-def throughput_detail(h: dict[str, Any]) -> str | None:
+def throughput_detail(h: Mapping[str, Any]) -> str | None:
     """What the samples/s of ``headline`` counts: "batch size 16", or "64 samples per step:
     4 batches of 16" when steps took several batches; None when samples/s is unknown."""
     per_step = h["samples_per_step"]

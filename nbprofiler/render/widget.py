@@ -37,7 +37,6 @@ from .paged_table import PagedTable
 from .style import WIDGET_STYLE
 from .tab_help import how_html
 from .text import render_summary_line
-from .views import ranked_suggestions
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -193,7 +192,7 @@ class Explorer(TabbedView):
                                                          Col("share", "share", fmt_pct)]))
         else:
             parts.append('<div class="how">No complete step was profiled, so there is no breakdown.</div>')
-        ranked = ranked_suggestions(r)
+        ranked = view_model.of(r).suggestions
         if ranked:
             more = len(ranked) - OVERVIEW_SUGGESTIONS
             parts.append("<h4>Top suggestions</h4>" + copy_cards(r, OVERVIEW_SUGGESTIONS))

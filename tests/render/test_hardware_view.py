@@ -20,6 +20,7 @@ import pytest
 from conftest import shared_raw_events, shared_report, shared_trace
 
 import nbprofiler
+
 from nbprofiler.format import fmt_bytes, fmt_us
 from nbprofiler.render.hardware import HOW, NO_DEVICE_WORK, NOT_IN_SPEC_TABLE
 from nbprofiler.render.html import render_html
@@ -167,17 +168,19 @@ def test_a_cpu_run_says_in_one_line_it_has_no_device_work(recording):
 
 def test_roofline_and_collectives_show_only_when_they_have_rows(monkeypatch):
     """Other analyses add these tables to the Report; the view shows a table once it has rows, none before.
-    A report shows one Hardware view, made once: each set of tables is a report of its own."""
-    no_kernel_figures = shared_report("a100_train").kernel_roofline.iloc[0:0]  # read from the roofline
-    monkeypatch.setattr(Report, "kernel_roofline", property(lambda self: no_kernel_figures))
+    Each state is a report of its own, since a report's view is made once, from the tables it had; the
+    Kernels table's figures are made first, from the real roofline (it alone fills them)."""
+    before, after = (nbprofiler.load(shared_trace("a100_train")) for _ in range(2))
+    assert len(before.kernel_roofline) and len(after.kernel_roofline)
+    report = before
     monkeypatch.setattr(Report, "roofline", property(lambda self: None), raising=False)
     monkeypatch.setattr(Report, "collectives", property(lambda self: pd.DataFrame(columns=["name", "time_us"])),
                         raising=False)
-    keys = [s["key"] for s in report_payload(nbprofiler.load(shared_trace("a100_train")))["hardware"]["sections"]]
+    keys = [s["key"] for s in report_payload(report)["hardware"]["sections"]]
     assert "roofline" not in keys and "collectives" not in keys
     monkeypatch.setattr(Report, "roofline", property(lambda self: pd.DataFrame(
         {"operator": [HOSTILE], "time_us": [12.0], "achieved_flops_per_s": [3.5e12]})))
-    report = nbprofiler.load(shared_trace("a100_train"))
+    report = after
     hw = report_payload(report)["hardware"]
     keys = [s["key"] for s in hw["sections"]]
     assert "roofline" in keys and "collectives" not in keys  # no rows, no section

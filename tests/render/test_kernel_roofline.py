@@ -150,7 +150,7 @@ def test_operator_names_are_escaped_in_the_scatter(monkeypatch):
     report = shared_report(V100)
     hostile = report.roofline.assign(operator=[HOSTILE + str(i) for i in range(len(report.roofline))])
     monkeypatch.setattr(Report, "roofline", property(lambda self: hostile))
-    svg = svg_from_spec(roofline_spec(report))
+    svg = svg_from_spec(roofline_spec(view_model.of(report)))
     assert "<img" not in svg and svg.count(f"<title>{html.escape(HOSTILE)}") == len(hostile)
 
 
@@ -182,4 +182,4 @@ def test_no_scatter_where_no_row_has_a_known_intensity(monkeypatch):
     report = shared_report(V100)
     unknown = report.roofline.assign(intensity=math.nan)
     monkeypatch.setattr(Report, "roofline", property(lambda self: unknown))
-    assert roofline_spec(report) is None
+    assert roofline_spec(view_model.of(report)) is None
