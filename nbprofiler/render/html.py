@@ -173,8 +173,8 @@ def suggestion_card(s: "Suggestion", copy_button: bool, report: "Report") -> str
 # A guidance card's code is comments only: the change is in the user's own loop, in words.
 GUIDANCE_LINE = ('<div class="nbp-guidance">Guidance: make this change in your own code; there is no code to paste '
                  "or try.</div>")
-TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell below, run it, then re-run this '
-            "cell with <code>%%torchprofile --compare</code>.</div>")
+TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell above this one, run it, then '
+            "re-run this cell with <code>%%torchprofile --compare</code>.</div>")
 
 
 def try_button(kind: str, report: "Report") -> str:

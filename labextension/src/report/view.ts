@@ -51,7 +51,7 @@ export interface IViewOptions {
   data?: unknown;
 }
 
-const TRY_TITLE = 'Run this code in a new cell below, then profile this cell again and compare';
+const TRY_TITLE = 'Run this code in a new cell above this one, then profile this cell again and compare';
 
 // The table helpers live in table.ts; they are part of this module's interface too.
 export { columnLabel, filterRows, formatCell, sortRows } from './table';
@@ -759,7 +759,7 @@ export class ReportView {
           h(
             'div',
             { class: 'nbp-try-line' },
-            'To try it: paste the code in a new cell below, run it, then re-run this cell with ',
+            'To try it: paste the code in a new cell above this one, run it, then re-run this cell with ',
             h('code', null, '%%torchprofile --compare'),
             '.'
           )
