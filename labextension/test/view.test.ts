@@ -90,6 +90,28 @@ describe('parseReport', () => {
   });
 });
 
+describe('the tabs', () => {
+  it('shows only the tabs the payload names, in order, and its one line of the flags that would add others', () => {
+    const raw = fixture('report_cpu_live.json') as any;
+    const tabs = ['Overview', 'Operators', 'Timeline', 'Suggestions', 'Export'];
+    const more = 'More views: re-run the cell without --no-memory for Memory (memory at every step and the operators that allocated it); with --stack for Cell lines (the time per line of this cell).';
+    const view = new ReportView(parseReport({ ...raw, tabs: [...tabs, 'A view of a newer nbprofiler'], more_views: more }));
+    document.body.appendChild(view.node);
+    // Python decided which tabs have content; the view does not decide again (the payload has lines and memory).
+    expect(raw.lines.rows.length).toBeGreaterThan(0);
+    expect(view.tabNames).toEqual(tabs);
+    expect(view.node.querySelectorAll('.nbp-panel').length).toBe(tabs.length);
+    expect(panel(view, 'Overview').querySelector('.nbp-more-views')!.textContent).toBe(more);
+    expect(view.node.querySelectorAll('.nbp-more-views').length).toBe(1);
+  });
+
+  it('keeps every tab it drew before for a payload saved before Python named the tabs, with no "More views" line', () => {
+    const view = render('report_cpu_live.json');
+    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => name !== 'Kernels' && name !== 'Hardware'));
+    expect(view.node.querySelector('.nbp-more-views')).toBeNull();
+  });
+});
+
 describe('escaping of untrusted names', () => {
   for (const name of FIXTURES) {
     it(`shows hostile names as text (${name})`, () => {

@@ -26,8 +26,7 @@ from ..analysis.callsites import CallSites, operator_kernels, operator_mask
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from . import view_model
 from .hardware import HOW as HARDWARE_HOW, cell_text
-from .html import (Col, count, esc, hardware_pieces, how, html_table, kernel_roofline_cols, lines_table, modules_tree,
-                   suggestion_card, us_col)
+from .html import Col, count, esc, hardware_pieces, how, html_table, kernel_roofline_cols, suggestion_card, us_col
 from .output_widget import bundle_output
 from .paged_table import PAGE_ROWS, PagedTable
 from .tab_help import how_html
@@ -238,13 +237,11 @@ def hardware_tab(report: "Report") -> widgets.Widget:
     return widgets.VBox(parts)
 
 
-def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
+def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
+    """The Memory tab, shown only for a report with a memory device (``tabs.report_tabs``)."""
     model = view_model.of(report)
     device = model.memory_device
-    if device is None:
-        nothing = widgets.HTML('<div class="nbp how">No memory was recorded (the run used --no-memory, '
-                               'or no step was profiled).</div>')
-        return widgets.VBox([how_html("Memory"), nothing]), None
+    assert device is not None, "the Memory tab shows only where memory was recorded"
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in report.memory_warnings)
     figures = model.memory_figures
     headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
@@ -258,18 +255,3 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
             Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]
     table = PagedTable(ops, cols, sort="allocated_bytes", noun="operators", top=50)
     return widgets.VBox([how_html("Memory"), above, *charts, below, table.box]), table
-
-
-def lines_html(report: "Report") -> str:
-    """The annotated cell, or why there is none."""
-    if report.lines.empty:
-        return f'<div class="how">{esc(view_model.of(report).lines_absent)}</div>'
-    return lines_table(report)
-
-
-def modules_html(report: "Report") -> str:
-    """The module tree, or how to get one."""
-    if report.modules.empty:
-        return f'<div class="how">{esc(view_model.of(report).modules_absent)}</div>'
-    return modules_tree(report)
-

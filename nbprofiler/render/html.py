@@ -23,6 +23,7 @@ from .escape import esc
 from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
+from .tabs import more_views, shown_names
 from .text import render_summary_line
 from .views import LABELS
 
@@ -173,8 +174,8 @@ def suggestion_card(s: "Suggestion", copy_button: bool, report: "Report") -> str
 # A guidance card's code is comments only: the change is in the user's own loop, in words.
 GUIDANCE_LINE = ('<div class="nbp-guidance">Guidance: make this change in your own code; there is no code to paste '
                  "or try.</div>")
-TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell below, run it, then re-run this '
-            "cell with <code>%%torchprofile --compare</code>.</div>")
+TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell above this one, run it, then '
+            "re-run this cell with <code>%%torchprofile --compare</code>.</div>")
 
 
 def try_button(kind: str, report: "Report") -> str:
@@ -349,8 +350,6 @@ MODULES_HOW = ("Each nn.Module with its submodules folded under it, in call orde
 
 
 def lines_section(report: "Report") -> str:
-    if report.lines.empty:
-        return ""
     return "<h4>Cell lines</h4>" + how(LINES_HOW) + lines_table(report)
 
 
@@ -390,8 +389,6 @@ def modules_tree(report: "Report") -> str:
 
 
 def modules_section(report: "Report") -> str:
-    if report.modules.empty:
-        return ""
     return "<h4>Modules</h4>" + how(MODULES_HOW) + modules_tree(report)
 
 
@@ -431,29 +428,26 @@ def gpu_wait_section(report: "Report") -> str:
     return "".join(out)
 
 
-def hints_html(report: "Report") -> str:
-    """What the user can switch on to see more, said once at the end."""
-    o = report.run_options
-    if o is None:
-        return ""
-    hints = []
-    if not o.stack:
-        hints.append("<code>--stack</code> for the time per line of this cell")
-    if not (o.modules or o.stack):
-        hints.append("<code>--modules</code> for the time per nn.Module")
-    return f'<div class="how">More detail: {"; ".join(hints)}.</div>' if hints else ""
+def more_views_html(report: "Report") -> str:
+    """The one line saying which flags would add which views (``tabs.more_views``), or ""."""
+    line = more_views(view_model.of(report).tabs)
+    return f'<div class="how nbp-more-views">{esc(line)}</div>' if line else ""
 
 
 def render_html(report: "Report", standalone: bool = False) -> str:
-    """The whole static report as an HTML fragment, or a complete page with ``standalone``."""
+    """The whole static report as an HTML fragment, or a complete page with ``standalone``; a view's
+    section only where its tab shows (``tabs.report_tabs``)."""
+    views = shown_names(view_model.of(report).tabs)
     parts = [f"<style>{STYLE}</style>", '<div class="nbp">',
              f"<h3>nbprofiler report — {esc(render_summary_line(report))}</h3>"]
     parts += [f'<div class="note">{esc(note)}</div>' for note in report.notes]
-    for section in (overview_section(report), suggestions_section(report, copy_button=standalone),
+    for section in (overview_section(report), more_views_html(report),
+                    suggestions_section(report, copy_button=standalone),
                     steps_section(report), operators_section(report), kernels_section(report),
-                    lines_section(report), modules_section(report), memory_section(report),
-                    gpu_wait_section(report), communication_section(report), hardware_section(report),
-                    hints_html(report)):
+                    lines_section(report) if "Cell lines" in views else "",
+                    modules_section(report) if "Modules" in views else "",
+                    memory_section(report) if "Memory" in views else "",
+                    gpu_wait_section(report), communication_section(report), hardware_section(report)):
         parts.append(section)
     parts.append("</div>")
     body = "".join(parts)

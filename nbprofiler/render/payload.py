@@ -7,7 +7,7 @@ operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
 growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
 saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections},
-made_here, report_token, origin``.
+tabs, more_views, made_here, report_token, origin``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
 
@@ -15,7 +15,9 @@ payload written before ``memory`` or ``operators.total`` existed still draws).
 charts that have data, ``timeline`` the Timeline tab's events
 (``timeline_data.build``), both as the report's view model keeps them, so a
 notebook reopened without a kernel shows every view the live explorer has. ``lines`` and ``modules`` carry
-``why``: the reason, in words, when the run recorded none. ``saved_from`` says
+``why``: the reason, in words, when the run recorded none. ``tabs`` names the tabs with content, in order,
+and ``more_views`` is the one line saying which flags would add the others (``tabs.py``): the saved
+view shows those tabs and that line rather than deciding again. ``saved_from`` says
 what the report was made from (``kind`` "live run", "trace file" or "saved
 file", ``when`` as ISO time, ``path``), which the saved report's tag shows.
 
@@ -56,6 +58,7 @@ from . import origin, view_model
 from .charts import CHART_NAMES
 from .hardware import HOW, KERNEL_ROOFLINE_HELP
 from .html import MAX_MODULE_ROWS
+from .tabs import more_views, shown_names
 from .text import render_summary_line
 
 if TYPE_CHECKING:
@@ -213,6 +216,8 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "modules": modules_payload(report),
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
+        "tabs": list(shown_names(model.tabs)),
+        "more_views": more_views(model.tabs),
         "made_here": report.made_here,
         "report_token": model.token,
         "origin": origin.words(report),

@@ -1,6 +1,6 @@
 """What one report shows, made once and read by every view: its headline, its breakdown, its
 operator rows, its suggestions in order, its memory figures, its cell lines, its Hardware view, its
-kernel table, its charts, its timeline, its "Try it" token and when it was first written out.
+kernel table, which tabs it shows, its charts, its timeline, its "Try it" token and when it was first written out.
 
 The text, the HTML, the explorer and the saved payload each show these; the view model makes each
 of them once per report (``views``, ``hardware``, ``charts`` and ``timeline_data`` are its
@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import charts, hardware, origin, timeline_data, views
+from .tabs import Tab, report_tabs
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -141,6 +142,12 @@ class ReportViewModel(_ViewModel):
     def modules_absent(self) -> str:
         """Why the report has no module tree (``views.modules_absent``)."""
         return self._once("modules_absent", lambda: views.modules_absent(self.report))
+
+    @property
+    def tabs(self) -> tuple[Tab, ...]:
+        """Every view with whether it has content and how a re-run would add it (``tabs.report_tabs``)."""
+        device = self.memory_device
+        return self._once("tabs", lambda: report_tabs(self.report, device))
 
     @property
     def hardware(self) -> hardware.HardwareView:

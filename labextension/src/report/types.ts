@@ -158,6 +158,11 @@ export interface IReport {
   savedFrom: ISavedFrom | null;
   /** The Hardware tab (hardware.ts); null in payloads written before it existed. */
   hardware: IHardware | null;
+  /** The tabs with content, in order, as Python decided them (nbprofiler/render/tabs.py); null in payloads
+   * written before it did, whose tabs the view picks as it always did. */
+  tabs: string[] | null;
+  /** The one line saying which flags would add which views ('' when none would). */
+  moreViews: string;
   /** Whether "Try it" may run the code of this report's cards (try/card.ts). */
   trial: ITrial;
 }
@@ -349,6 +354,8 @@ export function parseReport(data: unknown): IReport {
     modules: optionalTable(data.modules, 'modules'),
     savedFrom: savedFrom(data.saved_from),
     hardware: parseHardware(data.hardware),
+    tabs: Array.isArray(data.tabs) ? strings(data.tabs) : null,
+    moreViews: str(data.more_views),
     trial: { token: optStr(data.report_token), origin: optStr(data.origin) }
   };
 }

@@ -23,7 +23,9 @@ import { trialAttributes } from '../try/card';
 import { disposeTimeline, renderTimeline } from '../timeline';
 import { colorOf, IChartSpec, renderChart, specFromTable } from './charts';
 
-/** Every tab, in order; Kernels shows only for a run with kernels, Hardware only in payloads that have it. */
+/** Every tab this view can draw, in order. The payload's `tabs` names those with content (Python decides, in
+ * nbprofiler/render/tabs.py); a payload written before it had them shows these, less Kernels without kernels and
+ * Hardware where it has none. */
 export const TAB_NAMES = [
   'Overview',
   'Operators',
@@ -51,7 +53,7 @@ export interface IViewOptions {
   data?: unknown;
 }
 
-const TRY_TITLE = 'Run this code in a new cell below, then profile this cell again and compare';
+const TRY_TITLE = 'Run this code in a new cell above this one, then profile this cell again and compare';
 
 // The table helpers live in table.ts; they are part of this module's interface too.
 export { columnLabel, filterRows, formatCell, sortRows } from './table';
@@ -248,7 +250,8 @@ export class ReportView {
       Export: () => exportPanel(r, { html: this.options.html, data: this.options.data })
     };
     for (const name of TAB_NAMES) {
-      if ((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware)) {
+      const shown = r.tabs ? r.tabs.includes(name) : !((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware));
+      if (!shown) {
         continue;
       }
       const tabId = uid('nbp-tab');
@@ -365,6 +368,9 @@ export class ReportView {
       out.appendChild(more);
     } else {
       out.appendChild(h('p', { class: 'nbp-muted' }, 'No suggestions: nothing in this profile crossed a rule’s threshold.'));
+    }
+    if (r.moreViews) {
+      out.appendChild(h('p', { class: 'nbp-muted nbp-more-views' }, r.moreViews));
     }
     if (r.notes.length) {
       out.appendChild(h('h4', { class: 'nbp-h' }, 'Notes'));
@@ -759,7 +765,7 @@ export class ReportView {
           h(
             'div',
             { class: 'nbp-try-line' },
-            'To try it: paste the code in a new cell below, run it, then re-run this cell with ',
+            'To try it: paste the code in a new cell above this one, run it, then re-run this cell with ',
             h('code', null, '%%torchprofile --compare'),
             '.'
           )
