@@ -178,8 +178,8 @@ PAINT_MARK = 'print("NBP-LOOP-END", flush=True)\n'
 
 def browser_paint(runs: int) -> tuple[list[float], list[float]]:
     """(the magic's paint times, the hand-written profiler's), in seconds, from a real JupyterLab page."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from browser.test_browser import _run_in_lab, write_notebook  # the browser tests' JupyterLab, reused
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "browser")]
+    from test_browser import _run_in_lab, write_notebook  # the browser tests' JupyterLab, reused
 
     with tempfile.TemporaryDirectory(prefix="nbprofiler-paint-") as tmp:
         notebook = write_notebook(Path(tmp) / "paint.ipynb", "%load_ext nbprofiler\n" + conv_training_setup(384),

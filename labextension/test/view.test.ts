@@ -551,6 +551,65 @@ function headers(table: Element): string[] {
 }
 
 describe('kernels tab', () => {
+  /** The A100 fixture as a payload with short names (as nbprofiler.analysis.kernel_names makes them). */
+  function withShortNames(): any {
+    const raw = JSON.parse(JSON.stringify(fixture('report_a100_trace.json')));
+    const k = raw.kernels;
+    const at = k.columns.indexOf('name');
+    k.columns.splice(at + 1, 0, 'short_name');
+    for (const row of k.rows) {
+      row.splice(at + 1, 0, `${String(row[at]).slice(0, 12)}<…>(…)`);
+    }
+    return raw;
+  }
+
+  it('shows each kernel on one line by its short name, the whole name on hover and in a copy', async () => {
+    const raw = withShortNames();
+    const copied: string[] = [];
+    const view = new ReportView(parseReport(raw), { copy: async t => void copied.push(t), footer: 'f' });
+    document.body.appendChild(view.node);
+    const table = panel(view, 'Kernels').querySelector('.nbp-kernel-table') as HTMLTableElement;
+    expect(headers(table)[0]).toBe('Kernel');
+    expect(headers(table)).not.toContain('Name');
+    const col = (name: string) => raw.kernels.columns.indexOf(name);
+    const rows = Array.from(table.tBodies[0].rows);
+    rows.forEach((tr, i) => {
+      expect(tr.cells[0].textContent).toBe(raw.kernels.rows[i][col('short_name')]);
+      expect(tr.cells[0].title).toBe(raw.kernels.rows[i][col('name')]);
+      // One line: no cell of the table wraps its text.
+      expect(Array.from(tr.cells).some(td => td.classList.contains('nbp-wrap'))).toBe(false);
+    });
+    // Filtering searches the whole name, not only what the cell shows.
+    const whole = raw.kernels.rows[0][col('name')] as string;
+    view.kernels!.filterBy(whole.slice(-8));
+    expect(table.tBodies[0].rows.length).toBeGreaterThan(0);
+    view.kernels!.filterBy('');
+    table.tBodies[0].rows[0].click();
+    const details = panel(view, 'Kernels').querySelector('.nbp-row-details') as HTMLElement;
+    expect(details.querySelector('.nbp-details-title')!.textContent).toBe(whole);
+    (details.querySelector('.nbp-copy') as HTMLButtonElement).click();
+    await new Promise(r => setTimeout(r, 0));
+    expect(copied).toEqual([whole]);
+    view.node.remove();
+  });
+
+  it('is an ARIA grid whose sorted header says the order the rows are in', () => {
+    const view = render('report_a100_trace.json');
+    const table = panel(view, 'Kernels').querySelector('.nbp-kernel-table') as HTMLTableElement;
+    expect(table.getAttribute('role')).toBe('grid');
+    expect(table.getAttribute('aria-label')).toBe('kernels');
+    expect(Array.from(table.tHead!.rows[0].cells).every(th => th.getAttribute('role') === 'columnheader')).toBe(true);
+    expect(Array.from(table.tBodies[0].rows[0].cells).every(td => td.getAttribute('role') === 'gridcell')).toBe(true);
+    const calls = () => Array.from(table.tBodies[0].rows).map(tr => Number(tr.cells[2].textContent!.replace(/,/g, '')));
+    const th = () => table.tHead!.rows[0].cells[2];
+    view.kernels!.sortBy('calls');
+    expect(th().getAttribute('aria-sort')).toBe('descending');
+    expect(calls()).toEqual([...calls()].sort((a, b) => b - a));
+    view.kernels!.sortBy('calls');
+    expect(th().getAttribute('aria-sort')).toBe('ascending');
+    expect(calls()).toEqual([...calls()].sort((a, b) => a - b));
+  });
+
   it('shows every kernel by its whole name, with tensor cores and blocks per SM', () => {
     const raw = fixture('report_a100_trace.json') as any;
     const view = render('report_a100_trace.json');

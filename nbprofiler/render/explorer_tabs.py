@@ -180,7 +180,7 @@ class OperatorsTab:
 
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
     k = view_model.of(report).kernels
-    cols = [Col("name", "kernel", width="4fr", name=True), Col("category", "category", width="110px"),
+    cols = [Col("short_name", "kernel", name=True, hover="name"), Col("category", "category", width="110px"),
             Col("calls", "calls", count, width="80px"), us_col("total_us", "total"), us_col("mean_us", "mean"),
             us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
             Col("mean_blocks_per_sm", "blocks per SM", _blocks, width="100px"),

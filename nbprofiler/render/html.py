@@ -51,8 +51,9 @@ _COPY_ONCLICK = (
 @dataclass(frozen=True)
 class Col:
     """How a table shows one column: its header, cell text, whether it holds a name,
-    (in the explorer's grid) its width, and what the figure is where its label cannot say
-    (``help``: the header's hover text)."""
+    (in the explorer's grid) its width, what the figure is where its label cannot say
+    (``help``: the header's hover text), and for a name shown shortened, the column holding
+    the whole name (``hover``: the cell's hover text, and what a filter by name searches)."""
 
     key: str
     label: str
@@ -60,6 +61,7 @@ class Col:
     name: bool = False
     width: str = "110px"
     help: str = ""
+    hover: str = ""
 
 
 def us_col(key: str, label: str) -> Col:
@@ -71,15 +73,20 @@ def html_table(df: pd.DataFrame, cols: Sequence[Col], name_width: int = 80) -> s
     present = [c for c in cols if c.key in df.columns]
     head = "".join(f'<th class="{"n" if c.name else ""}"{header_title(c.help)}>{esc(c.label)}</th>' for c in present)
     body = []
-    for rec in df[[c.key for c in present]].itertuples(index=False):
+    keys = list(dict.fromkeys([c.key for c in present] + [c.hover for c in present if c.hover in df.columns]))
+    for values in df[keys].itertuples(index=False, name=None):
+        row = dict(zip(keys, values))
         cells = []
-        for col, value in zip(present, rec):
+        for col in present:
+            value = row[col.key]
             if col.name:
-                cells.append(f'<td class="n" title="{esc(value)}">{esc(shorten(col.fmt(value), name_width))}</td>')
+                whole = row[col.hover] if col.hover in row else value
+                cells.append(f'<td class="n" title="{esc(whole)}">{esc(shorten(col.fmt(value), name_width))}</td>')
             else:
                 cells.append(f"<td>{esc(col.fmt(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f'<div class="nbp-scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
 def header_title(help_text: str) -> str:
@@ -242,8 +249,9 @@ def kernels_section(report: "Report") -> str:
     k = report.kernels
     if k.empty:
         return ""
-    cols = [Col("name", "kernel", name=True), Col("calls", "calls", count), us_col("total_us", "total"),
-            us_col("mean_us", "mean"), us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct),
+    cols = [Col("short_name", "kernel", name=True, hover="name"), Col("calls", "calls", count),
+            us_col("total_us", "total"), us_col("mean_us", "mean"), us_col("max_us", "max"),
+            Col("mean_occupancy", "occupancy", fmt_pct),
             Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"),
             us_col("mean_launch_delay_us", "launch delay"), *kernel_roofline_cols(),
             Col("operator", "launched by", name=True)]

@@ -69,7 +69,7 @@ MAX_OPERATOR_ROWS = 1000
 MAX_STEP_ROWS = 5000
 MAX_KERNEL_ROWS = 1000
 # The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kinds'.
-KERNEL_PAYLOAD_COLUMNS = ("name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
+KERNEL_PAYLOAD_COLUMNS = ("name", "short_name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
                           "mean_blocks_per_sm", "tensor_cores", "mean_launch_delay_us", "achieved_flops_per_s",
                           "bound", "operator")
 MODULE_COLUMNS = ("module", "parent", "type", "depth", "calls", "forward_host_us", "backward_host_us",

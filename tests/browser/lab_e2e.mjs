@@ -115,8 +115,8 @@ async function checkSorting(scope, label) {
  * the name cells have class "n". Click a header and check the order changes.
  */
 async function checkExplorerSorting(scope) {
-  const names = () => scope.locator('.nbp-grid > div.n').evaluateAll(els => els.map(e => e.getAttribute('title') ?? e.textContent));
-  await scope.locator('.nbp-grid > div.n').first().waitFor({ timeout: 30000 });
+  const names = () => scope.locator('.nbp-grid > div.r > div.n').evaluateAll(els => els.map(e => e.getAttribute('title') ?? e.textContent));
+  await scope.locator('.nbp-grid > div.r > div.n').first().waitFor({ timeout: 30000 });
   const before = await names();
   check(before.length > 1, 'explorer: the operator table has rows');
   const headers = await scope.locator('[title^="sort by "]').evaluateAll(els => els.map(e => e.getAttribute('title')));

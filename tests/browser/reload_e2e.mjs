@@ -51,7 +51,7 @@ async function sorts(index, mode) {
     ? cell.locator('.lm-TabBar-tab').filter({ hasText: /^Operators/ }).first()
     : cell.locator('[role="tab"][data-tab="Operators"]');
   await tab.click();
-  const rows = mode === 'widget' ? '.nbp-grid > div.n' : '.nbp-panel[data-tab="Operators"] table tbody tr';
+  const rows = mode === 'widget' ? '.nbp-grid > div.r > div.n' : '.nbp-panel[data-tab="Operators"] table tbody tr';
   await cell.locator(rows).first().waitFor({ timeout: 30000 });
   const order = () => cell.locator(rows).evaluateAll(els => els.map(e => e.getAttribute('title') ?? e.textContent));
   const before = JSON.stringify(await order());

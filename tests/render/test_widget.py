@@ -374,9 +374,10 @@ def test_explorers_are_closed_when_their_output_is_gone(live_report, recording, 
     assert all(w.comm is None for w in _walk(first))  # with its tabs, controls, layouts
 
 
-def test_kernels_show_whole_names_tensor_cores_blocks_per_sm_and_details_on_click(recording):
-    """A real V100 trace: every kernel name whole (no ellipsis in the text), the tensor-core and
-    blocks-per-SM columns of ``report.kernels``, and a row click shows that kernel's details."""
+def test_kernels_show_short_names_tensor_cores_blocks_per_sm_and_details_on_click(recording):
+    """A real V100 trace: every kernel on one line by its short name, the whole name on hover,
+    the tensor-core and blocks-per-SM columns of ``report.kernels``, and a row click shows that
+    kernel's details with its whole name."""
     from conftest import shared_trace
 
     report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_4.pt.trace.json.gz"))
@@ -389,7 +390,12 @@ def test_kernels_show_whole_names_tensor_cores_blocks_per_sm_and_details_on_clic
     page = table.page_frame
     longest = max(page["name"], key=len)
     assert len(longest) > 45
-    assert f">{html.escape(longest)}</div>" in table.body.value  # the whole name is the cell's text
+    short = page["short_name"][page["name"] == longest].iloc[0]
+    assert len(short) < len(longest)
+    # The short name is the cell's text, the whole name its hover text.
+    at = page.index[list(page["name"]).index(longest)]
+    assert f'title="{html.escape(longest)}" role="gridcell" data-pick="row:{at}">{html.escape(short)}</div>' \
+        in table.body.value
     # Each row's new figures, as report.kernels has them.
     blocks_at = [c.key for c in table._columns].index("mean_blocks_per_sm")
     for label, row in page.iterrows():

@@ -492,20 +492,23 @@ export class ReportView {
     const by = k.columns.indexOf('operator');
     const launched = by >= 0 ? k.rows.filter(r => r[by] === name) : [];
     if (launched.length) {
-      const cols = ['name', 'calls', 'total_us', 'tensor_cores'].filter(c => k.columns.includes(c));
+      const shown = k.columns.includes('short_name') ? 'short_name' : 'name';
+      const cols = [shown, 'calls', 'total_us', 'tensor_cores'].filter(c => k.columns.includes(c));
       out.appendChild(h('p', null, `Kernels it launched (${formatCount(launched.length)}):`));
       out.appendChild(
         h(
           'table',
           { class: 'nbp-table nbp-details-kernels' },
-          h('thead', null, h('tr', null, ...cols.map(c => h('th', { scope: 'col' }, c === 'name' ? 'Kernel' : columnLabel(c))))),
+          h('thead', null, h('tr', null, ...cols.map(c => h('th', { scope: 'col' }, c === shown ? 'Kernel' : columnLabel(c))))),
           h(
             'tbody',
             null,
             ...launched.map(r =>
               h('tr', null, ...cols.map(c => {
                 const v = r[k.columns.indexOf(c)];
-                return h('td', { class: typeof v === 'number' ? 'nbp-num' : 'nbp-text nbp-wrap' }, formatCell(c, v));
+                return typeof v === 'number'
+                  ? h('td', { class: 'nbp-num' }, formatCell(c, v))
+                  : h('td', { class: 'nbp-text', title: String(r[k.columns.indexOf('name')] ?? v) }, formatCell(c, v));
               }))
             )
           )
@@ -515,6 +518,19 @@ export class ReportView {
       out.appendChild(h('p', { class: 'nbp-muted' }, 'It launched no kernel the saved report keeps.'));
     }
     return out;
+  }
+
+  /** A Copy button that puts `text` on the clipboard and says whether it could. */
+  private copyButton(text: string, title: string, what: string): HTMLButtonElement {
+    const button = h('button', { type: 'button', class: 'nbp-copy', title }, 'Copy') as HTMLButtonElement;
+    button.addEventListener('click', () => {
+      const write = this.options.copy ?? copyText;
+      write(text).then(
+        () => this.flash(button, 'Copied'),
+        () => this.flash(button, `Copy failed: select the ${what}`)
+      );
+    });
+    return button;
   }
 
   // -- Kernels -----------------------------------------------------------------------
@@ -539,21 +555,28 @@ export class ReportView {
         )
       );
     }
+    // One line a kernel: its short name (template arguments and parameters elided), the whole
+    // name on hover, in the row's details and in their Copy button. Payloads without short names
+    // show the whole name, cut to the cell.
+    const short = k.columns.includes('short_name');
     this.kernelTable = new DataTable(k, {
       className: 'nbp-kernel-table',
       noun: 'kernels',
-      columns: k.columns,
-      labels: { name: 'Kernel' },
+      columns: short ? k.columns.filter(c => c !== 'name') : k.columns,
+      labels: { name: 'Kernel', short_name: 'Kernel' },
       help: k.help,
-      wrap: ['name', 'operator'],
+      hover: { short_name: 'name' },
       pageSize: this.options.pageSize ?? 50,
-      details: row =>
-        h(
+      details: row => {
+        const name = String(row[k.columns.indexOf('name')] ?? '');
+        return h(
           'div',
           { class: 'nbp-details' },
-          h('h4', { class: 'nbp-h nbp-details-title' }, String(row[k.columns.indexOf('name')] ?? '')),
-          rowFigures(k, row, k.columns.filter(c => c !== 'name'))
-        )
+          h('div', { class: 'nbp-code-actions' }, this.copyButton(name, 'Copy the whole kernel name', 'name')),
+          h('h4', { class: 'nbp-h nbp-details-title' }, name),
+          rowFigures(k, row, k.columns.filter(c => c !== 'name' && c !== 'short_name'))
+        );
+      }
     });
     out.appendChild(this.kernelTable.node);
     return out;
@@ -738,14 +761,7 @@ export class ReportView {
     ];
     if (sug.code) {
       const code = sug.code;
-      const button = h('button', { type: 'button', class: 'nbp-copy', title: 'Copy the code to the clipboard' }, 'Copy');
-      button.addEventListener('click', () => {
-        const write = this.options.copy ?? copyText;
-        write(code).then(
-          () => this.flash(button, 'Copied'),
-          () => this.flash(button, 'Copy failed: select the code')
-        );
-      });
+      const button = this.copyButton(code, 'Copy the code to the clipboard', 'code');
       const codeBlock = h('pre', null, h('code', null, code));
       if (sug.guidance) {
         // Only comments: pasting changes nothing, so there is nothing to try.
