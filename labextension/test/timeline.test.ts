@@ -500,6 +500,37 @@ describe('search', () => {
     expect(view.node.querySelector('.nbp-tl-count')?.textContent).toBe(`${expected.length} of ${expected.length}`);
   });
 
+  it('counts and finds the events merged for drawing, as the tables count them', () => {
+    const p = realPayload();
+    const t0 = decodeTimeline(p);
+    const relu = t0.strings.findIndex(s => /relu/i.test(s));
+    const alone = [...Array(t0.events.n).keys()].filter(i => /relu/i.test(t0.strings[t0.events.name[i]])).length;
+    // Event 0 becomes an aggregate of 40 events, 25 of them named like a relu, 15 like another name.
+    const counts = decodeTimeline(p).events.count.slice();
+    counts[0] = 40;
+    const other = t0.events.name[0] === relu ? (relu + 1) % t0.strings.length : t0.events.name[0];
+    const merged = {
+      ...p,
+      events: { ...p.events, count: b64(counts) },
+      merged: { n: 2, event: b64(Uint32Array.of(0, 0)), name: b64(Uint32Array.of(relu, other)), count: b64(Uint32Array.of(25, 15)) }
+    };
+    const t = decodeTimeline(merged);
+    const m = findMatches(t, 'relu')!;
+    const aloneNow = alone - (/relu/i.test(t0.strings[t0.events.name[0]]) ? 1 : 0);
+    expect(m.events).toBe(aloneNow + 25);
+    expect(m.merged).toBe(25);
+    expect(m.mask[0]).toBe(1);
+    expect(Array.from(m.order)).toContain(0);
+    const view = mount(merged);
+    const input = view.node.querySelector('.nbp-tl-search') as HTMLInputElement;
+    input.value = 'relu';
+    input.dispatchEvent(new Event('input'));
+    expect(view.node.querySelector('.nbp-tl-count')?.textContent).toBe(`${aloneNow + 25} matches (25 inside merged blocks)`);
+    // A payload whose merged names point past its events is refused.
+    const bad = { ...merged, merged: { ...merged.merged, event: b64(Uint32Array.of(t0.events.n, 0)) } };
+    expect(() => decodeTimeline(bad)).toThrow(/merged names/);
+  });
+
   it('orders matches by time and wraps around', () => {
     const t = decodeTimeline(realPayload());
     const m = findMatches(t, 'aten::')!;

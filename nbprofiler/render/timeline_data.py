@@ -288,13 +288,16 @@ def _shapes(table: EventTable, idx: np.ndarray, strings: _Strings) -> np.ndarray
     return out
 
 
-def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarray], float | None, int]:
+def _aggregate(ev: dict[str, np.ndarray], cap: int
+               ) -> tuple[dict[str, np.ndarray], float | None, int, tuple[np.ndarray, np.ndarray]]:
     """Merge runs of short events per lane and depth until at most ``cap`` remain (see the
-    module docstring); returns the events, ``below_us`` (None when nothing merged) and how
-    many events were merged. ``pos`` of an aggregate is -1."""
+    module docstring); returns the events, ``below_us`` (None when nothing merged), how
+    many events were merged, and the members of the aggregates: (each merged event's
+    aggregate, as its index in the events returned; its ``pos``). ``pos`` of an aggregate is -1."""
     n = len(ev["start"])
+    none = np.zeros(0, dtype=np.int64)
     if n <= cap:
-        return ev, None, 0
+        return ev, None, 0, (none, none)
     key = ev["lane"] * (_MAX_DEPTH + 1) + ev["depth"]  # small: a lookup table ranks them, no hashing
     present = np.zeros(int(key.max()) + 1, dtype=bool)
     present[key] = True
@@ -324,7 +327,28 @@ def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarra
     out["cat"] = np.where(many & (cat_lo != cat_hi), _CAT["other"], cat_lo)
     out["pos"] = np.where(many, -1, out["pos"])  # an aggregate is no one event: named by the caller
     back = _by_lane_and_start(out["lane"], out["start"], out["dur"])
-    return {k: v[back] for k, v in out.items()}, below, int(count[many].sum())
+    final = np.empty(len(back), dtype=np.int64)
+    final[back] = np.arange(len(back))
+    run = np.repeat(np.arange(len(firsts)), count)
+    merged_member = many[run]
+    members = (final[run[merged_member]], ev["pos"][order][merged_member])
+    return {k: v[back] for k, v in out.items()}, below, int(count[many].sum()), members
+
+
+def _merged_names(member_of: np.ndarray, member_pos: np.ndarray, n_steps: int, traced_name: np.ndarray,
+                  step_name: np.ndarray) -> dict[str, Any]:
+    """What each aggregate holds, by name: (aggregate, name, how many) triples. A search by name
+    counts and finds the events merged for drawing through them, as the tables count them."""
+    if len(member_pos) == 0:
+        return {"n": 0, "event": "", "name": "", "count": ""}
+    row = member_pos - n_steps
+    name = traced_name[np.clip(row, 0, None)] if len(traced_name) else np.zeros(len(row), dtype=np.int64)
+    if n_steps:
+        name = np.where(row < 0, step_name[np.clip(member_pos, 0, n_steps - 1)], name)
+    width = int(name.max()) + 1
+    pairs, count = np.unique(member_of * width + name, return_counts=True)
+    return {"n": len(pairs), "event": _b64(pairs // width, "<u4"), "name": _b64(pairs % width, "<u4"),
+            "count": _b64(count, "<u4")}
 
 
 def _counters(report: "Report", lo: float, hi: float, lanes: _Lanes) -> list[dict[str, Any]]:
@@ -436,7 +460,7 @@ def build(report: "Report") -> dict[str, Any] | None:
     ev["busy"] = ev["dur"]
     ev["count"] = np.ones(len(ev["start"]), dtype=np.int64)
     total = len(ev["start"])
-    ev, below, merged = _aggregate(ev, MAX_TIMELINE_EVENTS)
+    ev, below, merged, (member_of, member_pos) = _aggregate(ev, MAX_TIMELINE_EVENTS)
     row = ev["pos"] - n_steps  # the row in ``traced``; < 0 for a step or an aggregate
     for column in ("source", "name", "shapes", "stack"):
         # -1 appended for the steps and aggregates, so that a window with no drawn event (steps only) reads too.
@@ -444,6 +468,7 @@ def build(report: "Report") -> dict[str, Any] | None:
         ev[column] = with_none[np.where(row >= 0, row, len(with_none) - 1)]
     is_step = (ev["pos"] >= 0) & (row < 0)
     ev["name"][is_step] = step_name[ev["pos"][is_step]]
+    merged_names = _merged_names(member_of, member_pos, n_steps, traced["name"], step_name)
     if below is not None:
         many = ev["count"] > 1
         counts = ev["count"][many]
@@ -488,6 +513,7 @@ def build(report: "Report") -> dict[str, Any] | None:
         "steps": [{"step": int(s), "start": float(a) - lo, "end": float(b) - lo}
                   for s, a, b in zip(steps["step"], steps["start_us"], steps["end_us"])],
         "aggregated": None if below is None else {"events": merged, "below_us": below},
+        "merged": merged_names,
         "total_events": total,
         "trace_name": _trace_name(report),
     }

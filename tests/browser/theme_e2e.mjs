@@ -122,8 +122,8 @@ async function contrastOf(root, selector) {
 async function gridEdges(panel) {
   return panel.evaluate(node =>
     [...node.querySelectorAll('div.nbp-grid')].filter(g => g.getClientRects().length).map(g => {
-      const header = [...g.querySelectorAll(':scope > div.h')];
-      const firstRow = [...g.querySelectorAll(':scope > div.c')].slice(0, header.length);
+      const header = [...g.querySelectorAll(':scope > div.r > div.h')];
+      const firstRow = [...g.querySelectorAll(':scope > div.r > div.c')].slice(0, header.length);
       const left = el => Math.round(el.getBoundingClientRect().left * 10) / 10;
       return { header: header.map(left), row: firstRow.map(left), labels: header.map(h => h.textContent.trim()) };
     })

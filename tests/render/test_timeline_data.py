@@ -138,6 +138,34 @@ def test_operators_nest_by_depth_on_their_thread():
         assert lane["rows"] == (int(ev["depth"][on].max()) + 1 if on.any() else 1)
 
 
+def test_a_search_by_name_counts_the_events_merged_for_drawing_as_the_kernels_table_does(monkeypatch):
+    """Over the cap, short kernels are merged into "N events" aggregates; the payload's ``merged``
+    triples say what each holds, so a search for a kernel's name counts what the Kernels table counts."""
+    monkeypatch.setattr(timeline_data, "MAX_TIMELINE_EVENTS", 5000)
+    report = nbprofiler.load(shared_trace("a100_train"))
+    payload = timeline_data.build(report)
+    assert payload is not None and payload["aggregated"] is not None
+    ev = Decoded(payload)
+    merged = payload["merged"]
+
+    def array(key: str) -> np.ndarray:
+        return np.frombuffer(base64.b64decode(merged[key]), dtype="<u4")
+
+    of, name, count = array("event"), array("name"), array("count")
+    assert int(count.sum()) == payload["aggregated"]["events"] == int(ev["count"][ev["count"] > 1].sum())
+    assert (ev["count"][of] > 1).all()
+    code = {s: i for i, s in enumerate(payload["strings"])}
+    alone = ev["count"] == 1
+    inside_total = 0
+    for kernel, calls in zip(report.kernels["name"], report.kernels["calls"], strict=True):
+        i = code[kernel]
+        drawn_alone = int((alone & (ev["name"] == i)).sum())
+        inside = int(count[name == i].sum())
+        assert drawn_alone + inside == calls
+        inside_total += inside
+    assert inside_total > 1000  # the test means something: many kernels were merged
+
+
 def test_over_the_cap_short_events_merge_into_aggregates(monkeypatch):
     path = shared_trace("v100_resnet50_train_num_workers_0")
     full = Decoded(view_model.of(nbprofiler.load(path)).timeline_payload())

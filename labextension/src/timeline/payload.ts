@@ -71,8 +71,18 @@ export interface ITimelinePayload {
   counters: ICounterPayload[];
   steps: IStep[];
   aggregated: IAggregated | null;
+  /** What each aggregate holds, by name: (aggregate, name, how many) triples; absent in older payloads. */
+  merged?: { n: number; event: string; name: string; count: string };
   total_events: number;
   trace_name: string;
+}
+
+/** The events merged for drawing, by name: aggregate `event[i]` holds `count[i]` events named `name[i]`. */
+export interface IMerged {
+  n: number;
+  event: Uint32Array;
+  name: Uint32Array;
+  count: Uint32Array;
 }
 
 /** Columnar events, sorted by (lane, start). Times in µs from `origin_us`. */
@@ -119,6 +129,8 @@ export interface ITimeline {
   counters: ICounter[];
   steps: IStep[];
   aggregated: IAggregated | null;
+  /** What the aggregates hold, by name (null: the payload does not say). */
+  merged: IMerged | null;
   totalEvents: number;
   traceName: string;
   /** Events of lane at position i (in `lanes`) are [laneFirst[i], laneEnd[i]). */
@@ -229,6 +241,7 @@ export function decodeTimeline(data: unknown): ITimeline {
     counters,
     steps: list<IStep>(p.steps ?? [], 'steps'),
     aggregated: p.aggregated ?? null,
+    merged: decodeMerged(p.merged, n, strings.length),
     totalEvents: typeof p.total_events === 'number' ? p.total_events : n,
     traceName: String(p.trace_name || 'trace.json'),
     ...laneRanges(events, lanes)
@@ -291,4 +304,24 @@ function laneRanges(
 export function laneCounters(t: ITimeline, index: number): ICounter[] {
   const lane = t.lanes[index];
   return t.counters.filter(c => (c.lane !== null ? c.lane === lane.id : c.device === lane.device));
+}
+
+/** The payload's merged names, checked against the events and strings they point to. */
+function decodeMerged(m: ITimelinePayload['merged'], events: number, strings: number): IMerged | null {
+  if (typeof m !== 'object' || m === null) {
+    return null;
+  }
+  const n = count(m.n, 'merged count');
+  const merged = {
+    n,
+    event: decodeArray(m.event, Uint32Array, n, 'merged event'),
+    name: decodeArray(m.name, Uint32Array, n, 'merged name'),
+    count: decodeArray(m.count, Uint32Array, n, 'merged count')
+  };
+  for (let i = 0; i < n; i++) {
+    if (merged.event[i] >= events || merged.name[i] >= strings) {
+      throw new Error("the timeline's merged names point past its events or strings");
+    }
+  }
+  return merged;
 }
