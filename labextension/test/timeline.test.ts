@@ -391,6 +391,25 @@ describe('clicking and hovering', () => {
     expect(view.node.querySelector('.nbp-tl-details button')?.textContent).toContain('Go to its launch');
   });
 
+  it('opens a stack at the user\'s own code, the framework frames before it folded behind a button', () => {
+    const framework = ['runpy.py(198): _run_module_as_main', 'ipykernel/kernelapp.py(701): start', 'IPython/core/interactiveshell.py(3577): run_code'];
+    const user = ['/tmp/ipykernel_7/1.py(4): <module>', 'model.py(42): forward'];
+    const p = encode([{ start: 0, dur: 100, lane: 0, name: 'aten::addmm', cat: 'operator', stack: [...framework, ...user, 'torch/nn/modules/linear.py(125): forward'] }]);
+    p.user_frames = user.map(f => p.strings.indexOf(f));
+    const view = mount(p);
+    view.setView({ start: 0, end: 110 });
+    view.redraw();
+    view.clickAt(pointOf(view, 0).x, pointOf(view, 0).y);
+    const shown = () => [...view.node.querySelectorAll('.nbp-tl-stack li')].filter(li => !(li as HTMLElement).hidden).map(li => li.textContent);
+    expect(shown()).toEqual([...user, 'torch/nn/modules/linear.py(125): forward']);
+    expect([...view.node.querySelectorAll('.nbp-tl-stack li.nbp-tl-user')].map(li => li.textContent)).toEqual(user);
+    const toggle = view.node.querySelector('.nbp-tl-frames') as HTMLButtonElement;
+    expect(toggle.textContent).toBe('show 3 framework frames');
+    toggle.click();
+    expect(shown()).toHaveLength(6);
+    expect(toggle.textContent).toBe('hide 3 framework frames');
+  });
+
   it('says how many events an aggregate merged, and that the cap merged them', () => {
     const view = mount(smallPayload());
     expect(view.node.querySelector('.nbp-tl-aggregated')?.textContent).toMatch(/12 events shorter than 2\.0 µs are merged/);

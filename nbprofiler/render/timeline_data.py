@@ -28,7 +28,8 @@ The payload (version 1); times are µs relative to ``origin_us``:
   aggregate merged; equal to ``dur`` for one event), ``shapes`` (Int32 into ``strings``,
   -1 without ``--shapes``) and ``stack`` (Int32 into ``stacks``, -1 without ``--stack``).
   Sorted by (lane, start).
-- ``stacks``: Python stacks as lists of string indices, innermost frame last.
+- ``stacks``: Python stacks as lists of string indices, innermost frame last; ``user_frames``:
+  the string indices of the frames in the user's own code (``frames.user_frame``).
 - ``flows``: ``n``, ``src`` and ``dst`` (Uint32 event indices): a runtime launch and the
   kernel, copy or memset it launched (same correlation id). Events merged into an
   aggregate have no flow.
@@ -53,6 +54,8 @@ Python frames (``--stack``) are not drawn as events: they are each operator's ``
 from __future__ import annotations
 
 import base64
+import functools
+import importlib.metadata
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +64,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.event_kinds import of_kind
+from ..analysis.frames import user_frame
 from ..analysis.intervals import innermost_around, parent_index
 from ..analysis.links import launching_runtime
 from ..analysis.steps import dataloader_names
@@ -274,6 +278,36 @@ def _stacks(table: EventTable, idx: np.ndarray, strings: _Strings) -> tuple[np.n
                 by_text[text] = intern(tuple(strings.add(f) for f in reversed(text.split(";")) if f))
             out[i] = by_text[text]
     return out, stacks
+
+
+def _user_frames(stacks: list[list[int]], strings: list[str]) -> list[int]:
+    """The stack frames (string indices) in the user's own code: a stack's details open at the first
+    of them, with the framework frames around it folded. ``frames.user_frame`` knows library files
+    by their paths; torch's tracer writes a file found on ``sys.path`` relative to it
+    (``tornado/ioloop.py``, ``pluggy/_callers.py``), so a relative file whose top-level module is an
+    installed package's is a library's too."""
+    codes = {c for stack in stacks for c in stack}
+    if not codes:
+        return []
+    installed = _installed_modules()
+
+    def users(name: str) -> bool:
+        m = user_frame(name)
+        if m is None:
+            return False
+        file = m["file"]
+        return _ABSOLUTE.match(file) is not None or re.split(r"[/\\.]", file, maxsplit=1)[0] not in installed
+
+    return sorted(code for code in codes if users(strings[code]))
+
+
+_ABSOLUTE = re.compile(r"^(/|\\|<|[A-Za-z]:[/\\])")
+
+
+@functools.cache
+def _installed_modules() -> frozenset[str]:
+    """The top-level modules of the installed distributions (read once per process)."""
+    return frozenset(importlib.metadata.packages_distributions())
 
 
 def _shapes(table: EventTable, idx: np.ndarray, strings: _Strings) -> np.ndarray:
@@ -508,6 +542,7 @@ def build(report: "Report") -> dict[str, Any] | None:
             "shapes": _b64(ev["shapes"], "<i4"), "stack": _b64(ev["stack"], "<i4"),
         },
         "stacks": stacks,
+        "user_frames": _user_frames(stacks, strings.items),
         "flows": {"n": int(linked.sum()), "src": _b64(flow_src, "<u4"), "dst": _b64(flow_dst, "<u4")},
         "counters": counters,
         "steps": [{"step": int(s), "start": float(a) - lo, "end": float(b) - lo}

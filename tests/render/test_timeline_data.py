@@ -229,6 +229,15 @@ def test_a_live_cpu_run_with_stack_and_shapes(one_torch_thread):
     here = [i for i, f in enumerate(frames) if "test_timeline_data.py" in f]
     assert [frames[i].rsplit(": ", 1)[1] for i in here] == ["test_a_live_cpu_run_with_stack_and_shapes", "train_step"]
     assert here[-1] < len(frames) - 1  # torch's own frames (Module.__call__, forward) are innermost, last
+    # The user's own frames are marked: the details open at the first of them, the test runner's frames
+    # before it (pytest, pluggy: installed packages) folded.
+    user = set(payload["user_frames"])
+    assert [i for i, f in enumerate(stack) if f in user] == here
+    assert here[0] > 0 and not user & set(stack[:here[0]])
+    # nbprofiler's own frames (its step hook wraps the optimizer's step) are never the user's.
+    every_frame = {payload["strings"][f] for s in payload["stacks"] for f in s}
+    ours = {f for f in every_frame if "nbprofiler" in f.split("(")[0] and "tests" not in f}
+    assert ours and not ours & {payload["strings"][f] for f in user}
     # An untrusted name comes through as the plain string it is.
     hostile = np.flatnonzero(ev.name == HOSTILE)
     assert len(hostile) == 2 and set(ev.lane_kind[hostile]) == {"thread"}

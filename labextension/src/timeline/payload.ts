@@ -67,6 +67,8 @@ export interface ITimelinePayload {
     stack: string;
   };
   stacks: number[][];
+  /** String indices of the stack frames in the user's own code; absent in older payloads. */
+  user_frames?: number[];
   flows: { n: number; src: string; dst: string };
   counters: ICounterPayload[];
   steps: IStep[];
@@ -124,6 +126,8 @@ export interface ITimeline {
   lanes: ILane[];
   events: IEvents;
   stacks: number[][];
+  /** The stack frames (string indices) in the user's own code; empty: the payload does not say. */
+  userFrames: Set<number>;
   flowSrc: Uint32Array;
   flowDst: Uint32Array;
   counters: ICounter[];
@@ -236,6 +240,7 @@ export function decodeTimeline(data: unknown): ITimeline {
     lanes,
     events,
     stacks: list<number[]>(p.stacks ?? [], 'stacks'),
+    userFrames: new Set(list<unknown>(p.user_frames ?? [], 'user frames').filter((k): k is number => typeof k === 'number')),
     flowSrc: decodeArray(flows.src, Uint32Array, nf, 'flow source'),
     flowDst: decodeArray(flows.dst, Uint32Array, nf, 'flow target'),
     counters,
