@@ -36,6 +36,7 @@ Figures only: a busy machine moves them, so nothing here fails on a time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -134,14 +135,16 @@ def small_cnn(kernel: Kernel, runs: int) -> tuple[list[float], list[float], list
     return magic, hand, shown_at
 
 
-def big_report(kernel: Kernel, events: int, runs: int) -> tuple[list[float], list[float], list[float], list[str]]:
+def big_report(kernel: Kernel, events: int, runs: int
+               ) -> tuple[list[float], list[float], list[float], list[str], list[int]]:
     """(load times, waits for the complete bundle to post_run_cell, times to the bundle sent, the
-    bundle's types) of a ``events``-event trace."""
+    bundle's types, the bytes its output takes in a saved notebook) of a ``events``-event trace."""
     tmp = Path(tempfile.mkdtemp(prefix="nbprofiler-latency-"))
     loads: list[float] = []
     waits: list[float] = []
     kinds: list[str] = []
     shown_at: list[float] = []
+    saved_bytes: list[int] = []
     try:
         path = tmp / "big.pt.trace.json"
         count = synthetic_trace(path, events)
@@ -150,23 +153,28 @@ def big_report(kernel: Kernel, events: int, runs: int) -> tuple[list[float], lis
             t = time.perf_counter()
             kernel.execute(f"import nbprofiler\n_big = nbprofiler.load({str(path)!r})", timeout=600)
             loads.append(time.perf_counter() - t)
-            kinds = shown_types(kernel, "_t0 = time.perf_counter()\n_big")
+            weights: list[int] = []
+            kinds = shown_types(kernel, "_t0 = time.perf_counter()\n_big", weights)
+            saved_bytes.append(sum(weights))
             sent, wait = last_wait(kernel)
             shown_at.append(sent)
             waits.append(wait)
             kernel.execute("del _big")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return loads, waits, shown_at, kinds
+    return loads, waits, shown_at, kinds, saved_bytes
 
 
-def shown_types(kernel: Kernel, code: str) -> list[str]:
-    """The mime types of what ``code``'s cell showed (its value included)."""
+def shown_types(kernel: Kernel, code: str, weights: list[int] | None = None) -> list[str]:
+    """The mime types of what ``code``'s cell showed (its value included); ``weights`` gets the
+    bytes its outputs take in a saved notebook (their data as JSON)."""
     kinds: list[str] = []
 
     def keep(msg: dict[str, Any]) -> None:
         if msg["msg_type"] in ("display_data", "execute_result", "update_display_data"):
             kinds.extend(msg["content"]["data"])
+            if weights is not None:
+                weights.append(len(json.dumps(msg["content"]["data"])))
 
     reply = kernel.client.execute_interactive(code, allow_stdin=True, timeout=600, output_hook=keep)
     assert reply["content"]["status"] == "ok", reply["content"]
@@ -223,12 +231,13 @@ def main() -> int:
             if args.profile:
                 profile(kernel, args.profile)
             if args.events:
-                loads, waits, shown_at, kinds = big_report(kernel, args.events, args.big_runs)
+                loads, waits, shown_at, kinds, saved_bytes = big_report(kernel, args.events, args.big_runs)
                 print(f"{args.events:,}-event trace: load median {statistics.median(loads):.1f} s (not counted); "
                       f"complete bundle median {statistics.median(waits):.3f} s (target <= {BIG_TARGET_S} s); "
                       f"runs {', '.join(f'{w:.3f}' for w in waits)}; sent to the front end after a median "
                       f"{statistics.median(shown_at):.3f} s")
-                print(f"  shown: {', '.join(sorted(set(kinds)))}")
+                print(f"  shown: {', '.join(sorted(set(kinds)))}; the output weighs {saved_bytes[-1] / 1e6:.1f} MB "
+                      "in a saved notebook")
                 missing = {"text/plain", "text/html", MIME_TYPE, WIDGET_MIME} - set(kinds)
                 if missing:
                     print(f"  MISSING from the bundle: {', '.join(sorted(missing))}")

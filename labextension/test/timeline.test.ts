@@ -419,6 +419,14 @@ describe('clicking and hovering', () => {
     expect(field(view, 'merged')).toMatch(/^12 events merged/);
   });
 
+  it('says when the saved report keeps a smaller timeline than the live one, and how to get it all', () => {
+    const p = smallPayload();
+    p.aggregated = { ...p.aggregated!, cap: 20000, saved: true };
+    const note = mount(p).node.querySelector('.nbp-tl-aggregated')?.textContent ?? '';
+    expect(note).toMatch(/The saved report keeps at most 20,000 blocks, so that the notebook stays small/);
+    expect(mount(smallPayload()).node.querySelector('.nbp-tl-aggregated')?.textContent).not.toMatch(/saved report/);
+  });
+
   it('says "N events merged" for a block of sub-pixel events', () => {
     const view = mount(manyEvents(20_000));
     view.redraw();

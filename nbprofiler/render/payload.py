@@ -210,7 +210,7 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "memory": memory_payload(report),
         "suggestions": [_json(s.as_dict()) for s in model.suggestions],
         "charts": charts_payload(report),
-        "timeline": model.timeline_payload(),
+        "timeline": model.saved_timeline_payload(),
         "kernels": kernels_payload(report),
         "lines": lines_payload(report),
         "modules": modules_payload(report),

@@ -41,11 +41,12 @@ The payload (version 1); times are µs relative to ``origin_us``:
   order): every peak and trough a screen can show, in a fraction of the bytes.
 - ``steps``: ``{step, start, end}`` per profiled step, the boundaries the report's per-step
   figures use (host ranges stretched over the device work they launched).
-- ``aggregated``: null, or ``{events, below_us}`` when the trace had more than
-  ``MAX_TIMELINE_EVENTS`` events in the window: then, per lane and depth, each run of
+- ``aggregated``: null, or ``{events, below_us, cap, saved}`` when the trace had more than
+  ``cap`` events in the window (``MAX_TIMELINE_EVENTS``; ``SAVED_TIMELINE_EVENTS`` for the
+  payload a saved report keeps, ``saved``): then, per lane and depth, each run of
   consecutive events shorter than ``below_us`` and less than ``below_us`` apart became one
   event named "N events" (``events`` of them merged in all), with ``below_us`` the
-  smallest threshold that fits the cap.
+  smallest threshold that fits the cap. ``merged`` says what each of them holds, by name.
 - ``total_events``: how many events the window holds before any merging (the steps' included).
 - ``trace_name``: a file name for the trace download (Perfetto).
 
@@ -76,6 +77,8 @@ if TYPE_CHECKING:
 
 TIMELINE_MIME = "application/vnd.nbprofiler.timeline+json"
 MAX_TIMELINE_EVENTS = 100_000
+# What the saved report keeps (the timeline in the notebook file): about 1.5 MB of JSON.
+SAVED_TIMELINE_EVENTS = 20_000
 VERSION = 1
 MAX_COUNTER_BUCKETS = 4096
 
@@ -441,9 +444,11 @@ def _trace_name(report: "Report") -> str:
     return "nbprofiler.pt.trace.json"
 
 
-def build(report: "Report") -> dict[str, Any] | None:
+def build(report: "Report", saved: bool = False) -> dict[str, Any] | None:
     """The payload of ``report``, built now (its view model builds it once and keeps it:
-    ``view_model.of(report).timeline_payload``)."""
+    ``view_model.of(report).timeline_payload``), with at most ``MAX_TIMELINE_EVENTS`` events drawn;
+    ``saved``: at most ``SAVED_TIMELINE_EVENTS``, for the saved report (``saved_timeline_payload``)."""
+    cap = SAVED_TIMELINE_EVENTS if saved else MAX_TIMELINE_EVENTS
     table = report.table
     if len(table) == 0:
         return None
@@ -494,7 +499,7 @@ def build(report: "Report") -> dict[str, Any] | None:
     ev["busy"] = ev["dur"]
     ev["count"] = np.ones(len(ev["start"]), dtype=np.int64)
     total = len(ev["start"])
-    ev, below, merged, (member_of, member_pos) = _aggregate(ev, MAX_TIMELINE_EVENTS)
+    ev, below, merged, (member_of, member_pos) = _aggregate(ev, cap)
     row = ev["pos"] - n_steps  # the row in ``traced``; < 0 for a step or an aggregate
     for column in ("source", "name", "shapes", "stack"):
         # -1 appended for the steps and aggregates, so that a window with no drawn event (steps only) reads too.
@@ -547,7 +552,7 @@ def build(report: "Report") -> dict[str, Any] | None:
         "counters": counters,
         "steps": [{"step": int(s), "start": float(a) - lo, "end": float(b) - lo}
                   for s, a, b in zip(steps["step"], steps["start_us"], steps["end_us"])],
-        "aggregated": None if below is None else {"events": merged, "below_us": below},
+        "aggregated": None if below is None else {"events": merged, "below_us": below, "cap": cap, "saved": saved},
         "merged": merged_names,
         "total_events": total,
         "trace_name": _trace_name(report),

@@ -172,15 +172,34 @@ class ReportViewModel(_ViewModel):
         return charts.display_bundle(self.chart_spec(name), self.chart_svg(name))
 
     def timeline_payload(self) -> Payload | None:
-        """The Timeline payload (``timeline_data``), None when the report has no trace events.
-        Where it is being built on another thread (``expect_timeline``), this waits for that
-        build, and raises what it raised."""
+        """The Timeline payload the live explorer draws (``timeline_data``, at most
+        ``MAX_TIMELINE_EVENTS`` blocks), None when the report has no trace events. When the saved
+        one merged nothing, it is the same payload, and is reused."""
         def made() -> Payload | None:
-            pending = self._made.get("timeline.pending")
-            return pending.result() if pending is not None else timeline_data.build(self.report)
+            saved = self._made.get("timeline.saved") if "timeline.saved.pending" not in self._made else None
+            if saved is not None and saved["aggregated"] is None:
+                return saved
+            return timeline_data.build(self.report)
 
-        payload = self._once("timeline", made)
-        self._made.pop("timeline.pending", None)  # after the result: a Ctrl-C in the wait leaves the build
+        return self._once("timeline", made)
+
+    def saved_timeline_payload(self) -> Payload | None:
+        """The Timeline the saved report keeps (its payload, in the notebook file): at most
+        ``SAVED_TIMELINE_EVENTS`` blocks, so that a notebook holding a million-event trace's report
+        stays a few MB; the live payload itself when it is built and small enough. Where it is being
+        built on another thread (``expect_timeline``), this waits for that build, and raises what it
+        raised."""
+        def made() -> Payload | None:
+            pending = self._made.get("timeline.saved.pending")
+            if pending is not None:
+                return pending.result()
+            live = self._made.get("timeline")
+            if "timeline" in self._made and (live is None or live["events"]["n"] <= timeline_data.SAVED_TIMELINE_EVENTS):
+                return live
+            return timeline_data.build(self.report, saved=True)
+
+        payload = self._once("timeline.saved", made)
+        self._made.pop("timeline.saved.pending", None)  # after the result: a Ctrl-C in the wait leaves the build
         return payload
 
     def timeline_bundle(self) -> Payload | None:
@@ -189,12 +208,13 @@ class ReportViewModel(_ViewModel):
 
     @property
     def timeline_started(self) -> bool:
-        """Whether the timeline is built, or being built."""
-        return "timeline" in self._made or "timeline.pending" in self._made
+        """Whether the saved timeline is built, or being built."""
+        return "timeline.saved" in self._made or "timeline.saved.pending" in self._made
 
     def expect_timeline(self, pending: "Future[Payload | None]") -> None:
-        """The timeline is the result of ``pending`` (``timeline_data.build`` run on another thread)."""
-        self._made["timeline.pending"] = pending
+        """The saved timeline is the result of ``pending`` (``timeline_data.build(report, saved=True)``
+        run on another thread)."""
+        self._made["timeline.saved.pending"] = pending
 
     @property
     def token(self) -> str | None:

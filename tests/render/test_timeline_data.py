@@ -3,6 +3,7 @@ arrays decoded, then checked against the report's own tables and the raw trace."
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 from collections import Counter
 
@@ -166,6 +167,25 @@ def test_a_search_by_name_counts_the_events_merged_for_drawing_as_the_kernels_ta
     assert inside_total > 1000  # the test means something: many kernels were merged
 
 
+def test_the_saved_report_keeps_a_smaller_timeline_and_says_so(monkeypatch):
+    """What the notebook file keeps is capped lower than what the live explorer draws: the live
+    timeline of the A100 trace keeps all its 74,931 events; the saved one at most the saved cap."""
+    from nbprofiler.render.payload import report_payload
+
+    monkeypatch.setattr(timeline_data, "SAVED_TIMELINE_EVENTS", 5000)
+    report = nbprofiler.load(shared_trace("a100_train"))
+    live = view_model.of(report).timeline_payload()
+    saved = report_payload(report)["timeline"]
+    assert live is not None and live["aggregated"] is None and live["events"]["n"] > 5000
+    assert saved["events"]["n"] <= 5000 and saved["total_events"] == live["total_events"]
+    assert saved["aggregated"]["saved"] is True and saved["aggregated"]["cap"] == 5000
+    assert len(json.dumps(saved)) < len(json.dumps(live)) / 4
+    # Under the saved cap, the saved report keeps the live payload itself.
+    monkeypatch.setattr(timeline_data, "SAVED_TIMELINE_EVENTS", 10**6)
+    again = nbprofiler.load(shared_trace("a100_train"))
+    assert report_payload(again)["timeline"] is view_model.of(again).timeline_payload()
+
+
 def test_over_the_cap_short_events_merge_into_aggregates(monkeypatch):
     path = shared_trace("v100_resnet50_train_num_workers_0")
     full = Decoded(view_model.of(nbprofiler.load(path)).timeline_payload())
@@ -316,15 +336,15 @@ def test_a_large_traces_bundle_builds_its_timeline_on_a_second_thread_and_saves_
     from nbprofiler.render.frontend import MIME_TYPE
 
     serial = _fresh_report("v100_resnet50_train_num_workers_0")
-    expected = timeline_data.build(serial)
+    expected = timeline_data.build(serial, saved=True)
     threads = []
     build = timeline_data.build
 
-    def recorded(report):
+    def recorded(report, saved=False):
         import threading
 
         threads.append(threading.current_thread().name)
-        return build(report)
+        return build(report, saved=saved)
 
     monkeypatch.setattr(background, "PARALLEL_MIN_EVENTS", 1)
     monkeypatch.setattr(timeline_data, "build", recorded)
@@ -341,7 +361,7 @@ def test_an_error_in_the_timeline_built_alongside_surfaces_from_the_bundle(monke
     from nbprofiler.render import background
     from nbprofiler.render.bundle import mimebundle
 
-    def broken(report):
+    def broken(report, saved=False):
         raise ValueError("the timeline could not be built")
 
     monkeypatch.setattr(background, "PARALLEL_MIN_EVENTS", 1)

@@ -42,6 +42,9 @@ export interface IStep {
 export interface IAggregated {
   events: number;
   below_us: number;
+  /** The most blocks drawn, and whether that is the smaller cap of a saved report (absent in older payloads). */
+  cap?: number;
+  saved?: boolean;
 }
 
 /** The JSON the kernel sends; arrays are base64 strings. */

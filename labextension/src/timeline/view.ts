@@ -119,7 +119,11 @@ export class TimelineView {
     const shown = t.aggregated
       ? `${t.events.n.toLocaleString('en-US')} blocks drawn for ${t.totalEvents.toLocaleString('en-US')} events: ` +
         `${t.aggregated.events.toLocaleString('en-US')} events shorter than ${formatUs(t.aggregated.below_us)} ` +
-        'are merged into blocks per lane, to keep the timeline fast. "Open in Perfetto" saves what is shown here.'
+        'are merged into blocks per lane, to keep the timeline fast. "Open in Perfetto" saves what is shown here.' +
+        (t.aggregated.saved
+          ? ` The saved report keeps at most ${(t.aggregated.cap ?? t.events.n).toLocaleString('en-US')} blocks, so that ` +
+            'the notebook stays small: run the cell again, or load its trace, for the full timeline.'
+          : '')
       : null;
     this.node = h(
       'div',
