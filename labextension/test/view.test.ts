@@ -103,6 +103,16 @@ describe('the tabs', () => {
     expect(view.node.querySelectorAll('.nbp-panel').length).toBe(tabs.length);
     expect(panel(view, 'Overview').querySelector('.nbp-more-views')!.textContent).toBe(more);
     expect(view.node.querySelectorAll('.nbp-more-views').length).toBe(1);
+    // Without a Memory tab, the per-step table moves to the Overview.
+    const steps = panel(view, 'Overview').querySelector('.nbp-steps-table') as HTMLTableElement;
+    expect(steps.tBodies[0].rows.length).toBe(raw.steps.rows.length);
+  });
+
+  it('keeps the per-step table in the Memory tab when there is one', () => {
+    const raw = fixture('report_cpu_live.json') as any;
+    const view = new ReportView(parseReport({ ...raw, tabs: ['Overview', 'Memory'] }));
+    expect(panel(view, 'Overview').querySelector('.nbp-steps-table')).toBeNull();
+    expect(panel(view, 'Memory').querySelector('.nbp-steps-table')).not.toBeNull();
   });
 
   it('keeps every tab it drew before for a payload saved before Python named the tabs, with no "More views" line', () => {

@@ -372,6 +372,9 @@ export class ReportView {
     if (r.moreViews) {
       out.appendChild(h('p', { class: 'nbp-muted nbp-more-views' }, r.moreViews));
     }
+    if (r.tabs && !r.tabs.includes('Memory') && r.steps.rows.length) {
+      out.append(...this.stepsTable());
+    }
     if (r.notes.length) {
       out.appendChild(h('h4', { class: 'nbp-h' }, 'Notes'));
       out.appendChild(h('ul', { class: 'nbp-notes' }, ...r.notes.map(n => h('li', null, n))));
@@ -599,7 +602,6 @@ export class ReportView {
 
   // -- Memory ------------------------------------------------------------------------
   private buildMemory(): HTMLElement {
-    const t = this.report.steps;
     const out = h('div', { class: 'nbp-memory' });
     out.appendChild(
       explain(
@@ -626,12 +628,18 @@ export class ReportView {
     if (!sampled && !traced.length) {
       out.appendChild(h('p', { class: 'nbp-muted' }, 'This report has no memory data (the run recorded none); the step table follows.'));
     }
+    out.append(...this.stepsTable());
+    return out;
+  }
+
+  /** The per-step table (wall time, DataLoader wait, memory, phase): in the Memory tab, or in the
+   *  Overview when a run without memory data has no Memory tab. */
+  private stepsTable(): HTMLElement[] {
+    const t = this.report.steps;
     if (!t.rows.length) {
-      out.appendChild(h('p', { class: 'nbp-muted' }, 'No steps were recorded.'));
-      return out;
+      return [h('p', { class: 'nbp-muted' }, 'No steps were recorded.')];
     }
     const phaseIdx = t.columns.indexOf('phase');
-    out.appendChild(h('h4', { class: 'nbp-h' }, 'Steps'));
     const head = h('tr', null, ...t.columns.map((c, i) => h('th', { scope: 'col', class: isNumericColumn(t, i) ? 'nbp-num' : null }, columnLabel(c))));
     const body = h('tbody');
     for (const row of t.rows) {
@@ -644,8 +652,10 @@ export class ReportView {
         )
       );
     }
-    out.appendChild(h('div', { class: 'nbp-table-wrap' }, h('table', { class: 'nbp-table nbp-steps-table' }, h('thead', null, head), body)));
-    return out;
+    return [
+      h('h4', { class: 'nbp-h' }, 'Steps'),
+      h('div', { class: 'nbp-table-wrap' }, h('table', { class: 'nbp-table nbp-steps-table' }, h('thead', null, head), body))
+    ];
   }
 
   /** The live sampler's memory at every step of the cell (the steps table's byte columns), or null. */
