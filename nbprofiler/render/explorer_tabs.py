@@ -273,3 +273,12 @@ def modules_html(report: "Report") -> str:
         return f'<div class="how">{esc(view_model.of(report).modules_absent)}</div>'
     return modules_tree(report)
 
+
+
+def flame_tab(report: "Report") -> widgets.Widget:
+    """The flame graph, drawn live by the front end (zoom, search, host/device), its SVG the fallback."""
+    drawn = bundle_output(view_model.of(report).flame_bundle())
+    if drawn is None:
+        return widgets.VBox([how_html("Flame graph"), widgets.HTML(
+            '<div class="nbp"><div class="how">This run recorded no operator time to draw.</div></div>')])
+    return widgets.VBox([how_html("Flame graph"), drawn])

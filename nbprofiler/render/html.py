@@ -20,6 +20,7 @@ import pandas as pd
 
 from . import origin, view_model
 from .escape import esc
+from .flame import flame_section
 from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
@@ -451,7 +452,8 @@ def render_html(report: "Report", standalone: bool = False) -> str:
     parts += [f'<div class="note">{esc(note)}</div>' for note in report.notes]
     for section in (overview_section(report), suggestions_section(report, copy_button=standalone),
                     steps_section(report), operators_section(report), kernels_section(report),
-                    lines_section(report), modules_section(report), memory_section(report),
+                    lines_section(report), modules_section(report), flame_section(view_model.of(report)),
+                    memory_section(report),
                     gpu_wait_section(report), communication_section(report), hardware_section(report),
                     hints_html(report)):
         parts.append(section)
