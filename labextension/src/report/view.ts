@@ -16,6 +16,7 @@ import {
 } from './format';
 import { exportPanel } from './export';
 import { linesPanel, modulesPanel } from './attribution';
+import { flamePanel } from './flame';
 import { hardwarePanel } from './hardware';
 import { columnLabel, DataTable, formatCell, isDeviceColumn, isNumericColumn, rowFigures, SortDir } from './table';
 import { Cell, IGrowth, IReport, ISuggestion, ITable } from './types';
@@ -32,6 +33,7 @@ export const TAB_NAMES = [
   'Memory',
   'Cell lines',
   'Modules',
+  'Flame graph',
   'Timeline',
   'Suggestions',
   'Export'
@@ -243,12 +245,13 @@ export class ReportView {
       Memory: () => this.buildMemory(),
       'Cell lines': () => linesPanel(r.lines, this.deviceTime),
       Modules: () => modulesPanel(r.modules, this.deviceTime),
+      'Flame graph': () => flamePanel(r.flame),
       Timeline: () => this.buildTimeline(),
       Suggestions: () => this.buildSuggestions(),
       Export: () => exportPanel(r, { html: this.options.html, data: this.options.data })
     };
     for (const name of TAB_NAMES) {
-      if ((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware)) {
+      if ((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Flame graph' && !r.flame)) {
         continue;
       }
       const tabId = uid('nbp-tab');
