@@ -255,3 +255,12 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
             Col("allocated_bytes", "allocated", fmt_bytes), Col("held_bytes", "held", fmt_bytes)]
     table = PagedTable(ops, cols, sort="allocated_bytes", noun="operators", top=50)
     return widgets.VBox([how_html("Memory"), above, *charts, below, table.box]), table
+
+
+def flame_tab(report: "Report") -> widgets.Widget:
+    """The flame graph, drawn live by the front end (zoom, search, host/device), its SVG the fallback."""
+    drawn = bundle_output(view_model.of(report).flame_bundle())
+    if drawn is None:
+        return widgets.VBox([how_html("Flame graph"), widgets.HTML(
+            '<div class="nbp"><div class="how">This run recorded no operator time to draw.</div></div>')])
+    return widgets.VBox([how_html("Flame graph"), drawn])

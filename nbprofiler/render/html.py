@@ -20,6 +20,7 @@ import pandas as pd
 
 from . import origin, view_model
 from .escape import esc
+from .flame import flame_section
 from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
@@ -454,6 +455,7 @@ def render_html(report: "Report", standalone: bool = False) -> str:
                     steps_section(report), operators_section(report), kernels_section(report),
                     lines_section(report) if "Cell lines" in views else "",
                     modules_section(report) if "Modules" in views else "",
+                    flame_section(view_model.of(report)) if "Flame graph" in views else "",
                     memory_section(report) if "Memory" in views else "",
                     gpu_wait_section(report), communication_section(report), hardware_section(report)):
         parts.append(section)

@@ -6,6 +6,7 @@ partial, notes, device, summary, breakdown{kind,columns,rows},
 operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
 growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
+flame{columns,rows,total,merged,note,how,has_device} (``flame.flame_payload``, null without operator time),
 saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections},
 tabs, more_views, made_here, report_token, origin``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
@@ -214,6 +215,7 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "kernels": kernels_payload(report),
         "lines": lines_payload(report),
         "modules": modules_payload(report),
+        "flame": model.flame_payload(),
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
         "tabs": list(shown_names(model.tabs)),

@@ -45,6 +45,7 @@ def report_tabs(report: "Report", memory_device: str | None) -> tuple[Tab, ...]:
             "the time per line of this cell"),
         Tab("Modules", not report.modules.empty, "with --modules" if o and not (o.modules or o.stack) else "",
             "the time per nn.Module"),
+        Tab("Flame graph", len(report.flame) > 1),  # the root and at least one operator
         Tab("Timeline", True),
         Tab("Suggestions", True),
         Tab("Export", True),

@@ -32,7 +32,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from . import charts, hardware, origin, timeline_data, views
+from . import charts, flame, hardware, origin, timeline_data, views
 from .tabs import Tab, report_tabs
 
 if TYPE_CHECKING:
@@ -171,6 +171,24 @@ class ReportViewModel(_ViewModel):
         """``{CHART_MIME: spec, "text/html": svg}``: what a front end shows, the SVG where it lacks the extension."""
         return charts.display_bundle(self.chart_spec(name), self.chart_svg(name))
 
+    @property
+    def flame(self) -> flame.FlameView | None:
+        """The flame graph's boxes, capped (``flame.flame_view``); None without operator time."""
+        return self._once("flame", lambda: flame.flame_view(self.report))
+
+    def flame_svg(self, metric: str) -> str:
+        """The flame graph by ``metric`` (``host_us`` or ``device_us``) as static SVG (``flame.flame_svg``)."""
+        view = self.flame
+        return self._once(f"flame.{metric}.svg", lambda: "" if view is None else flame.flame_svg(view, metric))
+
+    def flame_payload(self) -> Payload | None:
+        """The flame graph as the extension draws it (``flame.flame_payload``)."""
+        return self._once("flame.payload", lambda: flame.flame_payload(self.flame))
+
+    def flame_bundle(self) -> Payload | None:
+        """The flame graph as a display bundle, its static section the fallback (``flame.display_bundle``)."""
+        return flame.display_bundle(self.flame_payload(), flame.flame_section(self))
+
     def timeline_payload(self) -> Payload | None:
         """The Timeline payload the live explorer draws (``timeline_data``, at most
         ``MAX_TIMELINE_EVENTS`` blocks), None when the report has no trace events. When the saved
@@ -194,7 +212,8 @@ class ReportViewModel(_ViewModel):
             if pending is not None:
                 return pending.result()
             live = self._made.get("timeline")
-            if "timeline" in self._made and (live is None or live["events"]["n"] <= timeline_data.SAVED_TIMELINE_EVENTS):
+            small = live is None or live["events"]["n"] <= timeline_data.SAVED_TIMELINE_EVENTS
+            if "timeline" in self._made and small:
                 return live
             return timeline_data.build(self.report, saved=True)
 

@@ -1,8 +1,8 @@
 """The interactive explorer: an ipywidgets view of a Report, one tab per question.
 
-Tabs: Overview, Operators, Kernels, Hardware, Memory, Cell lines, Modules, Timeline,
-Suggestions, Export, each only where it has content (``tabs.py`` decides; the Overview
-says which flags would add the others). Each opens with one line on how to read it.
+Tabs: Overview, Operators, Kernels, Hardware, Memory, Cell lines, Modules, Flame graph,
+Timeline, Suggestions, Export, each only where it has content (``tabs.py`` decides; the
+Overview says which flags would add the others). Each opens with one line on how to read it.
 A tab is built the first time it is opened, so the explorer appears at once even
 for large traces.
 
@@ -29,7 +29,7 @@ import ipywidgets as widgets
 
 from ..format import fmt_pct
 from . import view_model
-from .explorer_tabs import OperatorsTab, copy_cards, hardware_tab, kernels_tab, memory_tab
+from .explorer_tabs import OperatorsTab, copy_cards, flame_tab, hardware_tab, kernels_tab, memory_tab
 from .export_tab import ExportTab
 from .frontend import WIDGET_MIME, report_bundle
 from .html import Col, breakdown_table, device_html, esc, html_table, lines_table, metrics_html, modules_tree, us_col
@@ -174,8 +174,8 @@ class Explorer(TabbedView):
         every: dict[str, Callable[[], widgets.Widget]] = {
             "Overview": self._overview, "Operators": self._operators, "Kernels": self._kernels,
             "Hardware": lambda: hardware_tab(report), "Memory": self._memory, "Cell lines": self._lines,
-            "Modules": self._modules, "Timeline": self._timeline, "Suggestions": self._suggestions,
-            "Export": self._export}
+            "Modules": self._modules, "Flame graph": lambda: flame_tab(report), "Timeline": self._timeline,
+            "Suggestions": self._suggestions, "Export": self._export}
         # Only the tabs with content (tabs.py decides, for every renderer).
         builders = [(name, every[name]) for name in shown_names(view_model.of(report).tabs)]
         super().__init__(view_header("report", render_summary_line(report), report.notes), builders)

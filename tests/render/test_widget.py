@@ -84,8 +84,8 @@ def live_report() -> Report:
 def test_tabs_are_present_and_built_when_opened(live_report, recording):
     e = Explorer(live_report)
     # A with block has no cell source, so no Cell lines tab (a tab shows only with content: test_tabs.py).
-    assert e.tab_titles == ("Overview", "Operators", "Hardware", "Memory", "Modules", "Timeline", "Suggestions",
-                            "Export")
+    assert e.tab_titles == ("Overview", "Operators", "Hardware", "Memory", "Modules", "Flame graph", "Timeline",
+                            "Suggestions", "Export")
     assert e.tabs.titles == e.tab_titles
     # The front end got the widget models, the tab titles among them.
     opened = [d["state"] for kind, d in recording if kind == "comm_open"]

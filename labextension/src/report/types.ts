@@ -154,6 +154,8 @@ export interface IReport {
   lines: IOptionalTable;
   /** The module tree in call order: `module, parent, type, depth, calls` and forward/backward times. */
   modules: IOptionalTable;
+  /** The flame graph's boxes (flame.ts parses them); null in payloads written before it existed. */
+  flame: { [key: string]: unknown } | null;
   /** Null in payloads written before it existed. */
   savedFrom: ISavedFrom | null;
   /** The Hardware tab (hardware.ts); null in payloads written before it existed. */
@@ -352,6 +354,7 @@ export function parseReport(data: unknown): IReport {
     kernels: kernelTable(data.kernels),
     lines: optionalTable(data.lines, 'lines'),
     modules: optionalTable(data.modules, 'modules'),
+    flame: isObject(data.flame) ? data.flame : null,
     savedFrom: savedFrom(data.saved_from),
     hardware: parseHardware(data.hardware),
     tabs: Array.isArray(data.tabs) ? strings(data.tabs) : null,

@@ -16,6 +16,7 @@ import {
 } from './format';
 import { exportPanel } from './export';
 import { linesPanel, modulesPanel } from './attribution';
+import { flamePanel } from './flame';
 import { hardwarePanel } from './hardware';
 import { columnLabel, DataTable, formatCell, isDeviceColumn, isNumericColumn, rowFigures, SortDir } from './table';
 import { Cell, IGrowth, IReport, ISuggestion, ITable } from './types';
@@ -34,6 +35,7 @@ export const TAB_NAMES = [
   'Memory',
   'Cell lines',
   'Modules',
+  'Flame graph',
   'Timeline',
   'Suggestions',
   'Export'
@@ -245,12 +247,15 @@ export class ReportView {
       Memory: () => this.buildMemory(),
       'Cell lines': () => linesPanel(r.lines, this.deviceTime),
       Modules: () => modulesPanel(r.modules, this.deviceTime),
+      'Flame graph': () => flamePanel(r.flame),
       Timeline: () => this.buildTimeline(),
       Suggestions: () => this.buildSuggestions(),
       Export: () => exportPanel(r, { html: this.options.html, data: this.options.data })
     };
     for (const name of TAB_NAMES) {
-      const shown = r.tabs ? r.tabs.includes(name) : !((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware));
+      const shown = r.tabs
+        ? r.tabs.includes(name)
+        : !((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Flame graph' && !r.flame));
       if (!shown) {
         continue;
       }
