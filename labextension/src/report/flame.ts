@@ -254,7 +254,7 @@ export class FlameGraph {
       this.svg.appendChild(g);
     }
     this.status.textContent = this.query.trim()
-      ? `${formatCount(found.matches.length)} boxes match: ${formatShare(found.share)} of the ${label} time`
+      ? `${formatCount(found.matches.length)} ${found.matches.length === 1 ? 'box matches' : 'boxes match'}: ${formatShare(found.share)} of the ${label} time`
       : this.zoomed
         ? `zoomed into ${nodes[this.zoomed].name}: click a bar above to zoom out`
         : '';
