@@ -7,6 +7,7 @@ operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
 growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
 saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections},
+distributed{ranks,straggler,verdict,chart,sections} | null,
 made_here, report_token, origin``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
@@ -162,6 +163,16 @@ def hardware_payload(report: "Report") -> dict[str, Any]:
                           "chart": s.chart, **table_payload(s.table)} for s in view.sections]}
 
 
+def distributed_payload(report: "Report") -> dict[str, Any] | None:
+    """The Distributed tab (``distributed.distributed_view``), None without distributed data."""
+    view = view_model.of(report).distributed
+    if view is None:
+        return None
+    return {"ranks": list(view.ranks), "straggler": list(view.straggler), "verdict": view.verdict, "chart": view.chart,
+            "sections": [{"key": s.key, "title": s.title, "how": s.how, "labels": s.labels(), "units": s.units(),
+                          **table_payload(s.table)} for s in view.sections]}
+
+
 def saved_from(report: "Report") -> dict[str, Any]:
     """What the report was made from, for the saved report's tag: a live run (now: the payload
     is written as the run ends), a trace file (its modification time) or a run kept in a file."""
@@ -213,6 +224,7 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "modules": modules_payload(report),
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
+        "distributed": distributed_payload(report),
         "made_here": report.made_here,
         "report_token": model.token,
         "origin": origin.words(report),

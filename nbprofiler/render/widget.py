@@ -1,8 +1,8 @@
 """The interactive explorer: an ipywidgets view of a Report, one tab per question.
 
-Tabs: Overview, Operators, Kernels (only with device kernels), Hardware, Memory,
-Cell lines, Modules, Suggestions, Export. Each opens with one line on how to read
-it. A tab is built the first time it is opened, so the explorer appears at
+Tabs: Overview, Operators, Kernels (only with device kernels), Distributed (only with
+ranks or collectives), Hardware, Memory, Cell lines, Modules, Suggestions, Export. Each
+opens with one line on how to read it. A tab is built the first time it is opened, so the explorer appears at
 once even for large traces.
 
 The tabs' contents are ``explorer_tabs``'; their tables are ``paged_table``'s,
@@ -28,7 +28,8 @@ import ipywidgets as widgets
 
 from ..format import fmt_pct
 from . import view_model
-from .explorer_tabs import OperatorsTab, copy_cards, hardware_tab, kernels_tab, lines_html, memory_tab, modules_html
+from .explorer_tabs import (OperatorsTab, copy_cards, distributed_tab, hardware_tab, kernels_tab, lines_html,
+                            memory_tab, modules_html)
 from .export_tab import ExportTab
 from .frontend import WIDGET_MIME, report_bundle
 from .html import Col, breakdown_table, device_html, esc, html_table, metrics_html, us_col
@@ -173,6 +174,8 @@ class Explorer(TabbedView):
             ("Overview", self._overview), ("Operators", self._operators)]
         if not report.kernels.empty:
             builders.append(("Kernels", self._kernels))
+        if view_model.of(report).distributed is not None:
+            builders.append(("Distributed", lambda: distributed_tab(report)))
         builders += [("Hardware", lambda: hardware_tab(report)), ("Memory", self._memory), ("Cell lines", self._lines),
                      ("Modules", self._modules), ("Timeline", self._timeline), ("Suggestions", self._suggestions),
                      ("Export", self._export)]
