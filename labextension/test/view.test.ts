@@ -71,8 +71,8 @@ describe('parseReport', () => {
     expect(r.operators.rows).toEqual([]);
     expect(r.summary.steps_profiled).toBe(0);
     const view = new ReportView(r);
-    // No kernels: no Kernels tab; no hardware data (a report saved before it existed): no Hardware tab.
-    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => name !== 'Kernels' && name !== 'Hardware'));
+    // No kernels: no Kernels tab; no hardware or distributed data (a report saved before they existed): neither tab.
+    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => !['Kernels', 'Hardware', 'Distributed'].includes(name)));
     expect(view.node.textContent).toContain('No operators were recorded.');
     expect(r.memory).toEqual({ steps: { columns: [], rows: [] }, growth: [], warnings: [], device: null, figures: [] });
     expect(panel(view, 'Memory').textContent).toContain('This report has no memory data');

@@ -7,6 +7,7 @@
  * into the page as text.
  */
 
+import { IDistributed, parseDistributed } from './distributed';
 import { IHardware, parseHardware } from './hardware';
 
 export const REPORT_MIME = 'application/vnd.nbprofiler.report+json';
@@ -158,6 +159,8 @@ export interface IReport {
   savedFrom: ISavedFrom | null;
   /** The Hardware tab (hardware.ts); null in payloads written before it existed. */
   hardware: IHardware | null;
+  /** The Distributed tab (distributed.ts); null without distributed data. */
+  distributed: IDistributed | null;
   /** Whether "Try it" may run the code of this report's cards (try/card.ts). */
   trial: ITrial;
 }
@@ -349,6 +352,7 @@ export function parseReport(data: unknown): IReport {
     modules: optionalTable(data.modules, 'modules'),
     savedFrom: savedFrom(data.saved_from),
     hardware: parseHardware(data.hardware),
+    distributed: parseDistributed(data.distributed),
     trial: { token: optStr(data.report_token), origin: optStr(data.origin) }
   };
 }

@@ -16,6 +16,7 @@ import {
 } from './format';
 import { exportPanel } from './export';
 import { linesPanel, modulesPanel } from './attribution';
+import { distributedPanel } from './distributed';
 import { hardwarePanel } from './hardware';
 import { columnLabel, DataTable, formatCell, isDeviceColumn, isNumericColumn, rowFigures, SortDir } from './table';
 import { Cell, IGrowth, IReport, ISuggestion, ITable } from './types';
@@ -23,11 +24,12 @@ import { trialAttributes } from '../try/card';
 import { disposeTimeline, renderTimeline } from '../timeline';
 import { colorOf, IChartSpec, renderChart, specFromTable } from './charts';
 
-/** Every tab, in order; Kernels shows only for a run with kernels, Hardware only in payloads that have it. */
+/** Every tab, in order; Kernels shows only for a run with kernels, Distributed and Hardware only in payloads that have them. */
 export const TAB_NAMES = [
   'Overview',
   'Operators',
   'Kernels',
+  'Distributed',
   'Hardware',
   'Memory',
   'Cell lines',
@@ -239,6 +241,7 @@ export class ReportView {
       Overview: () => this.buildOverview(),
       Operators: () => this.buildOperators(),
       Kernels: () => this.buildKernels(),
+      Distributed: () => distributedPanel(r.distributed!),
       Hardware: () => hardwarePanel(r.hardware!, r.charts),
       Memory: () => this.buildMemory(),
       'Cell lines': () => linesPanel(r.lines, this.deviceTime),
@@ -248,7 +251,7 @@ export class ReportView {
       Export: () => exportPanel(r, { html: this.options.html, data: this.options.data })
     };
     for (const name of TAB_NAMES) {
-      if ((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware)) {
+      if ((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Distributed' && !r.distributed)) {
         continue;
       }
       const tabId = uid('nbp-tab');
