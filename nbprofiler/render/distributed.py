@@ -4,7 +4,7 @@ collectives with their bus bandwidth, and what each rank waited on.
 One source for the three views that show it (the explorer's Distributed tab, the static
 HTML's Distributed section, the saved report's ``distributed`` key), made once per report by
 its view model. A report gets the view only when it has distributed data: a folder of ranks,
-or one rank's trace that ran collectives (``report.distributed_tables.rank_tables``); any
+or one rank's trace that ran collectives: whatever has rows in ``report.rank_steps``; any
 other report gets None and no tab.
 
 Tables keep their raw values, with a unit per column (``hardware.Section``), as the Hardware
@@ -21,7 +21,6 @@ import pandas as pd
 from ..analysis.collectives import COLLECTIVE_COLUMNS
 from ..analysis.distributed import rank_split, rank_waits
 from ..format import fmt_us
-from ..report.distributed_tables import rank_tables
 from .charts import KIND_VERSIONS, Spec
 from .hardware import Section
 
@@ -64,10 +63,12 @@ class DistributedView:
 
 def distributed_view(report: "Report") -> DistributedView | None:
     """The view of ``report``, or None when it has no distributed data."""
-    ranks = rank_tables(report)
-    if not ranks:
+    steps = report.rank_steps
+    if steps.empty:
         return None
-    split = rank_split(report.rank_steps)
+    # A folder's ranks, or the trace itself as its one rank.
+    ranks = dict(report.ranks) if report.ranks else {int(steps["rank"].iloc[0]): report}
+    split = rank_split(steps)
     comparison = report.rank_comparison
     flagged = (comparison.set_index("rank")[["straggler", "reason"]] if len(comparison)
                else pd.DataFrame({"straggler": False, "reason": ""}, index=pd.Index(list(ranks), name="rank")))
