@@ -42,6 +42,8 @@ COLLECTIVES_HOW = ("Per rank, collective, dtype and group size: calls, bytes, ke
                    "n ranks), and the kernel time no compute hid.")
 SINGLE_RANK = ("This trace is one rank{of}: load the folder of every rank's trace (nbprofiler.load(DIR)) to compare "
                "the ranks, find a straggler and see what each rank waited for.")
+ALONE = ("This run is one process (world size 1): its collectives had no other rank to wait for, so there is "
+         "nothing to compare.")
 # The chart's stacked parts: (column of ``rank_split`` or how to make it, label, palette colour).
 PARTS = (("computation_only_us", "computation only", "kernel"), ("overlap_us", "overlap", "dataloader"),
          ("communication_only_us", "communication only", "communication"), ("other_us", "other", "other"))
@@ -97,6 +99,8 @@ def _collectives(ranks: Any) -> pd.DataFrame:
 def _verdict(report: "Report", comparison: pd.DataFrame, stragglers: tuple[int, ...]) -> str:
     if len(comparison) < 2:
         meta = report.table.meta
+        if meta.world_size == 1:
+            return ALONE
         of = f" ({meta.rank} of {meta.world_size})" if meta.rank is not None and meta.world_size else ""
         return SINGLE_RANK.format(of=of)
     if not stragglers:
