@@ -15,6 +15,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { CHART_MIME, chartRendererFactory } from './chart_renderer';
+import { FLAME_MIME, flameRendererFactory } from './flame_renderer';
 import { COMPARISON_MIME, comparisonRendererFactory } from './comparison';
 import { profileIcon } from './icon';
 import { IProfileOptions, loadOptions, optionErrors, OptionsForm, saveOptions } from './options';
@@ -128,7 +129,8 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
       { mime: REPORT_MIME, make: reportRendererFactory },
       { mime: COMPARISON_MIME, make: comparisonRendererFactory },
       { mime: TIMELINE_MIME, make: timelineRendererFactory },
-      { mime: CHART_MIME, make: chartRendererFactory }
+      { mime: CHART_MIME, make: chartRendererFactory },
+      { mime: FLAME_MIME, make: flameRendererFactory }
     ];
     // Everywhere (output views, consoles): renderers find their panel when attached.
     for (const { make } of factories) {

@@ -3,7 +3,7 @@ import { join } from 'path';
 import { beforeEach, describe, expect, it } from 'vitest';
 
 import { CHART_MIME, chartRendererFactory } from '../src/chart_renderer';
-import { IChartSpec, renderChart } from '../src/report/charts';
+import { IChartSpec, renderChart, tipPosition } from '../src/report/charts';
 import { formatBytes, formatUs } from '../src/report/format';
 
 /** The chart specs Python made for a real GPU trace and a real CPU run (test/fixtures/make_chart_fixtures.py). */
@@ -123,6 +123,58 @@ describe('renderChart', () => {
     hover(columns(node)[5]);
     expect(tip(node).firstElementChild!.textContent).toMatch(/^at [\d.]+ (µs|ms|s)$/);
     expect(tip(node).children[1].textContent).toMatch(/^allocated since recording began: [\d.]+ (B|KiB|MiB|GiB)$/);
+  });
+
+  it('draws each line swatch of the memory legend in its line’s colour, not the text’s', () => {
+    const style = document.createElement('style');
+    style.textContent = readFileSync(join(__dirname, '..', 'style', 'charts.css'), 'utf-8');
+    document.head.appendChild(style);
+    try {
+      for (const spec of [specs('cpu_live').memory, v100.memory]) {
+        const node = mount(spec);
+        const entries = Array.from(node.querySelectorAll('.nbp-legend li[data-kind="series"]'));
+        expect(entries.map(li => li.querySelector('.nbp-legend-name')!.textContent)).toEqual([...new Set(spec.panels.flatMap(p => p.series.map(s => s.label)))]);
+        const text = getComputedStyle(node).color;
+        for (const li of entries) {
+          const label = li.querySelector('.nbp-legend-name')!.textContent!;
+          const path = Array.from(node.querySelectorAll('.nbp-line')).find(g => g.getAttribute('data-series') === label)!.querySelector('path')!;
+          const swatch = getComputedStyle(li.querySelector('.nbp-line-swatch')!).borderTopColor;
+          expect([label, swatch]).toEqual([label, getComputedStyle(path).stroke]);
+          expect(swatch).toMatch(/^var\(--/);
+          expect(swatch).not.toBe(text);
+        }
+      }
+    } finally {
+      style.remove();
+    }
+  });
+
+  it('keeps the tooltip inside the chart: above the cursor near the bottom edge, left of it near the right', () => {
+    const box = { left: 100, top: 50, right: 820, bottom: 450 };
+    const tip = { width: 180, height: 70 };
+    const viewport = { width: 1280, height: 900 };
+    // In the middle: below and right of the cursor.
+    expect(tipPosition({ x: 300, y: 150 }, box, tip, viewport)).toEqual({ left: 212, top: 112 });
+    // The lowest point of the plot, near the box's bottom: above the cursor, wholly inside the box.
+    const low = tipPosition({ x: 300, y: 420 }, box, tip, viewport);
+    expect(low).toEqual({ left: 212, top: 370 - 12 - 70 });
+    expect(box.top + low.top + tip.height).toBeLessThanOrEqual(box.bottom);
+    // Near the right edge: left of the cursor.
+    expect(tipPosition({ x: 800, y: 150 }, box, tip, viewport).left).toBe(700 - 12 - 180);
+    // The window's bottom edge cuts the box: the tooltip stays above it.
+    const cut = tipPosition({ x: 300, y: 380 }, box, tip, { width: 1280, height: 400 });
+    expect(box.top + cut.top + tip.height).toBeLessThanOrEqual(400);
+  });
+
+  it('places the hovered tooltip from its own size and the chart’s box', () => {
+    const spec = specs('cpu_live').memory;
+    const node = mount(spec);
+    node.getBoundingClientRect = () => ({ left: 0, top: 0, right: 720, bottom: 300, width: 720, height: 300, x: 0, y: 0, toJSON: () => null });
+    tip(node).getBoundingClientRect = () => ({ left: 0, top: 0, right: 200, bottom: 80, width: 200, height: 80, x: 0, y: 0, toJSON: () => null });
+    const lowest = columns(node)[0];
+    lowest.dispatchEvent(new MouseEvent('mouseover', { bubbles: true, clientX: 650, clientY: 280 }));
+    expect(tip(node).hidden).toBe(false);
+    expect([tip(node).style.left, tip(node).style.top]).toEqual([`${650 - 12 - 200}px`, `${280 - 12 - 80}px`]);
   });
 
   it('draws kernel time by category as horizontal bars, names as text', () => {

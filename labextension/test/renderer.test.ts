@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import { RENDERER_RANK, ReportRenderer, reportRendererFactory, widgetModelId } from '../src/renderer';
 import { REPORT_MIME, WIDGET_MIME } from '../src/report/types';
-import { fakeHost, MODEL_ID } from './fake-host';
+import { fakeHost, fakeKernel, MODEL_ID } from './fake-host';
 
 const payload = JSON.parse(readFileSync(join(__dirname, 'fixtures', 'report_cpu_live.json'), 'utf-8'));
 
@@ -160,5 +160,100 @@ describe('choosing what to show', () => {
     expect(r.mode).toBe('error');
     expect(r.node.textContent).toContain('newer than this extension understands');
     expect(r.node.querySelector('pre')!.textContent).toBe('nbprofiler report (text)');
+  });
+});
+
+describe('following the kernel', () => {
+  it('replaces the explorer with the saved report when its kernel is shut down, and says why', async () => {
+    const { host, changeKernel } = fakeHost({ open: true });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    expect(r.mode).toBe('widget');
+    changeKernel(null);
+    await flush();
+    expect(r.mode).toBe('static');
+    expect(r.node.textContent).not.toContain('EXPLORER');
+    expect(r.node.querySelector('.nbp-footer')!.textContent).toMatch(/the kernel that made the interactive explorer has stopped/);
+  });
+
+  it('replaces the explorer when its kernel restarts or dies', async () => {
+    for (const status of ['restarting', 'dead']) {
+      const { host, setStatus } = fakeHost({ open: true });
+      const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+      await r.renderModel(mimeModel());
+      expect(r.mode).toBe('widget');
+      setStatus('busy');
+      await flush();
+      expect(r.mode).toBe('widget');
+      setStatus(status);
+      await flush();
+      expect(r.mode).toBe('static');
+    }
+  });
+
+  it('switches to the explorer when the kernel that has it connects after the drawing (page reload)', async () => {
+    const { host, changeKernel } = fakeHost({ kernel: false });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    await flush();
+    expect(r.mode).toBe('static');
+    const kernel = fakeKernel({ remote: true });
+    changeKernel(kernel);
+    await flush();
+    expect(kernel.requestCommInfo).toHaveBeenCalledWith({ target_name: 'jupyter.widget' });
+    expect(r.mode).toBe('widget');
+    expect(r.node.textContent).toBe(`EXPLORER ${MODEL_ID}`);
+  });
+
+  it('waits behind the saved drawing while ipywidgets restores the models, then shows the explorer', async () => {
+    let restored!: () => void;
+    const restore = new Promise<void>(resolve => (restored = resolve));
+    const { host } = fakeHost({ remote: true, restore });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    await flush();
+    expect(r.mode).toBe('static');
+    expect(r.node.querySelector('.nbp-report')).not.toBeNull();
+    // Never "Loading widget..." beside the saved report: the explorer's host is hidden meanwhile.
+    const host_ = r.node.querySelector('.nbp-widget-host') as HTMLElement;
+    expect(host_.classList.contains('lm-mod-hidden')).toBe(true);
+    restored();
+    await flush();
+    expect(r.mode).toBe('widget');
+    expect(r.node.textContent).toBe(`EXPLORER ${MODEL_ID}`);
+  });
+
+  it('keeps the saved report when the restored models lack the widget', async () => {
+    const { host } = fakeHost({ remote: true, found: false, restore: Promise.resolve() });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    await flush();
+    expect(r.mode).toBe('static');
+    expect(r.node.textContent).not.toContain('Error displaying widget');
+  });
+
+  it('asks each kernel once, not at every status change', async () => {
+    const { host, requestCommInfo, setStatus } = fakeHost({ remote: false });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    await flush();
+    for (const status of ['busy', 'idle', 'busy', 'idle']) {
+      setStatus(status);
+    }
+    await flush();
+    expect(requestCommInfo).toHaveBeenCalledTimes(1);
+    expect(r.mode).toBe('static');
+  });
+
+  it('stops following the kernel once disposed', async () => {
+    const { host, changeKernel } = fakeHost({ kernel: false });
+    const r = new ReportRenderer({ mimeType: REPORT_MIME } as any, host);
+    await r.renderModel(mimeModel());
+    await flush();
+    r.dispose();
+    const kernel = fakeKernel({ remote: true });
+    changeKernel(kernel);
+    await flush();
+    expect(kernel.requestCommInfo).not.toHaveBeenCalled();
   });
 });

@@ -391,6 +391,25 @@ describe('clicking and hovering', () => {
     expect(view.node.querySelector('.nbp-tl-details button')?.textContent).toContain('Go to its launch');
   });
 
+  it('opens a stack at the user\'s own code, the framework frames before it folded behind a button', () => {
+    const framework = ['runpy.py(198): _run_module_as_main', 'ipykernel/kernelapp.py(701): start', 'IPython/core/interactiveshell.py(3577): run_code'];
+    const user = ['/tmp/ipykernel_7/1.py(4): <module>', 'model.py(42): forward'];
+    const p = encode([{ start: 0, dur: 100, lane: 0, name: 'aten::addmm', cat: 'operator', stack: [...framework, ...user, 'torch/nn/modules/linear.py(125): forward'] }]);
+    p.user_frames = user.map(f => p.strings.indexOf(f));
+    const view = mount(p);
+    view.setView({ start: 0, end: 110 });
+    view.redraw();
+    view.clickAt(pointOf(view, 0).x, pointOf(view, 0).y);
+    const shown = () => [...view.node.querySelectorAll('.nbp-tl-stack li')].filter(li => !(li as HTMLElement).hidden).map(li => li.textContent);
+    expect(shown()).toEqual([...user, 'torch/nn/modules/linear.py(125): forward']);
+    expect([...view.node.querySelectorAll('.nbp-tl-stack li.nbp-tl-user')].map(li => li.textContent)).toEqual(user);
+    const toggle = view.node.querySelector('.nbp-tl-frames') as HTMLButtonElement;
+    expect(toggle.textContent).toBe('show 3 framework frames');
+    toggle.click();
+    expect(shown()).toHaveLength(6);
+    expect(toggle.textContent).toBe('hide 3 framework frames');
+  });
+
   it('says how many events an aggregate merged, and that the cap merged them', () => {
     const view = mount(smallPayload());
     expect(view.node.querySelector('.nbp-tl-aggregated')?.textContent).toMatch(/12 events shorter than 2\.0 µs are merged/);
@@ -398,6 +417,14 @@ describe('clicking and hovering', () => {
     view.redraw();
     view.clickAt(pointOf(view, 4).x, pointOf(view, 4).y);
     expect(field(view, 'merged')).toMatch(/^12 events merged/);
+  });
+
+  it('says when the saved report keeps a smaller timeline than the live one, and how to get it all', () => {
+    const p = smallPayload();
+    p.aggregated = { ...p.aggregated!, cap: 20000, saved: true };
+    const note = mount(p).node.querySelector('.nbp-tl-aggregated')?.textContent ?? '';
+    expect(note).toMatch(/The saved report keeps at most 20,000 blocks, so that the notebook stays small/);
+    expect(mount(smallPayload()).node.querySelector('.nbp-tl-aggregated')?.textContent).not.toMatch(/saved report/);
   });
 
   it('says "N events merged" for a block of sub-pixel events', () => {
@@ -498,6 +525,37 @@ describe('search', () => {
     expect(view.node.querySelector('.nbp-tl-count')?.textContent).toBe(`1 of ${expected.length}`);
     input.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', shiftKey: true, bubbles: true }));
     expect(view.node.querySelector('.nbp-tl-count')?.textContent).toBe(`${expected.length} of ${expected.length}`);
+  });
+
+  it('counts and finds the events merged for drawing, as the tables count them', () => {
+    const p = realPayload();
+    const t0 = decodeTimeline(p);
+    const relu = t0.strings.findIndex(s => /relu/i.test(s));
+    const alone = [...Array(t0.events.n).keys()].filter(i => /relu/i.test(t0.strings[t0.events.name[i]])).length;
+    // Event 0 becomes an aggregate of 40 events, 25 of them named like a relu, 15 like another name.
+    const counts = decodeTimeline(p).events.count.slice();
+    counts[0] = 40;
+    const other = t0.events.name[0] === relu ? (relu + 1) % t0.strings.length : t0.events.name[0];
+    const merged = {
+      ...p,
+      events: { ...p.events, count: b64(counts) },
+      merged: { n: 2, event: b64(Uint32Array.of(0, 0)), name: b64(Uint32Array.of(relu, other)), count: b64(Uint32Array.of(25, 15)) }
+    };
+    const t = decodeTimeline(merged);
+    const m = findMatches(t, 'relu')!;
+    const aloneNow = alone - (/relu/i.test(t0.strings[t0.events.name[0]]) ? 1 : 0);
+    expect(m.events).toBe(aloneNow + 25);
+    expect(m.merged).toBe(25);
+    expect(m.mask[0]).toBe(1);
+    expect(Array.from(m.order)).toContain(0);
+    const view = mount(merged);
+    const input = view.node.querySelector('.nbp-tl-search') as HTMLInputElement;
+    input.value = 'relu';
+    input.dispatchEvent(new Event('input'));
+    expect(view.node.querySelector('.nbp-tl-count')?.textContent).toBe(`${aloneNow + 25} matches (25 inside merged blocks)`);
+    // A payload whose merged names point past its events is refused.
+    const bad = { ...merged, merged: { ...merged.merged, event: b64(Uint32Array.of(t0.events.n, 0)) } };
+    expect(() => decodeTimeline(bad)).toThrow(/merged names/);
   });
 
   it('orders matches by time and wraps around', () => {

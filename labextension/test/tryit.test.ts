@@ -1,6 +1,6 @@
 /**
  * "Try it": the button in every card with code, what a click reads from the
- * card, and what it does in the notebook (a marked cell below, run, then the
+ * card, and what it does in the notebook (a marked cell above, run, then the
  * profiled cell re-run with `--compare --tried KIND`), against a fake notebook
  * and kernel. JupyterLab's cell runner, output area and notifications are
  * replaced by recorders; the extension's own code runs as it is. The code runs
@@ -52,10 +52,17 @@ function fakeCell(source: string, metadata: { [k: string]: unknown } = {}) {
     executionCount: null as number | null,
     executionState: 'idle',
     trusted: false,
-    sharedModel: { getSource: () => source, getId: () => id, transact: (f: () => void) => f() },
+    getMetadata: (key: string) => metadata[key],
+    sharedModel: {
+      getSource: () => cell.source,
+      setSource: (text: string) => void (cell.source = text),
+      getId: () => id,
+      transact: (f: () => void) => f()
+    },
     clearExecution: vi.fn()
   };
-  return { node, model, outputArea: { future: null }, isDisposed: false, outputHidden: false, source, metadata };
+  const cell = { node, model, outputArea: { future: null }, isDisposed: false, outputHidden: false, source, metadata };
+  return cell;
 }
 
 /**
@@ -143,7 +150,7 @@ describe('the "Try it" button', () => {
       expect(Array.from(actions.children).map(b => `${b.className}:${b.textContent}`)).toEqual(['nbp-try:Try it', 'nbp-copy:Copy']);
       expect((actions.querySelector('.nbp-try') as HTMLButtonElement).type).toBe('button');
       expect(card.querySelector('.nbp-try-line')!.textContent).toBe(
-        'To try it: paste the code in a new cell below, run it, then re-run this cell with %%torchprofile --compare.'
+        'To try it: paste the code in a new cell above this one, run it, then re-run this cell with %%torchprofile --compare.'
       );
     }
   });
@@ -210,19 +217,21 @@ describe('the "Try it" button', () => {
 });
 
 describe('clicking "Try it"', () => {
-  it('inserts the marked cell below the profiled one, runs it, then re-profiles with --compare --tried', async () => {
+  it('inserts the marked cell above the profiled one, runs it, then re-profiles with --compare --tried', async () => {
     const { widgets, tracker } = fakeNotebook(['import torch', TRAINING, 'print("after")']);
     const profiled = widgets[1];
     const button = showReport(profiled);
     await onTryClick(tracker, button);
 
+    // Above: Run All runs the fix, then the profile, and so reproduces the comparison the notebook shows.
     expect(widgets.map(w => w.source.split('\n')[0])).toEqual([
       'import torch',
-      '%%torchprofile --active 3',
       `# nbprofiler: trying "${loaderSuggestion.title}"`,
+      '%%torchprofile --active 3',
       'print("after")'
     ]);
-    const tried = widgets[2];
+    const tried = widgets[1];
+    expect(widgets[2]).toBe(profiled);
     expect(tried.source).toBe(`# nbprofiler: trying "${loaderSuggestion.title}"\n${loaderSuggestion.code.trimEnd()}`);
     expect(tried.metadata).toEqual({ nbprofiler: { tried: 'dataloader_workers' } });
     // The new cell ran first, as JupyterLab runs a cell; then the profiled cell, source unchanged.
@@ -241,12 +250,35 @@ describe('clicking "Try it"', () => {
     expect(button.disabled).toBe(false);
   });
 
+  it('keeps one cell per kind tried above the profiled cell: another kind goes below the first, the same kind rewrites its cell', async () => {
+    const { widgets, tracker } = fakeNotebook(['import torch', TRAINING]);
+    const profiled = widgets[1];
+    const other = v100.suggestions.find((s: any) => s.code && s.kind !== 'dataloader_workers');
+    await onTryClick(tracker, showReport(profiled));
+    await onTryClick(tracker, showReport(profiled, other.kind));
+    const marker = (title: string) => `# nbprofiler: trying "${title}"`;
+    // In the order tried, so that Run All replays both changes, then the profile.
+    expect(widgets.map(w => w.source.split('\n')[0])).toEqual(['import torch', marker(loaderSuggestion.title), marker(other.title), '%%torchprofile --active 3']);
+    expect(widgets[2].metadata).toEqual({ nbprofiler: { tried: other.kind } });
+    // The same suggestion again, now from a report this kernel did not make: its cell is rewritten, not doubled.
+    await onTryClick(tracker, showReport(profiled, 'dataloader_workers', loaded));
+    expect(widgets.map(w => w.source.split('\n')[0])).toEqual(['import torch', marker(loaderSuggestion.title), marker(other.title), '%%torchprofile --active 3']);
+    expect(widgets[1].source.split('\n')[1]).toMatch(/^# nbprofiler: Inserted, not run: /);
+    // A marked cell that is not right above the profiled cell (another cell between) is left alone.
+    const { widgets: cells, tracker: tracker2 } = fakeNotebook([TRAINING]);
+    await onTryClick(tracker2, showReport(cells[0]));
+    cells.splice(1, 0, fakeCell('print("between")'));
+    await onTryClick(tracker2, showReport(cells[2]));
+    expect(cells.map(w => w.source.split('\n')[0])).toEqual([marker(loaderSuggestion.title), 'print("between")', marker(loaderSuggestion.title), '%%torchprofile --active 3']);
+  });
+
   it('gives a cell profiled with "Profile cell" (no magic line) the magic line with the flags', async () => {
     const plain = 'for x, y in train_loader:\n    train_step(x, y)';
     const { widgets, tracker } = fakeNotebook([plain]);
-    await onTryClick(tracker, showReport(widgets[0]));
+    const profiled = widgets[0];
+    await onTryClick(tracker, showReport(profiled));
     expect(calls.executeOutput.mock.calls[0][0]).toBe(`%%torchprofile --compare --tried dataloader_workers\n${plain}`);
-    expect(widgets[0].model.sharedModel.getSource()).toBe(plain);
+    expect(profiled.model.sharedModel.getSource()).toBe(plain);
   });
 
   it('is disabled while it runs: a second click does nothing', async () => {
@@ -292,7 +324,7 @@ describe('clicking "Try it"', () => {
     expect(calls.notify).toEqual([
       [
         'error',
-        "The suggestion's code failed in the new cell below the profiled one (NameError: name 'train_ds' is not defined). " +
+        "The suggestion's code failed in the new cell above the profiled one (NameError: name 'train_ds' is not defined). " +
           'Fix it there and run it, then re-run the profiled cell with %%torchprofile --compare.'
       ]
     ]);
@@ -328,11 +360,11 @@ describe('"Try it" on a report this kernel did not make', () => {
     const button = showReport(widgets[0], 'dataloader_workers', loaded);
     await onTryClick(tracker, button);
 
-    expect(widgets.map(w => w.source.split('\n')[0])).toEqual(['%%torchprofile --active 3', `# nbprofiler: trying "${loaderSuggestion.title}"`]);
-    expect(widgets[1].source).toBe(
+    expect(widgets.map(w => w.source.split('\n')[0])).toEqual([`# nbprofiler: trying "${loaderSuggestion.title}"`, '%%torchprofile --active 3']);
+    expect(widgets[0].source).toBe(
       `# nbprofiler: trying "${loaderSuggestion.title}"\n# nbprofiler: ${notRun(LOADED)}\n${loaderSuggestion.code.trimEnd()}`
     );
-    expect(widgets[1].metadata).toEqual({ nbprofiler: { tried: 'dataloader_workers' } });
+    expect(widgets[0].metadata).toEqual({ nbprofiler: { tried: 'dataloader_workers' } });
     // Nothing ran: not the new cell, not the profiled cell; the kernel was not even asked (no token to confirm).
     expect(calls.executeCell).not.toHaveBeenCalled();
     expect(calls.executeOutput).not.toHaveBeenCalled();
@@ -349,7 +381,7 @@ describe('"Try it" on a report this kernel did not make', () => {
     expect(calls.executeCell).not.toHaveBeenCalled();
     expect(calls.executeOutput).not.toHaveBeenCalled();
     const why = 'this report was not made by this kernel (an earlier kernel, or another notebook, made it)';
-    expect(widgets[1].source.split('\n')[1]).toBe(`# nbprofiler: ${notRun(why)}`);
+    expect(widgets[0].source.split('\n')[1]).toBe(`# nbprofiler: ${notRun(why)}`);
     expect(calls.notify).toEqual([['info', notRun(why)]]);
   });
 
@@ -359,7 +391,7 @@ describe('"Try it" on a report this kernel did not make', () => {
     await onTryClick(tracker, showReport(widgets[0], 'dataloader_workers', { ...madeHere, report_token: forged }));
     expect(asked).toEqual([]);
     expect(calls.executeCell).not.toHaveBeenCalled();
-    expect(widgets[1].source.split('\n')[1]).toBe(`# nbprofiler: ${notRun('this report was not made by this kernel')}`);
+    expect(widgets[0].source.split('\n')[1]).toBe(`# nbprofiler: ${notRun('this report was not made by this kernel')}`);
     expect(() => madeHereExpression(forged)).toThrow();
     // What tests/advice/test_code_from_files.py has IPython evaluate: nbprofiler.render.origin.made_here.
     expect(madeHereExpression(TOKEN)).toBe(`__import__('nbprofiler.render.origin', fromlist=['made_here']).made_here('${TOKEN}')`);
@@ -369,7 +401,7 @@ describe('"Try it" on a report this kernel did not make', () => {
     const { widgets, tracker } = fakeNotebook([TRAINING]);
     const origin = 'loaded from x\n__import__("os").system("touch pwned")\r\u2028y';
     await onTryClick(tracker, showReport(widgets[0], 'dataloader_workers', { ...loaded, origin }));
-    const lines = widgets[1].source.split(/\r\n|\r|\n/);
+    const lines = widgets[0].source.split(/\r\n|\r|\n/);
     expect(lines[1]).toBe(`# nbprofiler: ${notRun('loaded from x __import__("os").system("touch pwned") y')}`);
     expect(lines.slice(2).join('\n')).toBe(loaderSuggestion.code.trimEnd());
   });
@@ -388,7 +420,7 @@ describe('"Try it" on a report this kernel did not make', () => {
       widgets[0].node.insertAdjacentHTML('beforeend', card(attrs));
       await onTryClick(tracker, widgets[0].node.querySelector('button.nbp-try') as HTMLButtonElement);
       expect(calls.executeCell).toHaveBeenCalledTimes(runs ? 1 : 0);
-      expect(widgets[1].source.includes('Inserted, not run: this report was loaded from the trace file v100.json')).toBe(!runs);
+      expect(widgets[0].source.includes('Inserted, not run: this report was loaded from the trace file v100.json')).toBe(!runs);
     }
   });
 });

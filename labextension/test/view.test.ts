@@ -71,8 +71,8 @@ describe('parseReport', () => {
     expect(r.operators.rows).toEqual([]);
     expect(r.summary.steps_profiled).toBe(0);
     const view = new ReportView(r);
-    // No kernels: no Kernels tab; no hardware or distributed data (a report saved before they existed): neither tab.
-    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => !['Kernels', 'Hardware', 'Distributed'].includes(name)));
+    // No kernels: no Kernels tab; no hardware, distributed or flame data (a report saved before they existed): none of those.
+    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => !['Kernels', 'Hardware', 'Distributed', 'Flame graph'].includes(name)));
     expect(view.node.textContent).toContain('No operators were recorded.');
     expect(r.memory).toEqual({ steps: { columns: [], rows: [] }, growth: [], warnings: [], device: null, figures: [] });
     expect(panel(view, 'Memory').textContent).toContain('This report has no memory data');
@@ -87,6 +87,39 @@ describe('parseReport', () => {
       ['a', null, null],
       ['b', 2, '[[1,2]]']
     ]);
+  });
+});
+
+describe('the tabs', () => {
+  it('shows only the tabs the payload names, in order, and its one line of the flags that would add others', () => {
+    const raw = fixture('report_cpu_live.json') as any;
+    const tabs = ['Overview', 'Operators', 'Timeline', 'Suggestions', 'Export'];
+    const more = 'More views: re-run the cell without --no-memory for Memory (memory at every step and the operators that allocated it); with --stack for Cell lines (the time per line of this cell).';
+    const view = new ReportView(parseReport({ ...raw, tabs: [...tabs, 'A view of a newer nbprofiler'], more_views: more }));
+    document.body.appendChild(view.node);
+    // Python decided which tabs have content; the view does not decide again (the payload has lines and memory).
+    expect(raw.lines.rows.length).toBeGreaterThan(0);
+    expect(view.tabNames).toEqual(tabs);
+    expect(view.node.querySelectorAll('.nbp-panel').length).toBe(tabs.length);
+    expect(panel(view, 'Overview').querySelector('.nbp-more-views')!.textContent).toBe(more);
+    expect(view.node.querySelectorAll('.nbp-more-views').length).toBe(1);
+    // Without a Memory tab, the per-step table moves to the Overview.
+    const steps = panel(view, 'Overview').querySelector('.nbp-steps-table') as HTMLTableElement;
+    expect(steps.tBodies[0].rows.length).toBe(raw.steps.rows.length);
+  });
+
+  it('keeps the per-step table in the Memory tab when there is one', () => {
+    const raw = fixture('report_cpu_live.json') as any;
+    const view = new ReportView(parseReport({ ...raw, tabs: ['Overview', 'Memory'] }));
+    expect(panel(view, 'Overview').querySelector('.nbp-steps-table')).toBeNull();
+    expect(panel(view, 'Memory').querySelector('.nbp-steps-table')).not.toBeNull();
+  });
+
+  it('keeps every tab it drew before for a payload saved before Python named the tabs, with no "More views" line', () => {
+    const view = render('report_cpu_live.json');
+    // Nor the Flame graph or Distributed: a payload saved before they existed has no flame or distributed data.
+    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => !['Kernels', 'Hardware', 'Distributed', 'Flame graph'].includes(name)));
+    expect(view.node.querySelector('.nbp-more-views')).toBeNull();
   });
 });
 
@@ -529,6 +562,65 @@ function headers(table: Element): string[] {
 }
 
 describe('kernels tab', () => {
+  /** The A100 fixture as a payload with short names (as nbprofiler.analysis.kernel_names makes them). */
+  function withShortNames(): any {
+    const raw = JSON.parse(JSON.stringify(fixture('report_a100_trace.json')));
+    const k = raw.kernels;
+    const at = k.columns.indexOf('name');
+    k.columns.splice(at + 1, 0, 'short_name');
+    for (const row of k.rows) {
+      row.splice(at + 1, 0, `${String(row[at]).slice(0, 12)}<…>(…)`);
+    }
+    return raw;
+  }
+
+  it('shows each kernel on one line by its short name, the whole name on hover and in a copy', async () => {
+    const raw = withShortNames();
+    const copied: string[] = [];
+    const view = new ReportView(parseReport(raw), { copy: async t => void copied.push(t), footer: 'f' });
+    document.body.appendChild(view.node);
+    const table = panel(view, 'Kernels').querySelector('.nbp-kernel-table') as HTMLTableElement;
+    expect(headers(table)[0]).toBe('Kernel');
+    expect(headers(table)).not.toContain('Name');
+    const col = (name: string) => raw.kernels.columns.indexOf(name);
+    const rows = Array.from(table.tBodies[0].rows);
+    rows.forEach((tr, i) => {
+      expect(tr.cells[0].textContent).toBe(raw.kernels.rows[i][col('short_name')]);
+      expect(tr.cells[0].title).toBe(raw.kernels.rows[i][col('name')]);
+      // One line: no cell of the table wraps its text.
+      expect(Array.from(tr.cells).some(td => td.classList.contains('nbp-wrap'))).toBe(false);
+    });
+    // Filtering searches the whole name, not only what the cell shows.
+    const whole = raw.kernels.rows[0][col('name')] as string;
+    view.kernels!.filterBy(whole.slice(-8));
+    expect(table.tBodies[0].rows.length).toBeGreaterThan(0);
+    view.kernels!.filterBy('');
+    table.tBodies[0].rows[0].click();
+    const details = panel(view, 'Kernels').querySelector('.nbp-row-details') as HTMLElement;
+    expect(details.querySelector('.nbp-details-title')!.textContent).toBe(whole);
+    (details.querySelector('.nbp-copy') as HTMLButtonElement).click();
+    await new Promise(r => setTimeout(r, 0));
+    expect(copied).toEqual([whole]);
+    view.node.remove();
+  });
+
+  it('is an ARIA grid whose sorted header says the order the rows are in', () => {
+    const view = render('report_a100_trace.json');
+    const table = panel(view, 'Kernels').querySelector('.nbp-kernel-table') as HTMLTableElement;
+    expect(table.getAttribute('role')).toBe('grid');
+    expect(table.getAttribute('aria-label')).toBe('kernels');
+    expect(Array.from(table.tHead!.rows[0].cells).every(th => th.getAttribute('role') === 'columnheader')).toBe(true);
+    expect(Array.from(table.tBodies[0].rows[0].cells).every(td => td.getAttribute('role') === 'gridcell')).toBe(true);
+    const calls = () => Array.from(table.tBodies[0].rows).map(tr => Number(tr.cells[2].textContent!.replace(/,/g, '')));
+    const th = () => table.tHead!.rows[0].cells[2];
+    view.kernels!.sortBy('calls');
+    expect(th().getAttribute('aria-sort')).toBe('descending');
+    expect(calls()).toEqual([...calls()].sort((a, b) => b - a));
+    view.kernels!.sortBy('calls');
+    expect(th().getAttribute('aria-sort')).toBe('ascending');
+    expect(calls()).toEqual([...calls()].sort((a, b) => a - b));
+  });
+
   it('shows every kernel by its whole name, with tensor cores and blocks per SM', () => {
     const raw = fixture('report_a100_trace.json') as any;
     const view = render('report_a100_trace.json');

@@ -10,13 +10,17 @@ own code", so that test is written once, here.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 FRAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
 # Files of library code: installed packages, the standard library, torch and its domain
-# libraries by the relative paths torch's tracer writes, the notebook machinery, builtins.
+# libraries by the relative paths torch's tracer writes, the notebook machinery, builtins,
+# and nbprofiler itself (its step hooks wrap the optimizer's step; its magic runs the cell),
+# by the relative path the tracer writes or where this copy of it lives.
+_PACKAGE_DIR = re.escape(str(Path(__file__).resolve().parents[1]))
 LIBRARY_FILE = re.compile(
     r"site-packages|dist-packages|/lib/python\d|^(torch|torchvision|torchaudio)[/\\]|^IPython/|^ipykernel/"
-    r"|^<built-in|^<frozen"
+    rf"|^<built-in|^<frozen|^nbprofiler[/\\]|^{_PACKAGE_DIR}[/\\]"
 )
 
 

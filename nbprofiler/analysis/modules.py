@@ -51,7 +51,7 @@ def module_table(table: EventTable, tree: OperatorTree) -> pd.DataFrame:
     ranges, the path of instances) from the outermost module, ``parent`` that of
     the enclosing module ("" at a root), ``type`` the class name.
     """
-    mods, path, types = _named_ranges(table)
+    mods, path, types = module_ranges(table)
     if len(mods) == 0:
         return _empty()
     m_start, m_dur = table["ts"][mods], table["dur"][mods]
@@ -85,7 +85,7 @@ def module_table(table: EventTable, tree: OperatorTree) -> pd.DataFrame:
     return _tree_order(out, row_parent)[MODULE_COLUMNS].reset_index(drop=True)
 
 
-def _named_ranges(table: EventTable) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
+def module_ranges(table: EventTable) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
     """The module ranges (event indices), each one's path, and each path's class:
     nbprofiler's ranges where the trace has them, else the Python tracer's."""
     names = pd.Series(table.names, dtype=object)

@@ -60,4 +60,4 @@ def _tree_then_timeline(report: "Report") -> Any:
         getattr(tree, part)
     for table in _HARDWARE_TABLES:
         getattr(report, table)
-    return timeline_data.build(report)
+    return timeline_data.build(report, saved=True)

@@ -45,7 +45,7 @@ MUTED = "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, #555))"
 GRID = "var(--jp-border-color2, var(--vscode-editorWidget-border, #ddd))"
 
 CHART_CSS = (
-    ".nbp-chart{font:11px system-ui,-apple-system,'Segoe UI',sans-serif;width:100%;max-width:760px;height:auto}"
+    ".nbp-chart{font:11px system-ui,-apple-system,'Segoe UI',sans-serif;width:100%;height:auto}"
     f".nbp-chart text{{fill:{FG}}}.nbp-chart .nbp-chart-title{{font-size:13px;font-weight:600}}"
     f".nbp-chart text.nbp-muted{{fill:{MUTED}}}.nbp-chart .nbp-grid{{stroke:{GRID}}}"
     f".nbp-chart .nbp-axis,.nbp-chart .nbp-marker{{stroke:{MUTED}}}"
@@ -479,6 +479,8 @@ def svg_from_spec(spec: dict[str, Any]) -> str:
     marks, height = _legend(spec, top)
     body += marks
     total = top + height
-    return (f'<svg class="nbp-chart" viewBox="0 0 {WIDTH} {_n(total)}" '
-            f'width="{WIDTH}" role="img" aria-label="{esc(spec["title"])}"><style>{CHART_CSS}</style>'
+    # The cap is inline: a host's ``svg{max-width:100%}`` (JupyterLab's and nbconvert's output CSS) outranks a
+    # class rule, and a chart stretched past WIDTH scales its text with it (1.5x the report's in a wide page).
+    return (f'<svg class="nbp-chart" viewBox="0 0 {WIDTH} {_n(total)}" width="{WIDTH}" '
+            f'style="max-width:{WIDTH}px" role="img" aria-label="{esc(spec["title"])}"><style>{CHART_CSS}</style>'
             f'{_title(spec["title"])}{"".join(body)}</svg>')

@@ -27,7 +27,7 @@ from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from . import charts, view_model
 from .hardware import HOW as HARDWARE_HOW, cell_text
 from .html import (Col, count, distributed_html, esc, hardware_pieces, how, html_table, kernel_roofline_cols,
-                   lines_table, modules_tree, suggestion_card, us_col)
+                   suggestion_card, us_col)
 from .output_widget import bundle_output
 from .paged_table import PAGE_ROWS, PagedTable
 from .tab_help import how_html
@@ -181,7 +181,7 @@ class OperatorsTab:
 
 def kernels_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
     k = view_model.of(report).kernels
-    cols = [Col("name", "kernel", width="4fr", name=True), Col("category", "category", width="110px"),
+    cols = [Col("short_name", "kernel", name=True, hover="name"), Col("category", "category", width="110px"),
             Col("calls", "calls", count, width="80px"), us_col("total_us", "total"), us_col("mean_us", "mean"),
             us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct, width="90px"),
             Col("mean_blocks_per_sm", "blocks per SM", _blocks, width="100px"),
@@ -248,13 +248,11 @@ def hardware_tab(report: "Report") -> widgets.Widget:
     return widgets.VBox(parts)
 
 
-def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
+def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable]:
+    """The Memory tab, shown only for a report with a memory device (``tabs.report_tabs``)."""
     model = view_model.of(report)
     device = model.memory_device
-    if device is None:
-        nothing = widgets.HTML('<div class="nbp how">No memory was recorded (the run used --no-memory, '
-                               'or no step was profiled).</div>')
-        return widgets.VBox([how_html("Memory"), nothing]), None
+    assert device is not None, "the Memory tab shows only where memory was recorded"
     warnings = "".join(f'<div class="warn">⚠ {esc(w)}</div>' for w in report.memory_warnings)
     figures = model.memory_figures
     headline = f"<div>Memory on {esc(device)}: {esc(', '.join(figures))}</div>" if figures else ""
@@ -270,16 +268,10 @@ def memory_tab(report: "Report") -> tuple[widgets.Widget, PagedTable | None]:
     return widgets.VBox([how_html("Memory"), above, *charts, below, table.box]), table
 
 
-def lines_html(report: "Report") -> str:
-    """The annotated cell, or why there is none."""
-    if report.lines.empty:
-        return f'<div class="how">{esc(view_model.of(report).lines_absent)}</div>'
-    return lines_table(report)
-
-
-def modules_html(report: "Report") -> str:
-    """The module tree, or how to get one."""
-    if report.modules.empty:
-        return f'<div class="how">{esc(view_model.of(report).modules_absent)}</div>'
-    return modules_tree(report)
-
+def flame_tab(report: "Report") -> widgets.Widget:
+    """The flame graph, drawn live by the front end (zoom, search, host/device), its SVG the fallback."""
+    drawn = bundle_output(view_model.of(report).flame_bundle())
+    if drawn is None:
+        return widgets.VBox([how_html("Flame graph"), widgets.HTML(
+            '<div class="nbp"><div class="how">This run recorded no operator time to draw.</div></div>')])
+    return widgets.VBox([how_html("Flame graph"), drawn])

@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..analysis.device_specs import DTYPES
 from ..analysis.kernel_kinds import kernel_kinds
+from ..analysis.kernel_names import short_kernel_names
 from ..analysis.launches import DELAY_THRESHOLD_US
 from ..analysis.streams import KERNEL_WAIT_US
 from ..format import fmt_bytes, fmt_pct, fmt_rate, fmt_si, fmt_us
@@ -209,10 +210,12 @@ def with_kernel_figures(kernels: pd.DataFrame, report: "Report") -> pd.DataFrame
 
 
 def kernel_rows(report: "Report") -> pd.DataFrame:
-    """Every kernel by total time as the Kernels tables show it: with its ``category``
+    """Every kernel by total time as the Kernels tables show it: with its ``short_name``
+    (``kernel_names``: one line in a table, the whole ``name`` on hover), its ``category``
     (``kernel_kinds``) and the figures ``with_kernel_figures`` adds."""
     kernels = report.kernels
-    return with_kernel_figures(kernels.assign(category=kernel_kinds(kernels["name"])), report)
+    named = kernels.assign(short_name=short_kernel_names(kernels["name"]), category=kernel_kinds(kernels["name"]))
+    return with_kernel_figures(named, report)
 
 
 def optional_table(report: "Report", name: str) -> pd.DataFrame | None:

@@ -21,9 +21,11 @@ import pandas as pd
 from . import charts, origin, view_model
 from .distributed import DistributedView
 from .escape import esc
+from .flame import flame_section
 from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
+from .tabs import more_views, shown_names
 from .text import render_summary_line
 from .views import LABELS
 
@@ -51,8 +53,9 @@ _COPY_ONCLICK = (
 @dataclass(frozen=True)
 class Col:
     """How a table shows one column: its header, cell text, whether it holds a name,
-    (in the explorer's grid) its width, and what the figure is where its label cannot say
-    (``help``: the header's hover text)."""
+    (in the explorer's grid) its width, what the figure is where its label cannot say
+    (``help``: the header's hover text), and for a name shown shortened, the column holding
+    the whole name (``hover``: the cell's hover text, and what a filter by name searches)."""
 
     key: str
     label: str
@@ -60,6 +63,7 @@ class Col:
     name: bool = False
     width: str = "110px"
     help: str = ""
+    hover: str = ""
 
 
 def us_col(key: str, label: str) -> Col:
@@ -71,15 +75,20 @@ def html_table(df: pd.DataFrame, cols: Sequence[Col], name_width: int = 80) -> s
     present = [c for c in cols if c.key in df.columns]
     head = "".join(f'<th class="{"n" if c.name else ""}"{header_title(c.help)}>{esc(c.label)}</th>' for c in present)
     body = []
-    for rec in df[[c.key for c in present]].itertuples(index=False):
+    keys = list(dict.fromkeys([c.key for c in present] + [c.hover for c in present if c.hover in df.columns]))
+    for values in df[keys].itertuples(index=False, name=None):
+        row = dict(zip(keys, values))
         cells = []
-        for col, value in zip(present, rec):
+        for col in present:
+            value = row[col.key]
             if col.name:
-                cells.append(f'<td class="n" title="{esc(value)}">{esc(shorten(col.fmt(value), name_width))}</td>')
+                whole = row[col.hover] if col.hover in row else value
+                cells.append(f'<td class="n" title="{esc(whole)}">{esc(shorten(col.fmt(value), name_width))}</td>')
             else:
                 cells.append(f"<td>{esc(col.fmt(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f'<div class="nbp-scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
 def header_title(help_text: str) -> str:
@@ -174,8 +183,8 @@ def suggestion_card(s: "Suggestion", copy_button: bool, report: "Report") -> str
 # A guidance card's code is comments only: the change is in the user's own loop, in words.
 GUIDANCE_LINE = ('<div class="nbp-guidance">Guidance: make this change in your own code; there is no code to paste '
                  "or try.</div>")
-TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell below, run it, then re-run this '
-            "cell with <code>%%torchprofile --compare</code>.</div>")
+TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell above this one, run it, then '
+            "re-run this cell with <code>%%torchprofile --compare</code>.</div>")
 
 
 def try_button(kind: str, report: "Report") -> str:
@@ -242,8 +251,9 @@ def kernels_section(report: "Report") -> str:
     k = report.kernels
     if k.empty:
         return ""
-    cols = [Col("name", "kernel", name=True), Col("calls", "calls", count), us_col("total_us", "total"),
-            us_col("mean_us", "mean"), us_col("max_us", "max"), Col("mean_occupancy", "occupancy", fmt_pct),
+    cols = [Col("short_name", "kernel", name=True, hover="name"), Col("calls", "calls", count),
+            us_col("total_us", "total"), us_col("mean_us", "mean"), us_col("max_us", "max"),
+            Col("mean_occupancy", "occupancy", fmt_pct),
             Col("tensor_cores", "tensor cores", lambda v: "yes" if v else "no"),
             us_col("mean_launch_delay_us", "launch delay"), *kernel_roofline_cols(),
             Col("operator", "launched by", name=True)]
@@ -366,8 +376,6 @@ MODULES_HOW = ("Each nn.Module with its submodules folded under it, in call orde
 
 
 def lines_section(report: "Report") -> str:
-    if report.lines.empty:
-        return ""
     return "<h4>Cell lines</h4>" + how(LINES_HOW) + lines_table(report)
 
 
@@ -407,8 +415,6 @@ def modules_tree(report: "Report") -> str:
 
 
 def modules_section(report: "Report") -> str:
-    if report.modules.empty:
-        return ""
     return "<h4>Modules</h4>" + how(MODULES_HOW) + modules_tree(report)
 
 
@@ -448,30 +454,28 @@ def gpu_wait_section(report: "Report") -> str:
     return "".join(out)
 
 
-def hints_html(report: "Report") -> str:
-    """What the user can switch on to see more, said once at the end."""
-    o = report.run_options
-    if o is None:
-        return ""
-    hints = []
-    if not o.stack:
-        hints.append("<code>--stack</code> for the time per line of this cell")
-    if not (o.modules or o.stack):
-        hints.append("<code>--modules</code> for the time per nn.Module")
-    return f'<div class="how">More detail: {"; ".join(hints)}.</div>' if hints else ""
+def more_views_html(report: "Report") -> str:
+    """The one line saying which flags would add which views (``tabs.more_views``), or ""."""
+    line = more_views(view_model.of(report).tabs)
+    return f'<div class="how nbp-more-views">{esc(line)}</div>' if line else ""
 
 
 def render_html(report: "Report", standalone: bool = False) -> str:
-    """The whole static report as an HTML fragment, or a complete page with ``standalone``."""
+    """The whole static report as an HTML fragment, or a complete page with ``standalone``; a view's
+    section only where its tab shows (``tabs.report_tabs``)."""
+    views = shown_names(view_model.of(report).tabs)
     parts = [f"<style>{STYLE}</style>", '<div class="nbp">',
              f"<h3>nbprofiler report — {esc(render_summary_line(report))}</h3>"]
     parts += [f'<div class="note">{esc(note)}</div>' for note in report.notes]
-    for section in (overview_section(report), suggestions_section(report, copy_button=standalone),
+    for section in (overview_section(report), more_views_html(report),
+                    suggestions_section(report, copy_button=standalone),
                     steps_section(report), operators_section(report), kernels_section(report),
-                    lines_section(report), modules_section(report), memory_section(report),
+                    lines_section(report) if "Cell lines" in views else "",
+                    modules_section(report) if "Modules" in views else "",
+                    flame_section(view_model.of(report)) if "Flame graph" in views else "",
+                    memory_section(report) if "Memory" in views else "",
                     gpu_wait_section(report), communication_section(report), distributed_section(report),
-                    hardware_section(report),
-                    hints_html(report)):
+                    hardware_section(report)):
         parts.append(section)
     parts.append("</div>")
     body = "".join(parts)

@@ -18,6 +18,8 @@ import pandas as pd
 from .html import Col, esc
 
 PAGE_ROWS = 50
+# The widest a name column grows before its names end in "…" (the whole name is on hover).
+NAME_MAX_WIDTH = "480px"
 DEFAULT_TOP = 100
 
 
@@ -53,9 +55,8 @@ class PagedTable:
                                    layout=widgets.Layout(width="260px"))
         self.sort = widgets.Dropdown(description="sort by", options=self._sort_options(), value=sort,
                                      layout=widgets.Layout(width="230px"))
-        self.descending = widgets.ToggleButton(value=True, description="descending", icon="sort-amount-desc",
-                                               tooltip="pressed: largest first; released: smallest first",
-                                               layout=widgets.Layout(width="130px"))
+        self.descending = widgets.ToggleButton(value=True, layout=widgets.Layout(width="130px"))
+        self._word_order()
         self.top = widgets.IntSlider(description="top N", min=1, max=max(len(frame), 1),
                                      value=max(min(top, len(frame)), 1), continuous_update=False,
                                      layout=widgets.Layout(width="330px"))
@@ -68,6 +69,7 @@ class PagedTable:
         self.body = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.filter.observe(self._restart, "value")
         self.sort.observe(self._restart, "value")
+        self.descending.observe(self._word_order, "value")
         self.descending.observe(self._restart, "value")
         self.top.observe(self._top_moved, "value")
         self.clicks.observe(self._clicked, "value")
@@ -176,24 +178,35 @@ class PagedTable:
         self._wanted_top = len(self._frame)
         self.top.value = self.top.max
 
+    def _word_order(self, *_: Any) -> None:
+        """The order button says the order the rows are in, as the sorted header's arrow does."""
+        down = self.descending.value
+        self.descending.description = "descending" if down else "ascending"
+        self.descending.icon = "sort-amount-desc" if down else "sort-amount-asc"
+        self.descending.tooltip = ("largest first (names Z→A); click for smallest first" if down
+                                   else "smallest first (names A→Z); click for largest first")
+
     # -- drawing --------------------------------------------------------------------------
     def _sort_options(self) -> list[tuple[str, str]]:
         return [(c.label, c.key) for c in self._columns]
 
     def _template(self) -> str:
-        return " ".join(c.width if not c.name else f"minmax(160px,{c.width})" for c in self._columns)
+        """Figures at their widths; a name column from 160 px up to ``NAME_MAX_WIDTH``, one line each, its
+        whole text on hover. The grid is as wide as its columns and scrolls sideways in its box."""
+        return " ".join(c.width if not c.name else f"minmax(160px,{NAME_MAX_WIDTH})" for c in self._columns)
 
-    def _header_cells(self) -> list[str]:
+    def _header_row(self) -> str:
         cells = []
         for col in self._columns:
             sorted_here = col.key == self.sort.value
+            order = ("descending" if self.descending.value else "ascending") if sorted_here else "none"
             arrow = (" ▼" if self.descending.value else " ▲") if sorted_here else ""
             cls = "h n" if col.name else "h"
             cls += " sorted" if sorted_here else ""
             hint = f"sort by {col.label}" + (f": {col.help}" if col.help else "")
-            cells.append(f'<div class="{cls}" data-pick="sort:{esc(col.key)}" title="{esc(hint)}">'
-                         f"{esc(col.label + arrow)}</div>")
-        return cells
+            cells.append(f'<div class="{cls}" data-pick="sort:{esc(col.key)}" role="columnheader" aria-sort="{order}" '
+                         f'title="{esc(hint)}">{esc(col.label + arrow)}</div>')
+        return f'<div role="row" class="r">{"".join(cells)}</div>'
 
     def _restart(self, *_: Any) -> None:
         if self._quiet:
@@ -209,20 +222,25 @@ class PagedTable:
         self._view = view = self._select()
         self.page = min(self.page, self.pages - 1)
         rows = self.page_frame
-        cells = self._header_cells()
+        lines = [self._header_row()]
         for i, (label, rec) in enumerate(zip(rows.index, rows.itertuples(index=False))):
             classes = " c" + (" odd" if i % 2 else "") + (" picked" if label == self.picked else "")
             values = dict(zip(rows.columns, rec))
+            cells = []
             for col in self._columns:
                 value = values.get(col.key)
                 text = "–" if value is None or pd.isna(value) else col.fmt(value)
-                title = f' title="{esc(value)}"' if col.name else ""
-                cells.append(f'<div class="{"n" if col.name else ""}{classes}"{title} data-pick="row:{label}">'
-                             f"{esc(text)}</div>")
+                title = f' title="{esc(values.get(col.hover, value))}"' if col.name else ""
+                cells.append(f'<div class="{"n" if col.name else ""}{classes}"{title} role="gridcell" '
+                             f'data-pick="row:{label}">{esc(text)}</div>')
+            selected = "true" if label == self.picked else "false"
+            lines.append(f'<div role="row" class="r" aria-selected="{selected}">{"".join(cells)}</div>')
         empty = "" if len(rows) else f'<div class="how">No {esc(self.noun)} match.</div>'
         pick = " pick" if self.on_pick is not None else ""
-        self.body.value = (f'<div class="nbp"><div class="nbp-grid{pick}" style="grid-template-columns:'
-                           f'{self._template()}" onclick="{_CLICK_JS}">{"".join(cells)}</div>{empty}</div>')
+        grid = (f'class="nbp-grid{pick}" role="grid" aria-label="{esc(self.noun)}" aria-rowcount="{len(view) + 1}" '
+                f'style="grid-template-columns:{self._template()}" onclick="{_CLICK_JS}"')
+        self.body.value = (f'<div class="nbp"><div class="nbp-scroll"><div {grid}>{"".join(lines)}</div></div>'
+                           f"{empty}</div>")
         first = self.page * PAGE_ROWS + 1 if len(rows) else 0
         last = first + len(rows) - 1 if len(rows) else 0
         hidden = self.hidden_by_top

@@ -6,9 +6,10 @@ partial, notes, device, summary, breakdown{kind,columns,rows},
 operators{columns,rows,total}, steps{columns,rows}, memory{steps{columns,rows},
 growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
+flame{columns,rows,total,merged,note,how,has_device} (``flame.flame_payload``, null without operator time),
 saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections},
 distributed{ranks,straggler,verdict,chart,sections} | null,
-made_here, report_token, origin``.
+tabs, more_views, made_here, report_token, origin``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
 
@@ -16,7 +17,9 @@ payload written before ``memory`` or ``operators.total`` existed still draws).
 charts that have data, ``timeline`` the Timeline tab's events
 (``timeline_data.build``), both as the report's view model keeps them, so a
 notebook reopened without a kernel shows every view the live explorer has. ``lines`` and ``modules`` carry
-``why``: the reason, in words, when the run recorded none. ``saved_from`` says
+``why``: the reason, in words, when the run recorded none. ``tabs`` names the tabs with content, in order,
+and ``more_views`` is the one line saying which flags would add the others (``tabs.py``): the saved
+view shows those tabs and that line rather than deciding again. ``saved_from`` says
 what the report was made from (``kind`` "live run", "trace file" or "saved
 file", ``when`` as ISO time, ``path``), which the saved report's tag shows.
 
@@ -57,6 +60,7 @@ from . import origin, view_model
 from .charts import CHART_NAMES
 from .hardware import HOW, KERNEL_ROOFLINE_HELP
 from .html import MAX_MODULE_ROWS
+from .tabs import more_views, shown_names
 from .text import render_summary_line
 
 if TYPE_CHECKING:
@@ -67,7 +71,7 @@ MAX_OPERATOR_ROWS = 1000
 MAX_STEP_ROWS = 5000
 MAX_KERNEL_ROWS = 1000
 # The kernel table's columns in the order the Kernels tab shows them; ``category`` is kernel_kinds'.
-KERNEL_PAYLOAD_COLUMNS = ("name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
+KERNEL_PAYLOAD_COLUMNS = ("name", "short_name", "category", "calls", "total_us", "mean_us", "max_us", "mean_occupancy",
                           "mean_blocks_per_sm", "tensor_cores", "mean_launch_delay_us", "achieved_flops_per_s",
                           "bound", "operator")
 MODULE_COLUMNS = ("module", "parent", "type", "depth", "calls", "forward_host_us", "backward_host_us",
@@ -218,13 +222,16 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "memory": memory_payload(report),
         "suggestions": [_json(s.as_dict()) for s in model.suggestions],
         "charts": charts_payload(report),
-        "timeline": model.timeline_payload(),
+        "timeline": model.saved_timeline_payload(),
         "kernels": kernels_payload(report),
         "lines": lines_payload(report),
         "modules": modules_payload(report),
+        "flame": model.flame_payload(),
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
         "distributed": distributed_payload(report),
+        "tabs": list(shown_names(model.tabs)),
+        "more_views": more_views(model.tabs),
         "made_here": report.made_here,
         "report_token": model.token,
         "origin": origin.words(report),

@@ -42,8 +42,9 @@ STYLE = THEME + """
   color:var(--nbp-fg);background:transparent}
 .nbp th{background:var(--nbp-head-bg);font-weight:600}.nbp td{white-space:nowrap}
 .nbp tbody tr:nth-child(even) td{background:var(--nbp-stripe)}
-.nbp td.n,.nbp th.n{text-align:left;font-family:""" + MONOSPACE + """;max-width:420px;white-space:normal;
-  overflow-wrap:anywhere}
+.nbp td.n,.nbp th.n{text-align:left;font-family:""" + MONOSPACE + """;max-width:420px;overflow:hidden;
+  text-overflow:ellipsis}
+.nbp .nbp-scroll{overflow-x:auto;max-width:100%}
 .nbp .how{color:var(--nbp-muted);margin:2px 0 6px}
 .nbp .note{color:var(--nbp-fg);margin:2px 0;border-left:3px solid var(--nbp-warn);padding-left:6px}
 .nbp .warn{color:var(--nbp-fg);margin:4px 0;font-weight:600;border-left:3px solid var(--nbp-error);padding-left:6px}
@@ -80,14 +81,15 @@ STYLE = THEME + """
 """
 
 WIDGET_STYLE = STYLE + """
-.nbp-grid{display:grid;column-gap:0;font-size:12px;max-width:none;width:100%}
-.nbp-grid>div{padding:2px 6px;border-bottom:1px solid var(--nbp-rule);overflow:hidden;text-overflow:ellipsis;
+.nbp-grid{display:grid;column-gap:0;font-size:12px;max-width:none;width:max-content;min-width:100%}
+.nbp-grid>div.r{display:contents}
+.nbp-grid>div>div{padding:2px 6px;border-bottom:1px solid var(--nbp-rule);overflow:hidden;text-overflow:ellipsis;
   white-space:nowrap;text-align:right;color:var(--nbp-fg)}
-.nbp-grid>div.n{text-align:left;font-family:""" + MONOSPACE + """;white-space:normal;overflow-wrap:anywhere}
-.nbp-grid>div.odd{background:var(--nbp-stripe)}
-.nbp-grid>div.h{background:var(--nbp-head-bg);font-weight:600;cursor:pointer;font-family:inherit;white-space:normal;
+.nbp-grid>div>div.n{text-align:left;font-family:""" + MONOSPACE + """}
+.nbp-grid>div>div.odd{background:var(--nbp-stripe)}
+.nbp-grid>div>div.h{background:var(--nbp-head-bg);font-weight:600;cursor:pointer;font-family:inherit;white-space:normal;
   border-bottom:1px solid var(--nbp-border)}
-.nbp-grid>div.h.sorted{box-shadow:inset 0 -2px 0 var(--nbp-accent)}
-.nbp-grid.pick>div.c{cursor:pointer}
-.nbp-grid>div.picked{box-shadow:inset 0 1px 0 var(--nbp-accent),inset 0 -1px 0 var(--nbp-accent)}
+.nbp-grid>div>div.h.sorted{box-shadow:inset 0 -2px 0 var(--nbp-accent)}
+.nbp-grid.pick>div>div.c{cursor:pointer}
+.nbp-grid>div>div.picked{box-shadow:inset 0 1px 0 var(--nbp-accent),inset 0 -1px 0 var(--nbp-accent)}
 """

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from .flame import FLAME_HOW
 from .html import LINES_HOW, MODULES_HOW, esc
 
 HOW = {
@@ -21,6 +22,8 @@ HOW = {
                 "boundaries dashed. Open in Perfetto downloads the trace to look at it there.",
     "Cell lines": LINES_HOW,
     "Modules": MODULES_HOW,
+    "Flame graph": f"{FLAME_HOW} Click a box to zoom into it, the top bar to zoom out; search highlights boxes "
+                   "by name and says their share of the time.",
     "Suggestions": "Changes to try, largest expected gain first, each with the measurements behind it and code "
                    "to paste (Copy puts it on the clipboard).",
     "Export": "Save what this report holds: the Chrome trace (opens in ui.perfetto.dev or chrome://tracing), a "

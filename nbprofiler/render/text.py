@@ -106,7 +106,8 @@ def _kernel_lines(report: "Report") -> list[str]:
     k = report.kernels
     if k.empty:
         return []
-    shown = k.head(TOP_KERNELS)[["name", "calls", "total_us", "mean_us", "operator"]]
+    shown = view_model.of(report).kernels.head(TOP_KERNELS)[["short_name", "calls", "total_us", "mean_us", "operator"]]
+    shown = shown.rename(columns={"short_name": "name"})
     shown = shown.assign(name=[shorten(n, 50) for n in shown["name"]],
                          operator=[shorten(str(n), 30) for n in shown["operator"]])
     return ["", f"Top kernels ({len(shown)} of {len(k)})", table_text(shown, {"total_us": fmt_us, "mean_us": fmt_us})]

@@ -28,7 +28,8 @@ The payload (version 1); times are µs relative to ``origin_us``:
   aggregate merged; equal to ``dur`` for one event), ``shapes`` (Int32 into ``strings``,
   -1 without ``--shapes``) and ``stack`` (Int32 into ``stacks``, -1 without ``--stack``).
   Sorted by (lane, start).
-- ``stacks``: Python stacks as lists of string indices, innermost frame last.
+- ``stacks``: Python stacks as lists of string indices, innermost frame last; ``user_frames``:
+  the string indices of the frames in the user's own code (``frames.user_frame``).
 - ``flows``: ``n``, ``src`` and ``dst`` (Uint32 event indices): a runtime launch and the
   kernel, copy or memset it launched (same correlation id). Events merged into an
   aggregate have no flow.
@@ -40,11 +41,12 @@ The payload (version 1); times are µs relative to ``origin_us``:
   order): every peak and trough a screen can show, in a fraction of the bytes.
 - ``steps``: ``{step, start, end}`` per profiled step, the boundaries the report's per-step
   figures use (host ranges stretched over the device work they launched).
-- ``aggregated``: null, or ``{events, below_us}`` when the trace had more than
-  ``MAX_TIMELINE_EVENTS`` events in the window: then, per lane and depth, each run of
+- ``aggregated``: null, or ``{events, below_us, cap, saved}`` when the trace had more than
+  ``cap`` events in the window (``MAX_TIMELINE_EVENTS``; ``SAVED_TIMELINE_EVENTS`` for the
+  payload a saved report keeps, ``saved``): then, per lane and depth, each run of
   consecutive events shorter than ``below_us`` and less than ``below_us`` apart became one
   event named "N events" (``events`` of them merged in all), with ``below_us`` the
-  smallest threshold that fits the cap.
+  smallest threshold that fits the cap. ``merged`` says what each of them holds, by name.
 - ``total_events``: how many events the window holds before any merging (the steps' included).
 - ``trace_name``: a file name for the trace download (Perfetto).
 
@@ -53,6 +55,8 @@ Python frames (``--stack``) are not drawn as events: they are each operator's ``
 from __future__ import annotations
 
 import base64
+import functools
+import importlib.metadata
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +65,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.event_kinds import of_kind
+from ..analysis.frames import user_frame
 from ..analysis.intervals import innermost_around, parent_index
 from ..analysis.links import launching_runtime
 from ..analysis.steps import dataloader_names
@@ -72,6 +77,8 @@ if TYPE_CHECKING:
 
 TIMELINE_MIME = "application/vnd.nbprofiler.timeline+json"
 MAX_TIMELINE_EVENTS = 100_000
+# What the saved report keeps (the timeline in the notebook file): about 1.5 MB of JSON.
+SAVED_TIMELINE_EVENTS = 20_000
 VERSION = 1
 MAX_COUNTER_BUCKETS = 4096
 
@@ -276,6 +283,36 @@ def _stacks(table: EventTable, idx: np.ndarray, strings: _Strings) -> tuple[np.n
     return out, stacks
 
 
+def _user_frames(stacks: list[list[int]], strings: list[str]) -> list[int]:
+    """The stack frames (string indices) in the user's own code: a stack's details open at the first
+    of them, with the framework frames around it folded. ``frames.user_frame`` knows library files
+    by their paths; torch's tracer writes a file found on ``sys.path`` relative to it
+    (``tornado/ioloop.py``, ``pluggy/_callers.py``), so a relative file whose top-level module is an
+    installed package's is a library's too."""
+    codes = {c for stack in stacks for c in stack}
+    if not codes:
+        return []
+    installed = _installed_modules()
+
+    def users(name: str) -> bool:
+        m = user_frame(name)
+        if m is None:
+            return False
+        file = m["file"]
+        return _ABSOLUTE.match(file) is not None or re.split(r"[/\\.]", file, maxsplit=1)[0] not in installed
+
+    return sorted(code for code in codes if users(strings[code]))
+
+
+_ABSOLUTE = re.compile(r"^(/|\\|<|[A-Za-z]:[/\\])")
+
+
+@functools.cache
+def _installed_modules() -> frozenset[str]:
+    """The top-level modules of the installed distributions (read once per process)."""
+    return frozenset(importlib.metadata.packages_distributions())
+
+
 def _shapes(table: EventTable, idx: np.ndarray, strings: _Strings) -> np.ndarray:
     """Each selected event's input shapes (``--shapes``) as a string index, -1 none."""
     out = np.full(len(idx), -1, dtype=np.int64)
@@ -288,13 +325,16 @@ def _shapes(table: EventTable, idx: np.ndarray, strings: _Strings) -> np.ndarray
     return out
 
 
-def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarray], float | None, int]:
+def _aggregate(ev: dict[str, np.ndarray], cap: int
+               ) -> tuple[dict[str, np.ndarray], float | None, int, tuple[np.ndarray, np.ndarray]]:
     """Merge runs of short events per lane and depth until at most ``cap`` remain (see the
-    module docstring); returns the events, ``below_us`` (None when nothing merged) and how
-    many events were merged. ``pos`` of an aggregate is -1."""
+    module docstring); returns the events, ``below_us`` (None when nothing merged), how
+    many events were merged, and the members of the aggregates: (each merged event's
+    aggregate, as its index in the events returned; its ``pos``). ``pos`` of an aggregate is -1."""
     n = len(ev["start"])
+    none = np.zeros(0, dtype=np.int64)
     if n <= cap:
-        return ev, None, 0
+        return ev, None, 0, (none, none)
     key = ev["lane"] * (_MAX_DEPTH + 1) + ev["depth"]  # small: a lookup table ranks them, no hashing
     present = np.zeros(int(key.max()) + 1, dtype=bool)
     present[key] = True
@@ -324,7 +364,28 @@ def _aggregate(ev: dict[str, np.ndarray], cap: int) -> tuple[dict[str, np.ndarra
     out["cat"] = np.where(many & (cat_lo != cat_hi), _CAT["other"], cat_lo)
     out["pos"] = np.where(many, -1, out["pos"])  # an aggregate is no one event: named by the caller
     back = _by_lane_and_start(out["lane"], out["start"], out["dur"])
-    return {k: v[back] for k, v in out.items()}, below, int(count[many].sum())
+    final = np.empty(len(back), dtype=np.int64)
+    final[back] = np.arange(len(back))
+    run = np.repeat(np.arange(len(firsts)), count)
+    merged_member = many[run]
+    members = (final[run[merged_member]], ev["pos"][order][merged_member])
+    return {k: v[back] for k, v in out.items()}, below, int(count[many].sum()), members
+
+
+def _merged_names(member_of: np.ndarray, member_pos: np.ndarray, n_steps: int, traced_name: np.ndarray,
+                  step_name: np.ndarray) -> dict[str, Any]:
+    """What each aggregate holds, by name: (aggregate, name, how many) triples. A search by name
+    counts and finds the events merged for drawing through them, as the tables count them."""
+    if len(member_pos) == 0:
+        return {"n": 0, "event": "", "name": "", "count": ""}
+    row = member_pos - n_steps
+    name = traced_name[np.clip(row, 0, None)] if len(traced_name) else np.zeros(len(row), dtype=np.int64)
+    if n_steps:
+        name = np.where(row < 0, step_name[np.clip(member_pos, 0, n_steps - 1)], name)
+    width = int(name.max()) + 1
+    pairs, count = np.unique(member_of * width + name, return_counts=True)
+    return {"n": len(pairs), "event": _b64(pairs // width, "<u4"), "name": _b64(pairs % width, "<u4"),
+            "count": _b64(count, "<u4")}
 
 
 def _counters(report: "Report", lo: float, hi: float, lanes: _Lanes) -> list[dict[str, Any]]:
@@ -383,9 +444,11 @@ def _trace_name(report: "Report") -> str:
     return "nbprofiler.pt.trace.json"
 
 
-def build(report: "Report") -> dict[str, Any] | None:
+def build(report: "Report", saved: bool = False) -> dict[str, Any] | None:
     """The payload of ``report``, built now (its view model builds it once and keeps it:
-    ``view_model.of(report).timeline_payload``)."""
+    ``view_model.of(report).timeline_payload``), with at most ``MAX_TIMELINE_EVENTS`` events drawn;
+    ``saved``: at most ``SAVED_TIMELINE_EVENTS``, for the saved report (``saved_timeline_payload``)."""
+    cap = SAVED_TIMELINE_EVENTS if saved else MAX_TIMELINE_EVENTS
     table = report.table
     if len(table) == 0:
         return None
@@ -436,7 +499,7 @@ def build(report: "Report") -> dict[str, Any] | None:
     ev["busy"] = ev["dur"]
     ev["count"] = np.ones(len(ev["start"]), dtype=np.int64)
     total = len(ev["start"])
-    ev, below, merged = _aggregate(ev, MAX_TIMELINE_EVENTS)
+    ev, below, merged, (member_of, member_pos) = _aggregate(ev, cap)
     row = ev["pos"] - n_steps  # the row in ``traced``; < 0 for a step or an aggregate
     for column in ("source", "name", "shapes", "stack"):
         # -1 appended for the steps and aggregates, so that a window with no drawn event (steps only) reads too.
@@ -444,6 +507,7 @@ def build(report: "Report") -> dict[str, Any] | None:
         ev[column] = with_none[np.where(row >= 0, row, len(with_none) - 1)]
     is_step = (ev["pos"] >= 0) & (row < 0)
     ev["name"][is_step] = step_name[ev["pos"][is_step]]
+    merged_names = _merged_names(member_of, member_pos, n_steps, traced["name"], step_name)
     if below is not None:
         many = ev["count"] > 1
         counts = ev["count"][many]
@@ -483,11 +547,13 @@ def build(report: "Report") -> dict[str, Any] | None:
             "shapes": _b64(ev["shapes"], "<i4"), "stack": _b64(ev["stack"], "<i4"),
         },
         "stacks": stacks,
+        "user_frames": _user_frames(stacks, strings.items),
         "flows": {"n": int(linked.sum()), "src": _b64(flow_src, "<u4"), "dst": _b64(flow_dst, "<u4")},
         "counters": counters,
         "steps": [{"step": int(s), "start": float(a) - lo, "end": float(b) - lo}
                   for s, a, b in zip(steps["step"], steps["start_us"], steps["end_us"])],
-        "aggregated": None if below is None else {"events": merged, "below_us": below},
+        "aggregated": None if below is None else {"events": merged, "below_us": below, "cap": cap, "saved": saved},
+        "merged": merged_names,
         "total_events": total,
         "trace_name": _trace_name(report),
     }

@@ -1,6 +1,6 @@
 """What one report shows, made once and read by every view: its headline, its breakdown, its
 operator rows, its suggestions in order, its memory figures, its cell lines, its Hardware view, its
-kernel table, its charts, its timeline, its "Try it" token and when it was first written out.
+kernel table, which tabs it shows, its charts, its timeline, its "Try it" token and when it was first written out.
 
 The text, the HTML, the explorer and the saved payload each show these; the view model makes each
 of them once per report (``views``, ``hardware``, ``charts`` and ``timeline_data`` are its
@@ -32,7 +32,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from . import charts, distributed, hardware, origin, timeline_data, views
+from . import charts, distributed, flame, hardware, origin, timeline_data, views
+from .tabs import Tab, report_tabs
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -143,6 +144,12 @@ class ReportViewModel(_ViewModel):
         return self._once("modules_absent", lambda: views.modules_absent(self.report))
 
     @property
+    def tabs(self) -> tuple[Tab, ...]:
+        """Every view with whether it has content and how a re-run would add it (``tabs.report_tabs``)."""
+        device = self.memory_device
+        return self._once("tabs", lambda: report_tabs(self.report, device))
+
+    @property
     def hardware(self) -> hardware.HardwareView:
         """The Hardware view (``hardware.hardware_view``)."""
         return self._once("hardware", lambda: hardware.hardware_view(self.report))
@@ -169,16 +176,54 @@ class ReportViewModel(_ViewModel):
         """``{CHART_MIME: spec, "text/html": svg}``: what a front end shows, the SVG where it lacks the extension."""
         return charts.display_bundle(self.chart_spec(name), self.chart_svg(name))
 
-    def timeline_payload(self) -> Payload | None:
-        """The Timeline payload (``timeline_data``), None when the report has no trace events.
-        Where it is being built on another thread (``expect_timeline``), this waits for that
-        build, and raises what it raised."""
-        def made() -> Payload | None:
-            pending = self._made.get("timeline.pending")
-            return pending.result() if pending is not None else timeline_data.build(self.report)
+    @property
+    def flame(self) -> flame.FlameView | None:
+        """The flame graph's boxes, capped (``flame.flame_view``); None without operator time."""
+        return self._once("flame", lambda: flame.flame_view(self.report))
 
-        payload = self._once("timeline", made)
-        self._made.pop("timeline.pending", None)  # after the result: a Ctrl-C in the wait leaves the build
+    def flame_svg(self, metric: str) -> str:
+        """The flame graph by ``metric`` (``host_us`` or ``device_us``) as static SVG (``flame.flame_svg``)."""
+        view = self.flame
+        return self._once(f"flame.{metric}.svg", lambda: "" if view is None else flame.flame_svg(view, metric))
+
+    def flame_payload(self) -> Payload | None:
+        """The flame graph as the extension draws it (``flame.flame_payload``)."""
+        return self._once("flame.payload", lambda: flame.flame_payload(self.flame))
+
+    def flame_bundle(self) -> Payload | None:
+        """The flame graph as a display bundle, its static section the fallback (``flame.display_bundle``)."""
+        return flame.display_bundle(self.flame_payload(), flame.flame_section(self))
+
+    def timeline_payload(self) -> Payload | None:
+        """The Timeline payload the live explorer draws (``timeline_data``, at most
+        ``MAX_TIMELINE_EVENTS`` blocks), None when the report has no trace events. When the saved
+        one merged nothing, it is the same payload, and is reused."""
+        def made() -> Payload | None:
+            saved = self._made.get("timeline.saved") if "timeline.saved.pending" not in self._made else None
+            if saved is not None and saved["aggregated"] is None:
+                return saved
+            return timeline_data.build(self.report)
+
+        return self._once("timeline", made)
+
+    def saved_timeline_payload(self) -> Payload | None:
+        """The Timeline the saved report keeps (its payload, in the notebook file): at most
+        ``SAVED_TIMELINE_EVENTS`` blocks, so that a notebook holding a million-event trace's report
+        stays a few MB; the live payload itself when it is built and small enough. Where it is being
+        built on another thread (``expect_timeline``), this waits for that build, and raises what it
+        raised."""
+        def made() -> Payload | None:
+            pending = self._made.get("timeline.saved.pending")
+            if pending is not None:
+                return pending.result()
+            live = self._made.get("timeline")
+            small = live is None or live["events"]["n"] <= timeline_data.SAVED_TIMELINE_EVENTS
+            if "timeline" in self._made and small:
+                return live
+            return timeline_data.build(self.report, saved=True)
+
+        payload = self._once("timeline.saved", made)
+        self._made.pop("timeline.saved.pending", None)  # after the result: a Ctrl-C in the wait leaves the build
         return payload
 
     def timeline_bundle(self) -> Payload | None:
@@ -187,12 +232,13 @@ class ReportViewModel(_ViewModel):
 
     @property
     def timeline_started(self) -> bool:
-        """Whether the timeline is built, or being built."""
-        return "timeline" in self._made or "timeline.pending" in self._made
+        """Whether the saved timeline is built, or being built."""
+        return "timeline.saved" in self._made or "timeline.saved.pending" in self._made
 
     def expect_timeline(self, pending: "Future[Payload | None]") -> None:
-        """The timeline is the result of ``pending`` (``timeline_data.build`` run on another thread)."""
-        self._made["timeline.pending"] = pending
+        """The saved timeline is the result of ``pending`` (``timeline_data.build(report, saved=True)``
+        run on another thread)."""
+        self._made["timeline.saved.pending"] = pending
 
     @property
     def token(self) -> str | None:

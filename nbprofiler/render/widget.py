@@ -1,9 +1,10 @@
 """The interactive explorer: an ipywidgets view of a Report, one tab per question.
 
-Tabs: Overview, Operators, Kernels (only with device kernels), Distributed (only with
-ranks or collectives), Hardware, Memory, Cell lines, Modules, Suggestions, Export. Each
-opens with one line on how to read it. A tab is built the first time it is opened, so the explorer appears at
-once even for large traces.
+Tabs: Overview, Operators, Kernels, Distributed, Hardware, Memory, Cell lines, Modules, Flame graph,
+Timeline, Suggestions, Export, each only where it has content (``tabs.py`` decides; the
+Overview says which flags would add the others). Each opens with one line on how to read it.
+A tab is built the first time it is opened, so the explorer appears at once even
+for large traces.
 
 The tabs' contents are ``explorer_tabs``'; their tables are ``paged_table``'s,
 which stay fast with thousands of rows. Here is the shell around them: the
@@ -28,15 +29,15 @@ import ipywidgets as widgets
 
 from ..format import fmt_pct
 from . import view_model
-from .explorer_tabs import (OperatorsTab, copy_cards, distributed_tab, hardware_tab, kernels_tab, lines_html,
-                            memory_tab, modules_html)
+from .explorer_tabs import OperatorsTab, copy_cards, distributed_tab, flame_tab, hardware_tab, kernels_tab, memory_tab
 from .export_tab import ExportTab
 from .frontend import WIDGET_MIME, report_bundle
-from .html import Col, breakdown_table, device_html, esc, html_table, metrics_html, us_col
+from .html import Col, breakdown_table, device_html, esc, html_table, lines_table, metrics_html, modules_tree, us_col
 from .output_widget import bundle_output
 from .paged_table import PagedTable
 from .style import WIDGET_STYLE
 from .tab_help import how_html
+from .tabs import more_views, shown_names
 from .text import render_summary_line
 
 if TYPE_CHECKING:
@@ -170,15 +171,14 @@ class Explorer(TabbedView):
         self.kernels: PagedTable | None = None
         self.memory: PagedTable | None = None
         self.export: ExportTab | None = None
-        builders: list[tuple[str, Callable[[], widgets.Widget]]] = [
-            ("Overview", self._overview), ("Operators", self._operators)]
-        if not report.kernels.empty:
-            builders.append(("Kernels", self._kernels))
-        if view_model.of(report).distributed is not None:
-            builders.append(("Distributed", lambda: distributed_tab(report)))
-        builders += [("Hardware", lambda: hardware_tab(report)), ("Memory", self._memory), ("Cell lines", self._lines),
-                     ("Modules", self._modules), ("Timeline", self._timeline), ("Suggestions", self._suggestions),
-                     ("Export", self._export)]
+        every: dict[str, Callable[[], widgets.Widget]] = {
+            "Overview": self._overview, "Operators": self._operators, "Kernels": self._kernels,
+            "Distributed": lambda: distributed_tab(report),
+            "Hardware": lambda: hardware_tab(report), "Memory": self._memory, "Cell lines": self._lines,
+            "Modules": self._modules, "Flame graph": lambda: flame_tab(report), "Timeline": self._timeline,
+            "Suggestions": self._suggestions, "Export": self._export}
+        # Only the tabs with content (tabs.py decides, for every renderer).
+        builders = [(name, every[name]) for name in shown_names(view_model.of(report).tabs)]
         super().__init__(view_header("report", render_summary_line(report), report.notes), builders)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
@@ -201,6 +201,9 @@ class Explorer(TabbedView):
             parts.append("<h4>Top suggestions</h4>" + copy_cards(r, OVERVIEW_SUGGESTIONS))
             if more > 0:
                 parts.append(f'<div class="how">{more} more in the Suggestions tab.</div>')
+        views_line = more_views(view_model.of(r).tabs)
+        if views_line:
+            parts.append(f'<div class="how nbp-more-views">{esc(views_line)}</div>')
         return widgets.VBox([how_html("Overview"), figures, *([breakdown] if breakdown else []),
                              widgets.HTML(f'<div class="nbp">{"".join(parts)}</div>')])
 
@@ -224,10 +227,11 @@ class Explorer(TabbedView):
         return widgets.VBox([how_html("Timeline"), timeline])
 
     def _lines(self) -> widgets.Widget:
-        return widgets.VBox([how_html("Cell lines"), widgets.HTML(f'<div class="nbp">{lines_html(self.report)}</div>')])
+        table = lines_table(self.report)
+        return widgets.VBox([how_html("Cell lines"), widgets.HTML(f'<div class="nbp">{table}</div>')])
 
     def _modules(self) -> widgets.Widget:
-        return widgets.VBox([how_html("Modules"), widgets.HTML(f'<div class="nbp">{modules_html(self.report)}</div>')])
+        return widgets.VBox([how_html("Modules"), widgets.HTML(f'<div class="nbp">{modules_tree(self.report)}</div>')])
 
     def _suggestions(self) -> widgets.Widget:
         cards = copy_cards(self.report) or '<div class="how">No suggestions for this run.</div>'

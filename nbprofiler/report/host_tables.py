@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.event_kinds import of_kind
+from ..analysis.flame import flame_nodes
 from ..analysis.lines import LINE_COLUMNS, cell_lines
 from ..analysis.memory import self_allocated_bytes
 from ..analysis.modules import module_table
@@ -104,3 +105,11 @@ def phases(report: "Report") -> pd.DataFrame:
     """Per step, host µs in ``dataloader, forward, backward, optimizer, other`` and
     ``total`` (the breakdown that means something on CPU-only runs). Shares: ``phase_shares``."""
     return step_phases(report.operator_tree, report.trace_steps)
+
+
+def flame(report: "Report") -> pd.DataFrame:
+    """The flame graph's nodes (``analysis.flame``): ``id, parent, depth, name, kind, host_us,
+    device_us``, from the user's frames (``--stack``) and modules (``--modules``) down through the
+    operators to the kernels they launched, summed over the run. The root's times are the operator
+    table's self times summed."""
+    return flame_nodes(report.operator_tree, report.cell_filename)

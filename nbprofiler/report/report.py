@@ -290,6 +290,7 @@ class Report:
     operators = read_only_table(host_tables.operators)
     lines = read_only_table(host_tables.lines)
     modules = read_only_table(host_tables.modules)
+    flame = read_only_table(host_tables.flame)
     steps = read_only_table(host_tables.steps)
     phases = read_only_table(host_tables.phases)
     memory = read_only_table(memory_tables.memory)

@@ -246,11 +246,15 @@ def _slow_loader_notebook(path: Path) -> Path:
 
 def test_try_it_reprofiles_a_suggestion_and_shows_the_comparison(tmp_path: Path) -> None:
     """Click "Try it" on the DataLoader suggestion of a slow-loader notebook: a marked cell with the
-    DataLoader code appears below, the profiled cell re-runs with --compare --tried, and its
-    comparison says "faster" with an interval and the stated gain beside the measured one."""
+    DataLoader code appears right above it (Run All runs the fix, then the profile), the profiled cell
+    re-runs with --compare --tried, and its comparison says "faster" with an interval and the stated
+    gain beside the measured one."""
     notebook = _slow_loader_notebook(tmp_path / "slow_loader.ipynb")
     result = _run_in_lab(tmp_path / "lab", TRY_IT_SCRIPT, notebook, SHOTS / "try_it", timeout=300)
-    print(json.dumps({k: result.get(k) for k in ("triedCell", "verdict", "statedVsMeasured")}, indent=1))
+    print(json.dumps({k: result.get(k) for k in ("triedCell", "triedAt", "profiledAt", "verdict",
+                                                  "statedVsMeasured")}, indent=1))
+    assert result["triedCell"].startswith("# nbprofiler: trying ")
+    assert result["triedAt"] == result["profiledAt"] - 1, result
 
 
 def test_export_names_files_per_run_keeps_the_first_and_downloads_in_the_page(tmp_path: Path) -> None:

@@ -26,12 +26,13 @@ TRACE = "v100_resnet50_train_num_workers_0"
 pytestmark = pytest.mark.slow
 
 
-def saved_notebook(path: Path) -> Path:
-    """A notebook whose one cell holds the report's saved output (text, HTML and the extension's payload,
-    no explorer): what a notebook saved after a %%torchprofile run holds once its kernel is gone."""
-    report = shared_report(TRACE)
+def saved_notebook(path: Path, trace_name: str = TRACE) -> Path:
+    """A notebook whose first cell holds the report's saved output (text, HTML and the extension's payload,
+    no explorer): what a notebook saved after a %%torchprofile run holds once its kernel is gone; its
+    second cell loads the same trace."""
+    report = shared_report(trace_name)
     bundle = mimebundle(report, include={"text/plain", "text/html", MIME_TYPE})
-    trace = shared_trace(TRACE)
+    trace = shared_trace(trace_name)
     notebook = json.loads(write_notebook(path, f"nbprofiler.load({str(trace)!r})",
                                          f"import nbprofiler\nnbprofiler.load({str(trace)!r})").read_text())
     notebook["cells"][0].update(execution_count=1, outputs=[{"output_type": "display_data", "data": bundle,
@@ -63,5 +64,5 @@ def test_the_saved_hardware_tab_shows_the_launches_and_copies(tmp_path: Path) ->
     kernels = report_payload(report)["kernels"]
     top = dict(zip(kernels["columns"], kernels["rows"][0]))
     shown = dict(zip(header, result["kernelRow"], strict=True))
-    assert shown["Kernel"] == top["name"] and top["achieved_flops_per_s"] is not None
+    assert shown["Kernel"] == top["short_name"] and top["achieved_flops_per_s"] is not None
     assert (shown["Achieved FLOP/s"], shown["Bound"]) == (fmt_si(top["achieved_flops_per_s"], "FLOP/s"), top["bound"])

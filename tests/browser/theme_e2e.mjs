@@ -122,8 +122,8 @@ async function contrastOf(root, selector) {
 async function gridEdges(panel) {
   return panel.evaluate(node =>
     [...node.querySelectorAll('div.nbp-grid')].filter(g => g.getClientRects().length).map(g => {
-      const header = [...g.querySelectorAll(':scope > div.h')];
-      const firstRow = [...g.querySelectorAll(':scope > div.c')].slice(0, header.length);
+      const header = [...g.querySelectorAll(':scope > div.r > div.h')];
+      const firstRow = [...g.querySelectorAll(':scope > div.r > div.c')].slice(0, header.length);
       const left = el => Math.round(el.getBoundingClientRect().left * 10) / 10;
       return { header: header.map(left), row: firstRow.map(left), labels: header.map(h => h.textContent.trim()) };
     })
@@ -167,14 +167,14 @@ await runScenario(result, async () => {
     await shot(`theme_${theme.includes('Dark') ? 'dark' : 'light'}_overview.png`, output);
     await clickExplorerTab(cell, 'Operators');
     const operators = explorerPanel(cell);
-    await operators.locator('div.nbp-grid > div.c').first().waitFor({ timeout: 30000 });
-    measured.rows = await contrastOf(operators, 'div.nbp-grid > div.c');
-    measured.headers = await contrastOf(operators, 'div.nbp-grid > div.h');
+    await operators.locator('div.nbp-grid > div.r > div.c').first().waitFor({ timeout: 30000 });
+    measured.rows = await contrastOf(operators, 'div.nbp-grid > div.r > div.c');
+    measured.headers = await contrastOf(operators, 'div.nbp-grid > div.r > div.h');
     measured.headerOffsetPx = { Operators: checkAligned('Operators', await gridEdges(operators)) };
     await shot(`theme_${theme.includes('Dark') ? 'dark' : 'light'}_operators.png`, output);
     await clickExplorerTab(cell, 'Memory');
     const memory = explorerPanel(cell);
-    await memory.locator('div.nbp-grid > div.c').first().waitFor({ timeout: 30000 });
+    await memory.locator('div.nbp-grid > div.r > div.c').first().waitFor({ timeout: 30000 });
     measured.headerOffsetPx.Memory = checkAligned('Memory', await gridEdges(memory));
     result.contrast[theme] = measured;
     for (const what of ['title', 'metrics', 'suggestions', 'rows', 'headers']) {
@@ -191,17 +191,17 @@ await runScenario(result, async () => {
   // 4. Clicks in the grid: a header sorts, a row shows its operator's details.
   await clickExplorerTab(cell, 'Operators');
   const operators = explorerPanel(cell);
-  const callsHeader = operators.locator('div.nbp-grid > div.h', { hasText: /^calls/ }).first();
+  const callsHeader = operators.locator('div.nbp-grid > div.r > div.h', { hasText: /^calls/ }).first();
   await callsHeader.click();
-  await page.waitForFunction(el => /^calls ▼/.test(el.querySelector('div.nbp-grid > div.h.sorted')?.textContent ?? ''),
+  await page.waitForFunction(el => /^calls ▼/.test(el.querySelector('div.nbp-grid > div.r > div.h.sorted')?.textContent ?? ''),
     await operators.elementHandle(), { timeout: 30000 });
   step('a header click sorts by it');
-  const row = operators.locator('div.nbp-grid > div.c.n').first();
+  const row = operators.locator('div.nbp-grid > div.r > div.c.n').first();
   const name = (await row.getAttribute('title')) ?? '';
   await row.click();
   const heading = operators.locator('.nbp h4').filter({ hasText: name }).first();
   await heading.waitFor({ timeout: 30000 });
-  check(await operators.locator('div.nbp-grid > div.picked').count() > 0, 'the clicked row is marked');
+  check(await operators.locator('div.nbp-grid > div.r > div.picked').count() > 0, 'the clicked row is marked');
   const picked = await operators.locator('.widget-dropdown select').last().evaluate(s => s.options[s.selectedIndex]?.textContent ?? '');
   check(picked.includes(name), `the operator picker selects the clicked row: ${picked} / ${name}`);
   result.rowClick = { operator: name, picker: picked };

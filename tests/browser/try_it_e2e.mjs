@@ -7,7 +7,7 @@
 //   1. run all cells; the profiled cell shows the live explorer;
 //   2. open its Suggestions tab and click "Try it" on the DataLoader suggestion
 //      (kind "dataloader…"); the button is disabled while it runs;
-//   3. a new cell appears below, marked `# nbprofiler: trying "<title>"`, with
+//   3. a new cell appears above the profiled one (Run All then runs the fix before the profile), marked `# nbprofiler: trying "<title>"`, with
 //      the card's code and the cell metadata {"nbprofiler": {"tried": KIND}}; it ran;
 //   4. the profiled cell re-ran with `--compare --tried KIND` (its source
 //      unchanged) and its comparison says "faster" with an interval, and the
@@ -100,15 +100,16 @@ await runScenario(result, async () => {
   check(disabledAtOnce, 'the button is disabled while it runs, and a second click does nothing');
   step('click "Try it" on the DataLoader suggestion');
 
-  // 3-4. The marked cell below, then the profiled cell again, with its comparison.
+  // 3-4. The marked cell above, then the profiled cell again (now one further down), with its comparison.
+  const p = t + 1;
   await page.waitForFunction(
     ([i, before]) => {
       const widgets = window.jupyterapp.shell.currentWidget.content.widgets;
-      const profiled = widgets[i];
-      return profiled.model.executionCount !== before && profiled.model.executionState !== 'running' &&
+      const profiled = widgets[i]; // there once the tried cell is inserted above it
+      return profiled !== undefined && profiled.model.executionCount !== before && profiled.model.executionState !== 'running' &&
         profiled.model.outputs.toJSON().some(o => o.data && o.data['application/vnd.nbprofiler.comparison+json']);
     },
-    [t, countBefore],
+    [p, countBefore],
     { timeout: LONG, polling: 250 }
   );
   await waitKernelIdle();
@@ -117,13 +118,15 @@ await runScenario(result, async () => {
   const tried = await page.evaluate(i => {
     const c = window.jupyterapp.shell.currentWidget.content.widgets[i];
     return { source: c.model.sharedModel.getSource(), metadata: c.model.getMetadata('nbprofiler'), count: c.model.executionCount, outputs: c.model.outputs.toJSON() };
-  }, t + 1);
-  check(tried.source === `${MARKER_PREFIX}${title}"\n${code.trimEnd()}`, `the new cell below holds the marker and the card's code: ${JSON.stringify(tried.source)}`);
+  }, t);
+  check(tried.source === `${MARKER_PREFIX}${title}"\n${code.trimEnd()}`, `the new cell above holds the marker and the card's code: ${JSON.stringify(tried.source)}`);
   check(tried.metadata?.tried === kind, `the new cell's metadata names the suggestion: ${JSON.stringify(tried.metadata)}`);
   check(tried.count !== null && !tried.outputs.some(o => o.output_type === 'error'), `the new cell ran without error: ${JSON.stringify(tried.outputs)}`);
   result.triedCell = tried.source.split('\n')[0];
+  result.triedAt = t;
 
-  const again = await cellState(t);
+  const again = await cellState(p);
+  result.profiledAt = p;
   check(again.source === first.source, 'the profiled cell keeps its source');
   const ran = await lastKernelMagicLine();
   const expected = `${first.source.split('\n')[0]} --compare --tried ${kind}`;
@@ -140,7 +143,7 @@ await runScenario(result, async () => {
   result.verdict = payload.verdict;
   result.statedVsMeasured = stated[0];
 
-  cell = await cellLocator(t);
+  cell = await cellLocator(p);
   const shown = cell.locator('.nbp-ComparisonRenderer');
   await shown.waitFor({ timeout: 30000 });
   await page.waitForFunction(
@@ -158,7 +161,7 @@ await runScenario(result, async () => {
   // 5. Reopened without the kernel: the saved comparison HTML, drawn by the extension.
   await saveNotebook();
   await shutDownKernel();
-  cell = await reloadAt(t);
+  cell = await reloadAt(p);
   await cell.scrollIntoViewIfNeeded();
   const saved = cell.locator('.nbp-ComparisonRenderer[data-nbprofiler-mode="static"]');
   await saved.waitFor({ timeout: 60000 });

@@ -116,6 +116,23 @@ def test_the_legend_names_every_series_and_every_shaded_phase(run):
     assert "step start" in [t.text for t in timeline.iter("text")]
 
 
+def test_each_line_swatch_of_the_static_legend_has_its_lines_colour(run):
+    """The memory chart's legend: each series' swatch is drawn with its line's colour class and literal."""
+    for report in (run, shared_report(V100)):
+        root = parse(view_model.of(report).chart_svg("memory"))
+        entries = [g for g in root.iter("g") if g.get("class") == "nbp-legend-entry"]
+        lines = {el.find("title").text.split(": ")[0]: el for el in data_marks(root) if el.tag == "path"}
+        swatched = 0
+        for entry in entries:
+            label = "".join(entry.find("text").itertext())
+            if label in lines:
+                swatch = entry.find("path")
+                colour = {k: swatch.get(k) for k in ("class", "stroke", "stroke-dasharray")}
+                assert colour == {k: lines[label].get(k) for k in colour}, label
+                swatched += 1
+        assert swatched == len(lines) >= 2
+
+
 def test_the_svg_is_static_themed_and_escapes_names():
     report = shared_report(V100)
     for name in CHART_NAMES:
@@ -178,7 +195,8 @@ from nbprofiler.render.html import render_html
 from nbprofiler.render.payload import report_payload
 from nbprofiler.render.widget import Explorer
 r = nbprofiler.load({str(ROOT / f"tests/data/traces/{V100}.pt.trace.json.gz")!r})
-assert render_html(r).count("<svg") == 5
+page = render_html(r)
+assert page.count("<svg") - page.count('<svg class="nbp-chart nbp-flame"') == 5  # the charts; then the flame graphs
 report_payload(r)
 e = Explorer(r)
 for tab in e.tab_titles:

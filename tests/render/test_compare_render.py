@@ -22,8 +22,8 @@ from nbprofiler import compare
 HOSTILE_OP = "<img src=x onerror=alert(1)>"
 HOSTILE_KERNEL = "<script>alert(1)</script>"
 TRY = re.compile(r'<button class="nbp-try" type="button" data-nbp-kind="([^"]*)"[^>]*>Try it</button>')
-TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell below, run it, then re-run this cell '
-            "with <code>%%torchprofile --compare</code>.</div>")
+TRY_LINE = ('<div class="nbp-try-line">To try it: paste the code in a new cell above this one, run it, then re-run '
+            "this cell with <code>%%torchprofile --compare</code>.</div>")
 
 
 def walk(widget):

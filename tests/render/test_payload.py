@@ -140,5 +140,5 @@ def test_charts_and_timeline_are_the_front_ends_specs(gpu_report, gpu_payload):
     assert "breakdown" in charts and "kernels" in charts
     for name, spec in charts.items():
         assert spec == json.loads(json.dumps(view_model.of(gpu_report).chart_spec(name)))
-    assert gpu_payload["timeline"] == json.loads(json.dumps(view_model.of(gpu_report).timeline_payload()))
+    assert gpu_payload["timeline"] == json.loads(json.dumps(view_model.of(gpu_report).saved_timeline_payload()))
     assert gpu_payload["timeline"]["events"]["n"] > 0

@@ -3,6 +3,7 @@ arrays decoded, then checked against the report's own tables and the raw trace."
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 from collections import Counter
 
@@ -138,6 +139,53 @@ def test_operators_nest_by_depth_on_their_thread():
         assert lane["rows"] == (int(ev["depth"][on].max()) + 1 if on.any() else 1)
 
 
+def test_a_search_by_name_counts_the_events_merged_for_drawing_as_the_kernels_table_does(monkeypatch):
+    """Over the cap, short kernels are merged into "N events" aggregates; the payload's ``merged``
+    triples say what each holds, so a search for a kernel's name counts what the Kernels table counts."""
+    monkeypatch.setattr(timeline_data, "MAX_TIMELINE_EVENTS", 5000)
+    report = nbprofiler.load(shared_trace("a100_train"))
+    payload = timeline_data.build(report)
+    assert payload is not None and payload["aggregated"] is not None
+    ev = Decoded(payload)
+    merged = payload["merged"]
+
+    def array(key: str) -> np.ndarray:
+        return np.frombuffer(base64.b64decode(merged[key]), dtype="<u4")
+
+    of, name, count = array("event"), array("name"), array("count")
+    assert int(count.sum()) == payload["aggregated"]["events"] == int(ev["count"][ev["count"] > 1].sum())
+    assert (ev["count"][of] > 1).all()
+    code = {s: i for i, s in enumerate(payload["strings"])}
+    alone = ev["count"] == 1
+    inside_total = 0
+    for kernel, calls in zip(report.kernels["name"], report.kernels["calls"], strict=True):
+        i = code[kernel]
+        drawn_alone = int((alone & (ev["name"] == i)).sum())
+        inside = int(count[name == i].sum())
+        assert drawn_alone + inside == calls
+        inside_total += inside
+    assert inside_total > 1000  # the test means something: many kernels were merged
+
+
+def test_the_saved_report_keeps_a_smaller_timeline_and_says_so(monkeypatch):
+    """What the notebook file keeps is capped lower than what the live explorer draws: the live
+    timeline of the A100 trace keeps all its 74,931 events; the saved one at most the saved cap."""
+    from nbprofiler.render.payload import report_payload
+
+    monkeypatch.setattr(timeline_data, "SAVED_TIMELINE_EVENTS", 5000)
+    report = nbprofiler.load(shared_trace("a100_train"))
+    live = view_model.of(report).timeline_payload()
+    saved = report_payload(report)["timeline"]
+    assert live is not None and live["aggregated"] is None and live["events"]["n"] > 5000
+    assert saved["events"]["n"] <= 5000 and saved["total_events"] == live["total_events"]
+    assert saved["aggregated"]["saved"] is True and saved["aggregated"]["cap"] == 5000
+    assert len(json.dumps(saved)) < len(json.dumps(live)) / 4
+    # Under the saved cap, the saved report keeps the live payload itself.
+    monkeypatch.setattr(timeline_data, "SAVED_TIMELINE_EVENTS", 10**6)
+    again = nbprofiler.load(shared_trace("a100_train"))
+    assert report_payload(again)["timeline"] is view_model.of(again).timeline_payload()
+
+
 def test_over_the_cap_short_events_merge_into_aggregates(monkeypatch):
     path = shared_trace("v100_resnet50_train_num_workers_0")
     full = Decoded(view_model.of(nbprofiler.load(path)).timeline_payload())
@@ -201,6 +249,15 @@ def test_a_live_cpu_run_with_stack_and_shapes(one_torch_thread):
     here = [i for i, f in enumerate(frames) if "test_timeline_data.py" in f]
     assert [frames[i].rsplit(": ", 1)[1] for i in here] == ["test_a_live_cpu_run_with_stack_and_shapes", "train_step"]
     assert here[-1] < len(frames) - 1  # torch's own frames (Module.__call__, forward) are innermost, last
+    # The user's own frames are marked: the details open at the first of them, the test runner's frames
+    # before it (pytest, pluggy: installed packages) folded.
+    user = set(payload["user_frames"])
+    assert [i for i, f in enumerate(stack) if f in user] == here
+    assert here[0] > 0 and not user & set(stack[:here[0]])
+    # nbprofiler's own frames (its step hook wraps the optimizer's step) are never the user's.
+    every_frame = {payload["strings"][f] for s in payload["stacks"] for f in s}
+    ours = {f for f in every_frame if "nbprofiler" in f.split("(")[0] and "tests" not in f}
+    assert ours and not ours & {payload["strings"][f] for f in user}
     # An untrusted name comes through as the plain string it is.
     hostile = np.flatnonzero(ev.name == HOSTILE)
     assert len(hostile) == 2 and set(ev.lane_kind[hostile]) == {"thread"}
@@ -279,15 +336,15 @@ def test_a_large_traces_bundle_builds_its_timeline_on_a_second_thread_and_saves_
     from nbprofiler.render.frontend import MIME_TYPE
 
     serial = _fresh_report("v100_resnet50_train_num_workers_0")
-    expected = timeline_data.build(serial)
+    expected = timeline_data.build(serial, saved=True)
     threads = []
     build = timeline_data.build
 
-    def recorded(report):
+    def recorded(report, saved=False):
         import threading
 
         threads.append(threading.current_thread().name)
-        return build(report)
+        return build(report, saved=saved)
 
     monkeypatch.setattr(background, "PARALLEL_MIN_EVENTS", 1)
     monkeypatch.setattr(timeline_data, "build", recorded)
@@ -304,7 +361,7 @@ def test_an_error_in_the_timeline_built_alongside_surfaces_from_the_bundle(monke
     from nbprofiler.render import background
     from nbprofiler.render.bundle import mimebundle
 
-    def broken(report):
+    def broken(report, saved=False):
         raise ValueError("the timeline could not be built")
 
     monkeypatch.setattr(background, "PARALLEL_MIN_EVENTS", 1)

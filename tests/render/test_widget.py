@@ -83,7 +83,8 @@ def live_report() -> Report:
 
 def test_tabs_are_present_and_built_when_opened(live_report, recording):
     e = Explorer(live_report)
-    assert e.tab_titles == ("Overview", "Operators", "Hardware", "Memory", "Cell lines", "Modules", "Timeline",
+    # A with block has no cell source, so no Cell lines tab (a tab shows only with content: test_tabs.py).
+    assert e.tab_titles == ("Overview", "Operators", "Hardware", "Memory", "Modules", "Flame graph", "Timeline",
                             "Suggestions", "Export")
     assert e.tabs.titles == e.tab_titles
     # The front end got the widget models, the tab titles among them.
@@ -96,7 +97,7 @@ def test_tabs_are_present_and_built_when_opened(live_report, recording):
         content = e.show_tab(title)
         assert content.children, title
     every_html = " ".join(w.value for w in _walk(e) if hasattr(w, "value") and isinstance(w.value, str))
-    for how in ("One row per operator", "Your cell, each line", "Each nn.Module", "largest expected gain first"):
+    for how in ("One row per operator", "Each nn.Module", "largest expected gain first"):
         assert how in every_html
 
 
@@ -373,9 +374,10 @@ def test_explorers_are_closed_when_their_output_is_gone(live_report, recording, 
     assert all(w.comm is None for w in _walk(first))  # with its tabs, controls, layouts
 
 
-def test_kernels_show_whole_names_tensor_cores_blocks_per_sm_and_details_on_click(recording):
-    """A real V100 trace: every kernel name whole (no ellipsis in the text), the tensor-core and
-    blocks-per-SM columns of ``report.kernels``, and a row click shows that kernel's details."""
+def test_kernels_show_short_names_tensor_cores_blocks_per_sm_and_details_on_click(recording):
+    """A real V100 trace: every kernel on one line by its short name, the whole name on hover,
+    the tensor-core and blocks-per-SM columns of ``report.kernels``, and a row click shows that
+    kernel's details with its whole name."""
     from conftest import shared_trace
 
     report = nbprofiler.load(shared_trace("v100_resnet50_train_num_workers_4.pt.trace.json.gz"))
@@ -388,7 +390,12 @@ def test_kernels_show_whole_names_tensor_cores_blocks_per_sm_and_details_on_clic
     page = table.page_frame
     longest = max(page["name"], key=len)
     assert len(longest) > 45
-    assert f">{html.escape(longest)}</div>" in table.body.value  # the whole name is the cell's text
+    short = page["short_name"][page["name"] == longest].iloc[0]
+    assert len(short) < len(longest)
+    # The short name is the cell's text, the whole name its hover text.
+    at = page.index[list(page["name"]).index(longest)]
+    assert f'title="{html.escape(longest)}" role="gridcell" data-pick="row:{at}">{html.escape(short)}</div>' \
+        in table.body.value
     # Each row's new figures, as report.kernels has them.
     blocks_at = [c.key for c in table._columns].index("mean_blocks_per_sm")
     for label, row in page.iterrows():

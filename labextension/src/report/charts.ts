@@ -213,6 +213,29 @@ export function legendEntries(spec: IChartSpec): { kind: 'series' | 'phase' | 'm
   return out;
 }
 
+const TIP_GAP = 12;
+
+/**
+ * Where the tooltip goes, relative to the chart's box: below and right of the cursor, flipped above
+ * (left) of it where it would pass the box's bottom (right) edge or the window's, so that a point
+ * near the plot's bottom or right keeps its tooltip in sight (an output area clips what overflows).
+ */
+export function tipPosition(
+  cursor: { x: number; y: number },
+  box: { left: number; top: number; right: number; bottom: number },
+  tip: { width: number; height: number },
+  viewport: { width: number; height: number }
+): { left: number; top: number } {
+  const place = (at: number, start: number, end: number, size: number): number => {
+    const after = at - start + TIP_GAP;
+    return after + size <= end - start ? after : Math.max(0, at - start - TIP_GAP - size);
+  };
+  return {
+    left: place(cursor.x, box.left, Math.min(box.right, viewport.width), tip.width),
+    top: place(cursor.y, box.top, Math.min(box.bottom, viewport.height), tip.height)
+  };
+}
+
 /**
  * The chart of `spec` as an element: heading, Reset zoom button, the SVG and
  * its legend, and the hover tooltip.
@@ -454,10 +477,12 @@ class Chart {
   private showTip(ev: MouseEvent, heading: string, lines: string[]): void {
     clear(this.tip);
     this.tip.append(h('div', { class: 'nbp-chart-tip-head' }, heading), ...lines.map(line => h('div', null, line)));
-    const box = this.node.getBoundingClientRect();
-    this.tip.style.left = `${Math.max(0, ev.clientX - box.left + 12)}px`;
-    this.tip.style.top = `${Math.max(0, ev.clientY - box.top + 12)}px`;
     this.tip.hidden = false;
+    const box = this.node.getBoundingClientRect();
+    const size = this.tip.getBoundingClientRect();
+    const at = tipPosition({ x: ev.clientX, y: ev.clientY }, box, { width: size.width, height: size.height }, { width: window.innerWidth, height: window.innerHeight });
+    this.tip.style.left = `${at.left}px`;
+    this.tip.style.top = `${at.top}px`;
   }
 
   private hideTip(): void {

@@ -176,6 +176,8 @@ export interface ITableOptions {
   help?: { [column: string]: string };
   /** Columns whose long values wrap instead of being cut. */
   wrap?: string[];
+  /** For a column showing a shortened name, the column with the whole name: its cells' hover text. */
+  hover?: { [column: string]: string };
   pageSize: number;
   /** The details of a clicked row, shown under the table. */
   details?: (row: Cell[]) => HTMLElement;
@@ -213,14 +215,14 @@ export class DataTable {
       this.render();
     });
     this.count = h('span', { class: 'nbp-count', 'aria-live': 'polite' });
-    this.head = h('tr');
+    this.head = h('tr', { role: 'row' });
     for (const column of options.columns) {
       const i = table.columns.indexOf(column);
       const button = h('button', { type: 'button', class: 'nbp-sort', 'data-column': column, title: options.help?.[column] ?? null },
         options.labels?.[column] ?? columnLabel(column));
       button.addEventListener('click', () => this.sortBy(column));
       this.head.appendChild(
-        h('th', { scope: 'col', class: isNumericColumn(table, i) ? 'nbp-num' : null, 'data-column': column, 'aria-sort': 'none' }, button)
+        h('th', { scope: 'col', role: 'columnheader', class: isNumericColumn(table, i) ? 'nbp-num' : null, 'data-column': column, 'aria-sort': 'none' }, button)
       );
     }
     this.body = h('tbody');
@@ -229,7 +231,16 @@ export class DataTable {
       'div',
       { class: 'nbp-data-table' },
       h('div', { class: 'nbp-controls' }, filter, h('label', null, 'show ', limit), this.count),
-      h('div', { class: 'nbp-table-wrap' }, h('table', { class: `nbp-table ${options.className}` }, h('thead', null, this.head), this.body)),
+      h(
+        'div',
+        { class: 'nbp-table-wrap' },
+        h(
+          'table',
+          { class: `nbp-table ${options.className}`, role: 'grid', 'aria-label': options.noun, 'aria-rowcount': table.rows.length + 1 },
+          h('thead', null, this.head),
+          this.body
+        )
+      ),
       this.detailBox
     );
     this.render();
@@ -294,15 +305,21 @@ export class DataTable {
     const wrap = new Set(this.options.wrap ?? []);
     clear(this.body);
     for (const row of rows) {
-      const tr = h('tr', { tabindex: this.options.details ? 0 : null, 'aria-selected': String(row === this.selected) }) as IRowElement;
+      const tr = h('tr', { role: 'row', tabindex: this.options.details ? 0 : null, 'aria-selected': String(row === this.selected) }) as IRowElement;
       tr.nbpRow = row;
       for (const column of this.options.columns) {
         const i = t.columns.indexOf(column);
         const value = row[i];
         const numeric = typeof value === 'number';
-        const td = h('td', { class: numeric ? 'nbp-num' : wrap.has(column) ? 'nbp-text nbp-wrap' : 'nbp-text' }, formatCell(column, value));
+        const td = h(
+          'td',
+          { role: 'gridcell', class: numeric ? 'nbp-num' : wrap.has(column) ? 'nbp-text nbp-wrap' : 'nbp-text' },
+          formatCell(column, value)
+        );
         if (!numeric && value !== null) {
-          td.title = String(value); // the whole name on hover, even where the cell cuts it
+          // The whole name on hover, even where the cell cuts it or shows it shortened.
+          const whole = this.options.hover?.[column];
+          td.title = String(whole !== undefined && t.columns.includes(whole) ? row[t.columns.indexOf(whole)] : value);
         }
         if (i === sortCol && sortMax > 0 && numeric) {
           const pct = Math.max(0, Math.min(100, ((value as number) / sortMax) * 100));

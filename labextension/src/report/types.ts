@@ -155,12 +155,19 @@ export interface IReport {
   lines: IOptionalTable;
   /** The module tree in call order: `module, parent, type, depth, calls` and forward/backward times. */
   modules: IOptionalTable;
+  /** The flame graph's boxes (flame.ts parses them); null in payloads written before it existed. */
+  flame: { [key: string]: unknown } | null;
   /** Null in payloads written before it existed. */
   savedFrom: ISavedFrom | null;
   /** The Hardware tab (hardware.ts); null in payloads written before it existed. */
   hardware: IHardware | null;
   /** The Distributed tab (distributed.ts); null without distributed data. */
   distributed: IDistributed | null;
+  /** The tabs with content, in order, as Python decided them (nbprofiler/render/tabs.py); null in payloads
+   * written before it did, whose tabs the view picks as it always did. */
+  tabs: string[] | null;
+  /** The one line saying which flags would add which views ('' when none would). */
+  moreViews: string;
   /** Whether "Try it" may run the code of this report's cards (try/card.ts). */
   trial: ITrial;
 }
@@ -350,9 +357,12 @@ export function parseReport(data: unknown): IReport {
     kernels: kernelTable(data.kernels),
     lines: optionalTable(data.lines, 'lines'),
     modules: optionalTable(data.modules, 'modules'),
+    flame: isObject(data.flame) ? data.flame : null,
     savedFrom: savedFrom(data.saved_from),
     hardware: parseHardware(data.hardware),
     distributed: parseDistributed(data.distributed),
+    tabs: Array.isArray(data.tabs) ? strings(data.tabs) : null,
+    moreViews: str(data.more_views),
     trial: { token: optStr(data.report_token), origin: optStr(data.origin) }
   };
 }

@@ -17,6 +17,7 @@ import {
 import { exportPanel } from './export';
 import { linesPanel, modulesPanel } from './attribution';
 import { distributedPanel } from './distributed';
+import { flamePanel } from './flame';
 import { hardwarePanel } from './hardware';
 import { columnLabel, DataTable, formatCell, isDeviceColumn, isNumericColumn, rowFigures, SortDir } from './table';
 import { Cell, IGrowth, IReport, ISuggestion, ITable } from './types';
@@ -24,7 +25,9 @@ import { trialAttributes } from '../try/card';
 import { disposeTimeline, renderTimeline } from '../timeline';
 import { colorOf, IChartSpec, renderChart, specFromTable } from './charts';
 
-/** Every tab, in order; Kernels shows only for a run with kernels, Distributed and Hardware only in payloads that have them. */
+/** Every tab this view can draw, in order. The payload's `tabs` names those with content (Python decides, in
+ * nbprofiler/render/tabs.py); a payload written before it had them shows these, less Kernels without kernels and
+ * Hardware where it has none. */
 export const TAB_NAMES = [
   'Overview',
   'Operators',
@@ -34,6 +37,7 @@ export const TAB_NAMES = [
   'Memory',
   'Cell lines',
   'Modules',
+  'Flame graph',
   'Timeline',
   'Suggestions',
   'Export'
@@ -53,7 +57,7 @@ export interface IViewOptions {
   data?: unknown;
 }
 
-const TRY_TITLE = 'Run this code in a new cell below, then profile this cell again and compare';
+const TRY_TITLE = 'Run this code in a new cell above this one, then profile this cell again and compare';
 
 // The table helpers live in table.ts; they are part of this module's interface too.
 export { columnLabel, filterRows, formatCell, sortRows } from './table';
@@ -246,12 +250,16 @@ export class ReportView {
       Memory: () => this.buildMemory(),
       'Cell lines': () => linesPanel(r.lines, this.deviceTime),
       Modules: () => modulesPanel(r.modules, this.deviceTime),
+      'Flame graph': () => flamePanel(r.flame),
       Timeline: () => this.buildTimeline(),
       Suggestions: () => this.buildSuggestions(),
       Export: () => exportPanel(r, { html: this.options.html, data: this.options.data })
     };
     for (const name of TAB_NAMES) {
-      if ((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Distributed' && !r.distributed)) {
+      const shown = r.tabs
+        ? r.tabs.includes(name)
+        : !((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Distributed' && !r.distributed) || (name === 'Flame graph' && !r.flame));
+      if (!shown) {
         continue;
       }
       const tabId = uid('nbp-tab');
@@ -368,6 +376,12 @@ export class ReportView {
       out.appendChild(more);
     } else {
       out.appendChild(h('p', { class: 'nbp-muted' }, 'No suggestions: nothing in this profile crossed a rule’s threshold.'));
+    }
+    if (r.moreViews) {
+      out.appendChild(h('p', { class: 'nbp-muted nbp-more-views' }, r.moreViews));
+    }
+    if (r.tabs && !r.tabs.includes('Memory') && r.steps.rows.length) {
+      out.append(...this.stepsTable());
     }
     if (r.notes.length) {
       out.appendChild(h('h4', { class: 'nbp-h' }, 'Notes'));
@@ -489,20 +503,23 @@ export class ReportView {
     const by = k.columns.indexOf('operator');
     const launched = by >= 0 ? k.rows.filter(r => r[by] === name) : [];
     if (launched.length) {
-      const cols = ['name', 'calls', 'total_us', 'tensor_cores'].filter(c => k.columns.includes(c));
+      const shown = k.columns.includes('short_name') ? 'short_name' : 'name';
+      const cols = [shown, 'calls', 'total_us', 'tensor_cores'].filter(c => k.columns.includes(c));
       out.appendChild(h('p', null, `Kernels it launched (${formatCount(launched.length)}):`));
       out.appendChild(
         h(
           'table',
           { class: 'nbp-table nbp-details-kernels' },
-          h('thead', null, h('tr', null, ...cols.map(c => h('th', { scope: 'col' }, c === 'name' ? 'Kernel' : columnLabel(c))))),
+          h('thead', null, h('tr', null, ...cols.map(c => h('th', { scope: 'col' }, c === shown ? 'Kernel' : columnLabel(c))))),
           h(
             'tbody',
             null,
             ...launched.map(r =>
               h('tr', null, ...cols.map(c => {
                 const v = r[k.columns.indexOf(c)];
-                return h('td', { class: typeof v === 'number' ? 'nbp-num' : 'nbp-text nbp-wrap' }, formatCell(c, v));
+                return typeof v === 'number'
+                  ? h('td', { class: 'nbp-num' }, formatCell(c, v))
+                  : h('td', { class: 'nbp-text', title: String(r[k.columns.indexOf('name')] ?? v) }, formatCell(c, v));
               }))
             )
           )
@@ -512,6 +529,19 @@ export class ReportView {
       out.appendChild(h('p', { class: 'nbp-muted' }, 'It launched no kernel the saved report keeps.'));
     }
     return out;
+  }
+
+  /** A Copy button that puts `text` on the clipboard and says whether it could. */
+  private copyButton(text: string, title: string, what: string): HTMLButtonElement {
+    const button = h('button', { type: 'button', class: 'nbp-copy', title }, 'Copy') as HTMLButtonElement;
+    button.addEventListener('click', () => {
+      const write = this.options.copy ?? copyText;
+      write(text).then(
+        () => this.flash(button, 'Copied'),
+        () => this.flash(button, `Copy failed: select the ${what}`)
+      );
+    });
+    return button;
   }
 
   // -- Kernels -----------------------------------------------------------------------
@@ -536,21 +566,28 @@ export class ReportView {
         )
       );
     }
+    // One line a kernel: its short name (template arguments and parameters elided), the whole
+    // name on hover, in the row's details and in their Copy button. Payloads without short names
+    // show the whole name, cut to the cell.
+    const short = k.columns.includes('short_name');
     this.kernelTable = new DataTable(k, {
       className: 'nbp-kernel-table',
       noun: 'kernels',
-      columns: k.columns,
-      labels: { name: 'Kernel' },
+      columns: short ? k.columns.filter(c => c !== 'name') : k.columns,
+      labels: { name: 'Kernel', short_name: 'Kernel' },
       help: k.help,
-      wrap: ['name', 'operator'],
+      hover: { short_name: 'name' },
       pageSize: this.options.pageSize ?? 50,
-      details: row =>
-        h(
+      details: row => {
+        const name = String(row[k.columns.indexOf('name')] ?? '');
+        return h(
           'div',
           { class: 'nbp-details' },
-          h('h4', { class: 'nbp-h nbp-details-title' }, String(row[k.columns.indexOf('name')] ?? '')),
-          rowFigures(k, row, k.columns.filter(c => c !== 'name'))
-        )
+          h('div', { class: 'nbp-code-actions' }, this.copyButton(name, 'Copy the whole kernel name', 'name')),
+          h('h4', { class: 'nbp-h nbp-details-title' }, name),
+          rowFigures(k, row, k.columns.filter(c => c !== 'name' && c !== 'short_name'))
+        );
+      }
     });
     out.appendChild(this.kernelTable.node);
     return out;
@@ -573,7 +610,6 @@ export class ReportView {
 
   // -- Memory ------------------------------------------------------------------------
   private buildMemory(): HTMLElement {
-    const t = this.report.steps;
     const out = h('div', { class: 'nbp-memory' });
     out.appendChild(
       explain(
@@ -600,12 +636,18 @@ export class ReportView {
     if (!sampled && !traced.length) {
       out.appendChild(h('p', { class: 'nbp-muted' }, 'This report has no memory data (the run recorded none); the step table follows.'));
     }
+    out.append(...this.stepsTable());
+    return out;
+  }
+
+  /** The per-step table (wall time, DataLoader wait, memory, phase): in the Memory tab, or in the
+   *  Overview when a run without memory data has no Memory tab. */
+  private stepsTable(): HTMLElement[] {
+    const t = this.report.steps;
     if (!t.rows.length) {
-      out.appendChild(h('p', { class: 'nbp-muted' }, 'No steps were recorded.'));
-      return out;
+      return [h('p', { class: 'nbp-muted' }, 'No steps were recorded.')];
     }
     const phaseIdx = t.columns.indexOf('phase');
-    out.appendChild(h('h4', { class: 'nbp-h' }, 'Steps'));
     const head = h('tr', null, ...t.columns.map((c, i) => h('th', { scope: 'col', class: isNumericColumn(t, i) ? 'nbp-num' : null }, columnLabel(c))));
     const body = h('tbody');
     for (const row of t.rows) {
@@ -618,8 +660,10 @@ export class ReportView {
         )
       );
     }
-    out.appendChild(h('div', { class: 'nbp-table-wrap' }, h('table', { class: 'nbp-table nbp-steps-table' }, h('thead', null, head), body)));
-    return out;
+    return [
+      h('h4', { class: 'nbp-h' }, 'Steps'),
+      h('div', { class: 'nbp-table-wrap' }, h('table', { class: 'nbp-table nbp-steps-table' }, h('thead', null, head), body))
+    ];
   }
 
   /** The live sampler's memory at every step of the cell (the steps table's byte columns), or null. */
@@ -735,14 +779,7 @@ export class ReportView {
     ];
     if (sug.code) {
       const code = sug.code;
-      const button = h('button', { type: 'button', class: 'nbp-copy', title: 'Copy the code to the clipboard' }, 'Copy');
-      button.addEventListener('click', () => {
-        const write = this.options.copy ?? copyText;
-        write(code).then(
-          () => this.flash(button, 'Copied'),
-          () => this.flash(button, 'Copy failed: select the code')
-        );
-      });
+      const button = this.copyButton(code, 'Copy the code to the clipboard', 'code');
       const codeBlock = h('pre', null, h('code', null, code));
       if (sug.guidance) {
         // Only comments: pasting changes nothing, so there is nothing to try.
@@ -762,7 +799,7 @@ export class ReportView {
           h(
             'div',
             { class: 'nbp-try-line' },
-            'To try it: paste the code in a new cell below, run it, then re-run this cell with ',
+            'To try it: paste the code in a new cell above this one, run it, then re-run this cell with ',
             h('code', null, '%%torchprofile --compare'),
             '.'
           )

@@ -74,8 +74,38 @@ export function detailsNode(
     const frames = stackFrames(t, sel.first);
     if (frames.length) {
       node.appendChild(h('div', { class: 'nbp-tl-details-h' }, 'Stack (innermost last)'));
-      node.appendChild(h('ol', { class: 'nbp-tl-stack' }, ...frames.map(frame => h('li', null, frame))));
+      node.appendChild(stackList(t, sel.first, frames));
     }
   }
   return node;
+}
+
+/**
+ * A stack as a list that opens at the user's own code: the framework frames before the first
+ * user frame (the kernel, IPython, nbprofiler's magic: often 30 of them) are folded behind a
+ * button that shows them, and the user's frames are marked.
+ */
+function stackList(t: ITimeline, i: number, frames: string[]): HTMLElement {
+  const codes = t.stacks[t.events.stack[i]] ?? [];
+  const user = codes.map(k => t.userFrames.has(k));
+  const first = user.indexOf(true);
+  const list = h('ol', { class: 'nbp-tl-stack' });
+  frames.forEach((frame, k) => {
+    const item = h('li', { class: user[k] ? 'nbp-tl-user' : null }, frame);
+    item.hidden = k < first;
+    list.appendChild(item);
+  });
+  if (first <= 0) {
+    return list;
+  }
+  const toggle = h('button', { type: 'button', class: 'nbp-tl-button nbp-tl-frames' }, `show ${first} framework frames`);
+  toggle.addEventListener('click', () => {
+    const show = toggle.dataset.shown !== 'true';
+    toggle.dataset.shown = String(show);
+    toggle.textContent = `${show ? 'hide' : 'show'} ${first} framework frames`;
+    Array.from(list.children).forEach((li, k) => {
+      (li as HTMLElement).hidden = !show && k < first;
+    });
+  });
+  return h('div', null, toggle, list);
 }

@@ -42,6 +42,9 @@ export interface IStep {
 export interface IAggregated {
   events: number;
   below_us: number;
+  /** The most blocks drawn, and whether that is the smaller cap of a saved report (absent in older payloads). */
+  cap?: number;
+  saved?: boolean;
 }
 
 /** The JSON the kernel sends; arrays are base64 strings. */
@@ -67,12 +70,24 @@ export interface ITimelinePayload {
     stack: string;
   };
   stacks: number[][];
+  /** String indices of the stack frames in the user's own code; absent in older payloads. */
+  user_frames?: number[];
   flows: { n: number; src: string; dst: string };
   counters: ICounterPayload[];
   steps: IStep[];
   aggregated: IAggregated | null;
+  /** What each aggregate holds, by name: (aggregate, name, how many) triples; absent in older payloads. */
+  merged?: { n: number; event: string; name: string; count: string };
   total_events: number;
   trace_name: string;
+}
+
+/** The events merged for drawing, by name: aggregate `event[i]` holds `count[i]` events named `name[i]`. */
+export interface IMerged {
+  n: number;
+  event: Uint32Array;
+  name: Uint32Array;
+  count: Uint32Array;
 }
 
 /** Columnar events, sorted by (lane, start). Times in µs from `origin_us`. */
@@ -114,11 +129,15 @@ export interface ITimeline {
   lanes: ILane[];
   events: IEvents;
   stacks: number[][];
+  /** The stack frames (string indices) in the user's own code; empty: the payload does not say. */
+  userFrames: Set<number>;
   flowSrc: Uint32Array;
   flowDst: Uint32Array;
   counters: ICounter[];
   steps: IStep[];
   aggregated: IAggregated | null;
+  /** What the aggregates hold, by name (null: the payload does not say). */
+  merged: IMerged | null;
   totalEvents: number;
   traceName: string;
   /** Events of lane at position i (in `lanes`) are [laneFirst[i], laneEnd[i]). */
@@ -224,11 +243,13 @@ export function decodeTimeline(data: unknown): ITimeline {
     lanes,
     events,
     stacks: list<number[]>(p.stacks ?? [], 'stacks'),
+    userFrames: new Set(list<unknown>(p.user_frames ?? [], 'user frames').filter((k): k is number => typeof k === 'number')),
     flowSrc: decodeArray(flows.src, Uint32Array, nf, 'flow source'),
     flowDst: decodeArray(flows.dst, Uint32Array, nf, 'flow target'),
     counters,
     steps: list<IStep>(p.steps ?? [], 'steps'),
     aggregated: p.aggregated ?? null,
+    merged: decodeMerged(p.merged, n, strings.length),
     totalEvents: typeof p.total_events === 'number' ? p.total_events : n,
     traceName: String(p.trace_name || 'trace.json'),
     ...laneRanges(events, lanes)
@@ -291,4 +312,24 @@ function laneRanges(
 export function laneCounters(t: ITimeline, index: number): ICounter[] {
   const lane = t.lanes[index];
   return t.counters.filter(c => (c.lane !== null ? c.lane === lane.id : c.device === lane.device));
+}
+
+/** The payload's merged names, checked against the events and strings they point to. */
+function decodeMerged(m: ITimelinePayload['merged'], events: number, strings: number): IMerged | null {
+  if (typeof m !== 'object' || m === null) {
+    return null;
+  }
+  const n = count(m.n, 'merged count');
+  const merged = {
+    n,
+    event: decodeArray(m.event, Uint32Array, n, 'merged event'),
+    name: decodeArray(m.name, Uint32Array, n, 'merged name'),
+    count: decodeArray(m.count, Uint32Array, n, 'merged count')
+  };
+  for (let i = 0; i < n; i++) {
+    if (merged.event[i] >= events || merged.name[i] >= strings) {
+      throw new Error("the timeline's merged names point past its events or strings");
+    }
+  }
+  return merged;
 }

@@ -119,7 +119,11 @@ export class TimelineView {
     const shown = t.aggregated
       ? `${t.events.n.toLocaleString('en-US')} blocks drawn for ${t.totalEvents.toLocaleString('en-US')} events: ` +
         `${t.aggregated.events.toLocaleString('en-US')} events shorter than ${formatUs(t.aggregated.below_us)} ` +
-        'are merged into blocks per lane, to keep the timeline fast. "Open in Perfetto" saves what is shown here.'
+        'are merged into blocks per lane, to keep the timeline fast. "Open in Perfetto" saves what is shown here.' +
+        (t.aggregated.saved
+          ? ` The saved report keeps at most ${(t.aggregated.cap ?? t.events.n).toLocaleString('en-US')} blocks, so that ` +
+            'the notebook stays small: run the cell again, or load its trace, for the full timeline.'
+          : '')
       : null;
     this.node = h(
       'div',
@@ -176,8 +180,7 @@ export class TimelineView {
   search(query: string): void {
     this.matches = findMatches(this.timeline, query);
     this.matchAt = -1;
-    const n = this.matches?.order.length ?? 0;
-    this.searchCount.textContent = this.matches ? `${n.toLocaleString('en-US')} ${n === 1 ? 'match' : 'matches'}` : '';
+    this.searchCount.textContent = this.matches ? matchCount(this.matches) : '';
     this.scheduleRedraw();
   }
 
@@ -194,7 +197,8 @@ export class TimelineView {
       return;
     }
     const n = this.matches.order.length;
-    this.searchCount.textContent = `${this.matchAt + 1} of ${n.toLocaleString('en-US')}`;
+    const inside = this.matches.merged ? ` · ${matchCount(this.matches)}` : '';
+    this.searchCount.textContent = `${this.matchAt + 1} of ${n.toLocaleString('en-US')}${inside}`;
     this.showEvent(this.matches.order[this.matchAt]);
   }
 
@@ -502,4 +506,11 @@ export class TimelineView {
     }
     return text;
   }
+}
+
+/** "2,020 matches (204 inside merged blocks)": every matching event, as the tables count them. */
+function matchCount(m: IMatches): string {
+  const n = m.events;
+  const inside = m.merged ? ` (${m.merged.toLocaleString('en-US')} inside merged blocks)` : '';
+  return `${n.toLocaleString('en-US')} ${n === 1 ? 'match' : 'matches'}${inside}`;
 }

@@ -1,7 +1,7 @@
 /**
  * "Try it": re-profile a suggestion in one click. The card's code goes into a
- * new, marked cell below the profiled cell and runs there, as JupyterLab runs a
- * cell; then the profiled cell runs again under `%%torchprofile --compare
+ * new, marked cell above the profiled cell and runs there, as JupyterLab runs a
+ * cell (above, so that Run All replays the fix before the profile); then the profiled cell runs again under `%%torchprofile --compare
  * --tried KIND`, so its second output measures the gain beside the stated one.
  * The profiled cell's source is not changed, and the new cell stays in the
  * notebook: what was tried is written down where the user can read it.
@@ -11,7 +11,7 @@
  * report's maker wrote, is inserted without running, with a line saying why.
  */
 import { Notification } from '@jupyterlab/apputils';
-import { CodeCell } from '@jupyterlab/cells';
+import { Cell, CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 
@@ -24,14 +24,25 @@ import {
   readTryRequest,
   triedMetadata,
   triedSource,
+  TRIED_METADATA_KEY,
   TRY_SELECTOR,
   tryFlags
 } from './card';
 
 const BUSY_LABEL = 'Trying…';
 
-/** Insert the marked cell with the suggestion's code right below `cell` (with `notRun`, the line saying
- * why it is not run); returns its widget. */
+/** The kind a cell tries (its `nbprofiler.tried` metadata), or null for any other cell. */
+function triedKind(cell: Cell): string | null {
+  const md = cell.model.getMetadata(TRIED_METADATA_KEY) as { tried?: unknown } | undefined;
+  return typeof md?.tried === 'string' ? md.tried : null;
+}
+
+/**
+ * Put the marked cell with the suggestion's code right above `cell` (with `notRun`, the line saying why it is
+ * not run), so that Run All runs the fix, then the profile, and reproduces the comparison the notebook shows;
+ * returns its widget. Cells tried before on `cell` stay above it in the order they were tried; trying a kind
+ * that one of them already tries rewrites that cell rather than adding a second one.
+ */
 export function insertTriedCell(panel: NotebookPanel, cell: CodeCell, request: ITryRequest, notRun = ''): CodeCell {
   const notebook = panel.content;
   const model = panel.model;
@@ -39,12 +50,15 @@ export function insertTriedCell(panel: NotebookPanel, cell: CodeCell, request: I
   if (!model || index < 0) {
     throw new ProfileError('The profiled cell is no longer in its notebook.');
   }
-  model.sharedModel.insertCell(index + 1, {
-    cell_type: 'code',
-    source: triedSource(request, notRun),
-    metadata: triedMetadata(request.kind)
-  });
-  return notebook.widgets[index + 1] as CodeCell;
+  const source = triedSource(request, notRun);
+  for (let k = index - 1; k >= 0 && triedKind(notebook.widgets[k]) !== null; k--) {
+    if (triedKind(notebook.widgets[k]) === request.kind) {
+      notebook.widgets[k].model.sharedModel.setSource(source);
+      return notebook.widgets[k] as CodeCell;
+    }
+  }
+  model.sharedModel.insertCell(index, { cell_type: 'code', source, metadata: triedMetadata(request.kind) });
+  return notebook.widgets[index] as CodeCell;
 }
 
 /** Why a cell's run failed, in words; '' when it ran. */
@@ -90,7 +104,7 @@ export async function trySuggestion(panel: NotebookPanel, cell: CodeCell, reques
   const why = failure(await CodeCell.execute(tried, sessionContext));
   if (why) {
     throw new ProfileError(
-      `The suggestion's code failed in the new cell below the profiled one (${why}). ` +
+      `The suggestion's code failed in the new cell above the profiled one (${why}). ` +
         'Fix it there and run it, then re-run the profiled cell with %%torchprofile --compare.'
     );
   }
