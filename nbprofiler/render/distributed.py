@@ -75,7 +75,8 @@ def distributed_view(report: "Report") -> DistributedView | None:
     flagged = (comparison.set_index("rank")[["straggler", "reason"]] if len(comparison)
                else pd.DataFrame({"straggler": False, "reason": ""}, index=pd.Index(list(ranks), name="rank")))
     stragglers = tuple(int(r) for r in flagged.index[flagged["straggler"].to_numpy(dtype=bool)])
-    table = split.assign(
+    # "other" is all the step neither ran in (host work included), not the Hardware view's "other idle".
+    table = split.rename(columns={"other_us": "other_time_us"}).assign(
         straggler=["straggler" if r in stragglers else "" for r in split["rank"]],
         reason=[str(flagged["reason"].get(r, "")) for r in split["rank"]])
     waits = rank_waits(comparison)
