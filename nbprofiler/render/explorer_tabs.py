@@ -24,9 +24,10 @@ import pandas as pd
 
 from ..analysis.callsites import CallSites, operator_kernels, operator_mask
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
-from . import view_model
+from . import charts, view_model
 from .hardware import HOW as HARDWARE_HOW, cell_text
-from .html import Col, count, esc, hardware_pieces, how, html_table, kernel_roofline_cols, suggestion_card, us_col
+from .html import (Col, count, distributed_html, esc, hardware_pieces, how, html_table, kernel_roofline_cols,
+                   suggestion_card, us_col)
 from .output_widget import bundle_output
 from .paged_table import PAGE_ROWS, PagedTable
 from .tab_help import how_html
@@ -222,6 +223,16 @@ def kernel_details_html(row: pd.Series) -> str:
     rows = "".join(f'<tr><th>{esc(k)}</th><td class="n">{esc(v)}</td></tr>' for k, v in facts)
     return (f'<div class="nbp"><h4>Kernel</h4><div><code style="overflow-wrap:anywhere">{esc(row["name"])}</code>'
             f"</div><table>{rows}</table></div>")
+
+
+def distributed_tab(report: "Report") -> widgets.Widget:
+    """Each rank's step split, the straggler and what each rank waited on (``view_model.of(report).distributed``),
+    as the static report shows them, the stacked bar per rank drawn by the front end."""
+    view = view_model.of(report).distributed
+    assert view is not None, "the explorer shows the Distributed tab only for a report with distributed data"
+    chart = bundle_output(charts.display_bundle(view.chart, charts.svg(view.chart)))
+    return widgets.VBox([w for w in (chart, widgets.HTML(f'<div class="nbp">{distributed_html(view)}</div>'))
+                         if w is not None])
 
 
 def hardware_tab(report: "Report") -> widgets.Widget:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import origin, view_model
+from . import charts, origin, view_model
+from .distributed import DistributedView
 from .escape import esc
 from .flame import flame_section
 from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text
@@ -303,6 +304,22 @@ def hardware_section(report: "Report") -> str:
                                          for body, chart in pieces)
 
 
+def distributed_html(view: DistributedView) -> str:
+    """The Distributed view's verdict and tables (its chart is drawn apart, above them): the straggler's
+    line and rows marked, as the saved view marks them."""
+    out = [f'<div class="{"note nbp-straggler" if view.straggler else "how"}">{esc(view.verdict)}</div>']
+    for section in view.sections:
+        cols = [Col(c, label, partial(cell_text, unit), name=unit == "text") for c, label, unit
+                in zip(section.table.columns, section.labels(), section.units())]
+        out += [f"<h4>{esc(section.title)}</h4>", how(section.how), html_table(section.table, cols)]
+    return "".join(out)
+
+
+def distributed_section(report: "Report") -> str:
+    view = view_model.of(report).distributed
+    return "" if view is None else f"<h4>Distributed</h4>{charts.svg(view.chart) or ''}{distributed_html(view)}"
+
+
 def memory_section(report: "Report") -> str:
     model = view_model.of(report)
     device = model.memory_device
@@ -457,7 +474,8 @@ def render_html(report: "Report", standalone: bool = False) -> str:
                     modules_section(report) if "Modules" in views else "",
                     flame_section(view_model.of(report)) if "Flame graph" in views else "",
                     memory_section(report) if "Memory" in views else "",
-                    gpu_wait_section(report), communication_section(report), hardware_section(report)):
+                    gpu_wait_section(report), communication_section(report), distributed_section(report),
+                    hardware_section(report)):
         parts.append(section)
     parts.append("</div>")
     body = "".join(parts)

@@ -8,6 +8,7 @@ growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
 flame{columns,rows,total,merged,note,how,has_device} (``flame.flame_payload``, null without operator time),
 saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections},
+distributed{ranks,straggler,verdict,chart,sections} | null,
 tabs, more_views, made_here, report_token, origin``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
@@ -166,6 +167,16 @@ def hardware_payload(report: "Report") -> dict[str, Any]:
                           "chart": s.chart, **table_payload(s.table)} for s in view.sections]}
 
 
+def distributed_payload(report: "Report") -> dict[str, Any] | None:
+    """The Distributed tab (``distributed.distributed_view``), None without distributed data."""
+    view = view_model.of(report).distributed
+    if view is None:
+        return None
+    return {"ranks": list(view.ranks), "straggler": list(view.straggler), "verdict": view.verdict, "chart": view.chart,
+            "sections": [{"key": s.key, "title": s.title, "how": s.how, "labels": s.labels(), "units": s.units(),
+                          **table_payload(s.table)} for s in view.sections]}
+
+
 def saved_from(report: "Report") -> dict[str, Any]:
     """What the report was made from, for the saved report's tag: a live run (now: the payload
     is written as the run ends), a trace file (its modification time) or a run kept in a file."""
@@ -218,6 +229,7 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "flame": model.flame_payload(),
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
+        "distributed": distributed_payload(report),
         "tabs": list(shown_names(model.tabs)),
         "more_views": more_views(model.tabs),
         "made_here": report.made_here,

@@ -38,6 +38,7 @@ def report_tabs(report: "Report", memory_device: str | None) -> tuple[Tab, ...]:
         Tab("Overview", True),
         Tab("Operators", True),
         Tab("Kernels", not report.kernels.empty),
+        Tab("Distributed", not report.rank_steps.empty),  # a folder of ranks, or a trace that ran collectives
         Tab("Hardware", True),
         Tab("Memory", memory_device is not None, "without --no-memory" if o and not o.memory else "",
             "memory at every step and the operators that allocated it"),

@@ -32,7 +32,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from . import charts, flame, hardware, origin, timeline_data, views
+from . import charts, distributed, flame, hardware, origin, timeline_data, views
 from .tabs import Tab, report_tabs
 
 if TYPE_CHECKING:
@@ -153,6 +153,11 @@ class ReportViewModel(_ViewModel):
     def hardware(self) -> hardware.HardwareView:
         """The Hardware view (``hardware.hardware_view``)."""
         return self._once("hardware", lambda: hardware.hardware_view(self.report))
+
+    @property
+    def distributed(self) -> distributed.DistributedView | None:
+        """The Distributed view, None without distributed data (``distributed.distributed_view``)."""
+        return self._once("distributed", lambda: distributed.distributed_view(self.report))
 
     @property
     def kernels(self) -> "pd.DataFrame":

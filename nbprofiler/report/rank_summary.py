@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class RankSummary:
     """One rank's figures for the rank comparison and ``Comparison.ranks``: small and read-only.
 
-    ``breakdown``, ``communication`` and ``summary`` are the rank's Report tables of
+    ``breakdown``, ``communication``, ``collectives`` and ``summary`` are the rank's Report tables of
     those names, each handed out as a copy of its own, as a Report hands out its tables.
     """
 
@@ -45,7 +45,8 @@ class RankSummary:
         """The summary of ``report``, filed as ``rank``: what a worker sends back instead of the report."""
         return cls(rank=rank, source_path=str(report.source_path), meta=report.table.meta, device=report.device,
                    load_notes=report.load_notes,
-                   tables={"breakdown": report.breakdown, "communication": report.communication},
+                   tables={"breakdown": report.breakdown, "communication": report.communication,
+                           "collectives": report.collectives},
                    summary_values=report.summary)
 
     @property
@@ -57,6 +58,11 @@ class RankSummary:
     def communication(self) -> pd.DataFrame:
         """Per step, collectives' count, µs, share and overlap, as ``Report.communication``."""
         return handed_out(self.tables["communication"])
+
+    @property
+    def collectives(self) -> pd.DataFrame:
+        """Per collective, its calls, bytes, time and bus bandwidth, as ``Report.collectives``."""
+        return handed_out(self.tables["collectives"])
 
     @property
     def summary(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from ..trace.sources import read_trace_file
 from ..trace.table import DeviceInfo, EventTable, Kind, TraceMeta
 from ..trace.writers import free_path, holds_traces, write_tensorboard, write_trace
 from . import device_tables
+from . import distributed_tables
 from . import host_tables
 from . import memory_tables
 from .export_names import default_paths
@@ -299,6 +300,7 @@ class Report:
     _allocation_owners = cached_property(memory_tables.allocation_owners)
     communication = read_only_table(device_tables.communication)
     rank_comparison = read_only_table(device_tables.rank_comparison)
+    rank_steps = read_only_table(distributed_tables.rank_steps)
     stretched_steps = read_only_table(device_tables.stretched_steps)
     breakdown = read_only_table(device_tables.breakdown)
     step_window = cached_property(device_tables.step_window)

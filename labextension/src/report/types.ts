@@ -7,6 +7,7 @@
  * into the page as text.
  */
 
+import { IDistributed, parseDistributed } from './distributed';
 import { IHardware, parseHardware } from './hardware';
 
 export const REPORT_MIME = 'application/vnd.nbprofiler.report+json';
@@ -160,6 +161,8 @@ export interface IReport {
   savedFrom: ISavedFrom | null;
   /** The Hardware tab (hardware.ts); null in payloads written before it existed. */
   hardware: IHardware | null;
+  /** The Distributed tab (distributed.ts); null without distributed data. */
+  distributed: IDistributed | null;
   /** The tabs with content, in order, as Python decided them (nbprofiler/render/tabs.py); null in payloads
    * written before it did, whose tabs the view picks as it always did. */
   tabs: string[] | null;
@@ -357,6 +360,7 @@ export function parseReport(data: unknown): IReport {
     flame: isObject(data.flame) ? data.flame : null,
     savedFrom: savedFrom(data.saved_from),
     hardware: parseHardware(data.hardware),
+    distributed: parseDistributed(data.distributed),
     tabs: Array.isArray(data.tabs) ? strings(data.tabs) : null,
     moreViews: str(data.more_views),
     trial: { token: optStr(data.report_token), origin: optStr(data.origin) }

@@ -16,6 +16,7 @@ import {
 } from './format';
 import { exportPanel } from './export';
 import { linesPanel, modulesPanel } from './attribution';
+import { distributedPanel } from './distributed';
 import { flamePanel } from './flame';
 import { hardwarePanel } from './hardware';
 import { columnLabel, DataTable, formatCell, isDeviceColumn, isNumericColumn, rowFigures, SortDir } from './table';
@@ -31,6 +32,7 @@ export const TAB_NAMES = [
   'Overview',
   'Operators',
   'Kernels',
+  'Distributed',
   'Hardware',
   'Memory',
   'Cell lines',
@@ -243,6 +245,7 @@ export class ReportView {
       Overview: () => this.buildOverview(),
       Operators: () => this.buildOperators(),
       Kernels: () => this.buildKernels(),
+      Distributed: () => distributedPanel(r.distributed!),
       Hardware: () => hardwarePanel(r.hardware!, r.charts),
       Memory: () => this.buildMemory(),
       'Cell lines': () => linesPanel(r.lines, this.deviceTime),
@@ -255,7 +258,7 @@ export class ReportView {
     for (const name of TAB_NAMES) {
       const shown = r.tabs
         ? r.tabs.includes(name)
-        : !((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Flame graph' && !r.flame));
+        : !((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Distributed' && !r.distributed) || (name === 'Flame graph' && !r.flame));
       if (!shown) {
         continue;
       }
