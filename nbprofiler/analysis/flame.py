@@ -69,7 +69,13 @@ class _Nodes:
 def flame_nodes(tree: OperatorTree, cell_filename: str | None) -> pd.DataFrame:
     """The flame graph's nodes, parents before children: ``id, parent, depth, name, kind,
     host_us, device_us`` with ``kind`` one of root, frame, module, operator, kernel (see the
-    module docstring for what the times hold). Node 0 is the root; ``parent`` is -1 there."""
+    module docstring for what the times hold). Node 0 is the root; ``parent`` is -1 there. A run
+    without operators has no flame graph: no rows, as every table of a run that recorded nothing."""
+    if len(tree.index) == 0:
+        return pd.DataFrame({"id": pd.Series(dtype=np.int64), "parent": pd.Series(dtype=np.int64),
+                             "depth": pd.Series(dtype=np.int64), "name": pd.Series(dtype=object),
+                             "kind": pd.Series(dtype=object), "host_us": pd.Series(dtype=np.float64),
+                             "device_us": pd.Series(dtype=np.float64)})[FLAME_COLUMNS]
     t = tree.table
     nodes = _Nodes()
     top = np.flatnonzero(tree.parent < 0)

@@ -46,11 +46,11 @@ import {
 } from './lab.mjs';
 
 const MARKER = process.env.NBP_TRAINING_MARKER ?? 'for x, y in train_loader';
-const REQUIRED_EXPLORER_TABS = ['Overview', 'Operators', 'Hardware', 'Memory', 'Timeline', 'Suggestions', 'Export'];
+const REQUIRED_EXPLORER_TABS = ['Overview', 'Operators', 'Hardware', 'Memory', 'Flame graph', 'Timeline', 'Suggestions', 'Export'];
 const OPTIONAL_EXPLORER_TABS = ['Kernels', 'Cell lines', 'Modules'];
 // A CPU run without --stack or --modules: the views with content (no Kernels, Cell lines or Modules); the
 // Overview says which flags would add the last two.
-const RENDERER_TABS = ['Overview', 'Operators', 'Hardware', 'Memory', 'Timeline', 'Suggestions', 'Export'];
+const RENDERER_TABS = ['Overview', 'Operators', 'Hardware', 'Memory', 'Flame graph', 'Timeline', 'Suggestions', 'Export'];
 /** Index of the training cell among the notebook's cells. */
 async function trainingIndex() {
   const index = await page.evaluate(marker => {

@@ -15,7 +15,7 @@ try {
   const result = await page.evaluate(() => {
     const size = el => parseFloat(getComputedStyle(el).fontSize);
     const report = document.querySelector('.nbp');
-    const charts = Array.from(document.querySelectorAll('svg.nbp-chart')).map(svg => {
+    const charts = Array.from(document.querySelectorAll('svg.nbp-chart:not(.nbp-flame)')).map(svg => {
       const drawn = svg.getBoundingClientRect().width;
       const scale = drawn / svg.viewBox.baseVal.width;
       const texts = Array.from(svg.querySelectorAll('text'));
