@@ -30,6 +30,9 @@ from typing import Any
 import pytest
 from browser.prerequisites import missing
 
+from nbprofiler.render.bundle import mimebundle
+from nbprofiler.render.frontend import MIME_TYPE
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "browser" / "lab_e2e.mjs"
 TRY_IT_SCRIPT = ROOT / "tests" / "browser" / "try_it_e2e.mjs"
@@ -213,6 +216,19 @@ def write_notebook(path: Path, *sources: str) -> Path:
                 "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
                 "nbformat": 4, "nbformat_minor": 5}
     path.write_text(json.dumps(notebook, indent=1))
+    return path
+
+
+def saved_output_notebook(path: Path, report: Any, source: Path) -> Path:
+    """A notebook whose first cell holds ``report``'s saved output (text, HTML and the extension's payload,
+    no explorer: what a notebook saved after a run holds once its kernel is gone), and whose second cell
+    loads ``source`` (a trace file or a folder of ranks) again."""
+    bundle = mimebundle(report, include={"text/plain", "text/html", MIME_TYPE})
+    notebook = json.loads(write_notebook(path, f"nbprofiler.load({str(source)!r})",
+                                         f"import nbprofiler\nnbprofiler.load({str(source)!r})").read_text())
+    notebook["cells"][0].update(execution_count=1, outputs=[{"output_type": "display_data", "data": bundle,
+                                                             "metadata": {}}])
+    path.write_text(json.dumps(notebook, allow_nan=False))
     return path
 
 

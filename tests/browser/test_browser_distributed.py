@@ -6,48 +6,28 @@ straggler's row marked; the notebook's second cell runs ``nbprofiler.load(<folde
 explorer's Distributed tab shows the same."""
 from __future__ import annotations
 
-import importlib.util
-import json
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import shared_trace
-from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
+from test_browser import ROOT, SHOTS, _run_in_lab, saved_output_notebook
 
 import nbprofiler
-from nbprofiler.render.bundle import mimebundle
-from nbprofiler.render.frontend import MIME_TYPE
 from nbprofiler.render.hardware import cell_text
+
+sys.path.insert(0, str(ROOT / "bench"))
+from many_ranks import write_ranks  # the benchmark's own generator
 
 SCRIPT = ROOT / "tests" / "browser" / "distributed_e2e.mjs"
 
 pytestmark = pytest.mark.slow
 
 
-def write_ranks(folder: Path) -> None:
-    spec = importlib.util.spec_from_file_location("many_ranks", ROOT / "bench" / "many_ranks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write_ranks(shared_trace("a100_nccl_distributed"), folder, 3, 1)
-
-
-def saved_notebook(path: Path, folder: Path) -> Path:
-    """A notebook whose first cell holds the folder's saved report (no explorer) and whose second loads it."""
-    report = nbprofiler.load(folder)
-    bundle = mimebundle(report, include={"text/plain", "text/html", MIME_TYPE})
-    notebook = json.loads(write_notebook(path, f"nbprofiler.load({str(folder)!r})",
-                                         f"import nbprofiler\nnbprofiler.load({str(folder)!r})").read_text())
-    notebook["cells"][0].update(execution_count=1, outputs=[{"output_type": "display_data", "data": bundle,
-                                                             "metadata": {}}])
-    path.write_text(json.dumps(notebook, allow_nan=False))
-    return path
-
-
 def test_the_distributed_tab_shows_each_rank_and_the_straggler_saved_and_live(tmp_path: Path) -> None:
     folder = tmp_path / "ranks"
-    write_ranks(folder)
-    notebook = saved_notebook(tmp_path / "distributed.ipynb", folder)
+    write_ranks(shared_trace("a100_nccl_distributed"), folder, 3, 1)
+    notebook = saved_output_notebook(tmp_path / "distributed.ipynb", nbprofiler.load(folder), folder)
     result = _run_in_lab(tmp_path / "lab", SCRIPT, notebook, SHOTS / "distributed", timeout=300)
     report = nbprofiler.load(folder)
     comparison = report.rank_comparison.set_index("rank")

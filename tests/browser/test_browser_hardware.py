@@ -6,16 +6,13 @@ achieved FLOP/s and bound; the same trace loaded by the kernel shows the same la
 scatter in the explorer's Hardware tab."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from conftest import shared_report, shared_trace
-from test_browser import ROOT, SHOTS, _run_in_lab, write_notebook
+from test_browser import ROOT, SHOTS, _run_in_lab, saved_output_notebook
 
 from nbprofiler.format import fmt_bytes, fmt_rate, fmt_si
-from nbprofiler.render.bundle import mimebundle
-from nbprofiler.render.frontend import MIME_TYPE
 from nbprofiler.render.chart_svg import point_hover
 from nbprofiler.render.hardware import KERNEL_ROOFLINE_HELP
 from nbprofiler.render.payload import report_payload
@@ -27,18 +24,8 @@ pytestmark = pytest.mark.slow
 
 
 def saved_notebook(path: Path, trace_name: str = TRACE) -> Path:
-    """A notebook whose first cell holds the report's saved output (text, HTML and the extension's payload,
-    no explorer): what a notebook saved after a %%torchprofile run holds once its kernel is gone; its
-    second cell loads the same trace."""
-    report = shared_report(trace_name)
-    bundle = mimebundle(report, include={"text/plain", "text/html", MIME_TYPE})
-    trace = shared_trace(trace_name)
-    notebook = json.loads(write_notebook(path, f"nbprofiler.load({str(trace)!r})",
-                                         f"import nbprofiler\nnbprofiler.load({str(trace)!r})").read_text())
-    notebook["cells"][0].update(execution_count=1, outputs=[{"output_type": "display_data", "data": bundle,
-                                                             "metadata": {}}])
-    path.write_text(json.dumps(notebook, allow_nan=False))
-    return path
+    """A notebook whose first cell holds the shared trace's saved report and whose second loads the trace."""
+    return saved_output_notebook(path, shared_report(trace_name), shared_trace(trace_name))
 
 
 def test_the_saved_hardware_tab_shows_the_launches_and_copies(tmp_path: Path) -> None:

@@ -5,12 +5,11 @@ that trace written as 3 ranks with rank 1 running 1.5x slower (``bench/many_rank
 from __future__ import annotations
 
 import html
-import importlib.util
-from pathlib import Path
+import sys
 
 import numpy as np
 import pytest
-from conftest import shared_report, shared_trace
+from conftest import ROOT, shared_report, shared_trace
 
 import nbprofiler
 from nbprofiler.render.hardware import cell_text
@@ -18,21 +17,14 @@ from nbprofiler.render.html import render_html
 from nbprofiler.render.payload import report_payload
 from nbprofiler.render.widget import Explorer
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def write_ranks(folder: Path) -> None:
-    spec = importlib.util.spec_from_file_location("many_ranks", ROOT / "bench" / "many_ranks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write_ranks(shared_trace("a100_nccl_distributed"), folder, 3, 1)
+sys.path.insert(0, str(ROOT / "bench"))
+from many_ranks import write_ranks  # the benchmark's own generator
 
 
 @pytest.fixture(scope="module")
 def three_ranks(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ranks")
-    write_ranks(folder)
+    write_ranks(shared_trace("a100_nccl_distributed"), folder, 3, 1)
     return nbprofiler.load(folder)
 
 

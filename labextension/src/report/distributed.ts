@@ -10,19 +10,10 @@
  */
 import { IChartSpec, renderChart } from './charts';
 import { h } from './dom';
-import { formatUnit } from './hardware';
-import { Cell } from './types';
+import { isObject, ITableSection, parseSection, unitTable } from './hardware';
 
 /** One table of the view (`key`: "split", "waits", "collectives"); each has a `rank` column. */
-export interface IDistributedSection {
-  key: string;
-  title: string;
-  how: string;
-  columns: string[];
-  labels: string[];
-  units: string[];
-  rows: Cell[][];
-}
+export type IDistributedSection = ITableSection;
 
 export interface IDistributed {
   ranks: number[];
@@ -34,23 +25,8 @@ export interface IDistributed {
   sections: IDistributedSection[];
 }
 
-function isObject(value: unknown): value is { [key: string]: unknown } {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function strs(value: unknown): string[] {
-  return Array.isArray(value) ? value.map(v => (typeof v === 'string' ? v : String(v ?? ''))) : [];
-}
-
 function numbers(value: unknown): number[] {
   return Array.isArray(value) ? value.filter((v): v is number => typeof v === 'number' && Number.isFinite(v)) : [];
-}
-
-function cell(value: unknown): Cell {
-  if (typeof value === 'number') {
-    return Number.isFinite(value) ? value : null;
-  }
-  return typeof value === 'string' || typeof value === 'boolean' ? value : null;
 }
 
 /** The payload's `distributed`, checked; null for a report without distributed data, or saved before the view existed. */
@@ -64,49 +40,21 @@ export function parseDistributed(value: unknown): IDistributed | null {
     straggler: numbers(value.straggler),
     verdict: typeof value.verdict === 'string' ? value.verdict : '',
     chart: isObject(value.chart) ? (value.chart as unknown as IChartSpec) : null,
-    sections: sections.map(s => {
-      const columns = strs(s.columns);
-      return {
-        key: String(s.key ?? ''),
-        title: String(s.title ?? ''),
-        how: String(s.how ?? ''),
-        columns,
-        labels: columns.map((c, i) => strs(s.labels)[i] ?? c),
-        units: columns.map((_, i) => strs(s.units)[i] ?? 'text'),
-        rows: (Array.isArray(s.rows) ? s.rows.filter(Array.isArray) : []).map(r => columns.map((_, i) => cell(r[i])))
-      };
-    })
+    sections: sections.map(parseSection)
   };
 }
 
 function sectionTable(s: IDistributedSection, straggler: number[]): HTMLElement {
-  const numeric = s.units.map(u => u !== 'text');
   const rankAt = s.columns.indexOf('rank');
   return h(
     'div',
     { class: 'nbp-dist-section', 'data-section': s.key },
     h('h4', { class: 'nbp-h' }, s.title),
     h('p', { class: 'nbp-explain' }, s.how),
-    h(
-      'div',
-      { class: 'nbp-table-wrap' },
-      h(
-        'table',
-        { class: 'nbp-table nbp-dist-table' },
-        h('thead', null, h('tr', null, ...s.labels.map((l, i) => h('th', { scope: 'col', class: numeric[i] ? 'nbp-num' : null }, l)))),
-        h(
-          'tbody',
-          null,
-          ...s.rows.map(r =>
-            h(
-              'tr',
-              { class: rankAt >= 0 && straggler.includes(r[rankAt] as number) ? 'nbp-straggler' : null, 'data-rank': String(r[rankAt] ?? '') },
-              ...r.map((v, i) => h('td', { class: numeric[i] ? 'nbp-num' : 'nbp-text' }, formatUnit(s.units[i], v)))
-            )
-          )
-        )
-      )
-    )
+    unitTable(s, 'nbp-dist-table', r => ({
+      class: rankAt >= 0 && straggler.includes(r[rankAt] as number) ? 'nbp-straggler' : null,
+      'data-rank': String(r[rankAt] ?? '')
+    }))
   );
 }
 

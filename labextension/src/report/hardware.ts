@@ -12,8 +12,9 @@ import { h } from './dom';
 import { formatBytes, formatCount, formatShare, formatSi, formatUs } from './format';
 import { Cell } from './types';
 
-/** One table of the view (`key`: "queues", "stream_idle", "overlap", "copies", "roofline", "collectives"). */
-export interface IHardwareSection {
+/** One table of a view Python lays out (Hardware, Distributed): its words, its columns with the unit
+ *  each reads in, and its raw rows, formatted here by `formatUnit`. */
+export interface ITableSection {
   key: string;
   title: string;
   how: string;
@@ -21,6 +22,10 @@ export interface IHardwareSection {
   labels: string[];
   units: string[];
   rows: Cell[][];
+}
+
+/** One table of the view (`key`: "queues", "stream_idle", "overlap", "copies", "roofline", "collectives"). */
+export interface IHardwareSection extends ITableSection {
   /** The chart (a name in the payload's `charts`) drawn at the section's top, or null. */
   chart: string | null;
 }
@@ -51,8 +56,22 @@ function cell(value: unknown): Cell {
   return typeof value === 'string' || typeof value === 'boolean' ? value : null;
 }
 
-function isObject(value: unknown): value is { [key: string]: unknown } {
+export function isObject(value: unknown): value is { [key: string]: unknown } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A payload's table section, checked: labels and units default per column, rows cut to the columns. */
+export function parseSection(s: { [key: string]: unknown }): ITableSection {
+  const columns = strs(s.columns);
+  return {
+    key: String(s.key ?? ''),
+    title: String(s.title ?? ''),
+    how: String(s.how ?? ''),
+    columns,
+    labels: columns.map((c, i) => strs(s.labels)[i] ?? c),
+    units: columns.map((_, i) => strs(s.units)[i] ?? 'text'),
+    rows: (Array.isArray(s.rows) ? s.rows.filter(Array.isArray) : []).map(r => columns.map((_, i) => cell(r[i])))
+  };
 }
 
 /** The payload's `hardware`, checked; null when the report was saved before the view existed. */
@@ -67,19 +86,7 @@ export function parseHardware(value: unknown): IHardware | null {
     device: typeof value.device === 'string' ? value.device : '',
     deviceFacts: pairs(value.device_facts),
     launchFacts: pairs(value.launch_facts),
-    sections: sections.map(s => {
-      const columns = strs(s.columns);
-      return {
-        key: String(s.key ?? ''),
-        title: String(s.title ?? ''),
-        how: String(s.how ?? ''),
-        columns,
-        labels: columns.map((c, i) => strs(s.labels)[i] ?? c),
-        units: columns.map((_, i) => strs(s.units)[i] ?? 'text'),
-        chart: typeof s.chart === 'string' ? s.chart : null,
-        rows: (Array.isArray(s.rows) ? s.rows.filter(Array.isArray) : []).map(r => columns.map((_, i) => cell(r[i])))
-      };
-    })
+    sections: sections.map(s => ({ ...parseSection(s), chart: typeof s.chart === 'string' ? s.chart : null }))
   };
 }
 
@@ -121,7 +128,6 @@ function facts(list: [string, string][], cls: string): HTMLElement {
 }
 
 function sectionTable(s: IHardwareSection, charts: { [name: string]: unknown }): HTMLElement {
-  const numeric = s.units.map(u => u !== 'text');
   const chart = s.chart ? (charts[s.chart] as IChartSpec | undefined) : undefined;
   return h(
     'div',
@@ -129,19 +135,30 @@ function sectionTable(s: IHardwareSection, charts: { [name: string]: unknown }):
     h('h4', { class: 'nbp-h' }, s.title),
     h('p', { class: 'nbp-explain' }, s.how),
     chart ? renderChart(chart) : null,
+    unitTable(s, `nbp-hw-table nbp-hw-${s.key.replace(/[^a-z_]/g, '')}`)
+  );
+}
+
+/** A section's rows as a table in its scroll box, each value in its column's unit; `rowAttributes`
+ *  gives a row's own attributes (the Distributed view marks the straggler's). */
+export function unitTable(
+  s: ITableSection,
+  className: string,
+  rowAttributes: (row: Cell[]) => { [name: string]: string | null } | null = () => null
+): HTMLElement {
+  const numeric = s.units.map(u => u !== 'text');
+  return h(
+    'div',
+    { class: 'nbp-table-wrap' },
     h(
-      'div',
-      { class: 'nbp-table-wrap' },
+      'table',
+      { class: `nbp-table ${className}` },
+      h('thead', null, h('tr', null, ...s.labels.map((l, i) => h('th', { scope: 'col', class: numeric[i] ? 'nbp-num' : null }, l)))),
       h(
-        'table',
-        { class: `nbp-table nbp-hw-table nbp-hw-${s.key.replace(/[^a-z_]/g, '')}` },
-        h('thead', null, h('tr', null, ...s.labels.map((l, i) => h('th', { scope: 'col', class: numeric[i] ? 'nbp-num' : null }, l)))),
-        h(
-          'tbody',
-          null,
-          ...s.rows.map(r =>
-            h('tr', null, ...r.map((v, i) => h('td', { class: numeric[i] ? 'nbp-num' : 'nbp-text' }, formatUnit(s.units[i], v))))
-          )
+        'tbody',
+        null,
+        ...s.rows.map(r =>
+          h('tr', rowAttributes(r), ...r.map((v, i) => h('td', { class: numeric[i] ? 'nbp-num' : 'nbp-text' }, formatUnit(s.units[i], v))))
         )
       )
     )
