@@ -39,6 +39,11 @@ class ProfileOptions:
     active: int = _option(3, "Steps recorded in each cycle (default {default}).")
     repeat: int = _option(1, "Number of wait/warmup/active cycles; 0 repeats until the cell ends (default {default}).")
     skip_first: int = _option(0, "Steps to ignore before the first cycle (default {default}).")
+    # Watch a whole run: a cycle every N steps until the cell ends, each reduced to a row of
+    # ``report.cycles`` as it finishes (``capture/cycles.py``), so memory grows with the cycles, not the steps.
+    every: int | None = _option(None, "Profile --active steps every N steps until the cell ends, one row of "
+                                      "report.cycles per cycle (sets --wait to N - warmup - active, --repeat to 0).",
+                                metavar="N")
     step_on: StepOn = _option("auto", f"What ends a step: {'|'.join(STEP_ON_CHOICES)} (default {{default}}: optimizer "
                                       "steps, else DataLoader batches; nbprofiler.step() always).")
     iterations: int | None = _option(None, "Run the cell body N times, each run one step (for cells with no loop).",
@@ -62,13 +67,16 @@ class ProfileOptions:
 
     def __post_init__(self) -> None:
         counts = (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 0), ("skip_first", 0), ("top", 1))
-        for name, low in counts + ((("iterations", 1),) if self.iterations is not None else ()):
+        optional = tuple((name, 1) for name in ("iterations", "every") if getattr(self, name) is not None)
+        for name, low in counts + optional:
             value = getattr(self, name)
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
                 raise OptionError(long_flag(name), f"must be a whole number >= {low}, got {value!r}")
             # np.int64(3) from a config or a sweep is a whole number too; torch's schedule
             # and the report want plain ints.
             object.__setattr__(self, name, int(value))
+        if self.every is not None:
+            self._every_schedule()
         if self.step_on not in STEP_ON_CHOICES:
             raise OptionError("--step-on", f"must be one of {', '.join(STEP_ON_CHOICES)}, got {self.step_on!r}")
         if self.device not in DEVICE_CHOICES:
@@ -77,6 +85,21 @@ class ProfileOptions:
             raise OptionError("--sort", f"must be one of {', '.join(SORT_KEYS)}, got {self.sort!r}")
         if self.trace is not None and not str(self.trace).endswith((".json", ".json.gz")):
             raise OptionError("--trace", f"the file name must end in .json or .json.gz, got {self.trace!r}")
+
+    def _every_schedule(self) -> None:
+        """``--every N``: cycles of N steps, repeated until the cell ends. The wait fills the cycle
+        (set again on each ``replace``, so a new N or warmup gives a new wait); a ``--repeat``
+        other than 0 or its default contradicts "until the cell ends" and is refused."""
+        every = int(self.every or 0)
+        least = self.warmup + self.active
+        if every < least:
+            raise OptionError("--every", f"must be at least --warmup + --active ({self.warmup} + {self.active} = "
+                                         f"{least}), got {every}")
+        if self.repeat not in (0, 1):
+            raise OptionError("--repeat", f"cannot be combined with --every, which repeats until the cell ends; "
+                                          f"got {self.repeat}")
+        object.__setattr__(self, "wait", every - least)
+        object.__setattr__(self, "repeat", 0)
 
     def replace(self, **changes: Any) -> "ProfileOptions":
         """A copy with ``changes``; an unknown name is an ``OptionError`` listing the options.

@@ -226,6 +226,9 @@ class RunRecord:
     # comparison of two runs says when the machine, not the change, may explain a difference.
     other_cores: float | None = None
     facts: CaptureFacts = CaptureFacts()
+    # --every: one row per profiler cycle, as ``report/cycle_summary.py`` made it while the run went
+    # on (``report.cycles``); None for a run without --every.
+    cycles: pd.DataFrame | None = None
     # Notes already in words: one added after the report was made (the history could not keep the
     # run), and, in a run saved before ``facts`` were recorded, the capture's own.
     notes: list[str] = field(default_factory=list)

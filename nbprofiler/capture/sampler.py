@@ -138,26 +138,53 @@ class StepSampler:
         if self.cuda:
             self._read_finished(wait=True)
         self._drop_partial_step()
-        n = self.count
-        wall = list(self.host_ms)
-        if self.cuda:
-            wall = [h if math.isnan(d) else max(h, d) for h, d in zip(wall, self.device_ms)]
+        return self.window(0).frame()
+
+    def window(self, first: int) -> "SampledWindow":
+        """A copy of the steps from ``first`` to the last completed one, without waiting for the
+        device: the steps of a cycle that just ended, to be made into its summary on another
+        thread while the loop goes on (a step whose device time is still pending has its host time)."""
+        n = min(len(c) for c in self._columns())  # a step half-appended is not complete
+        columns = {name: column[first:n] for name, column in zip(self._column_names(), self._columns())}
+        return SampledWindow(first, self.options, columns)
+
+    def _column_names(self) -> tuple[str, ...]:
+        """The names ``_columns`` are known by in ``report.steps``."""
+        cuda_only = ("mem_peak_bytes", "mem_reserved_bytes", "device_ms") if self.cuda else ()
+        memory = "mem_allocated_bytes" if self.cuda else "rss_bytes"
+        return ("host_ms", "dataloader_ms", "batches", "samples", memory) + cuda_only
+
+
+class SampledWindow:
+    """Steps ``first`` on, as the sampler's columns held them: made into ``report.steps``' rows by ``frame``."""
+
+    def __init__(self, first: int, options: ProfileOptions, columns: dict[str, array]) -> None:
+        self.first = first
+        self.options = options
+        self.columns = columns
+
+    def frame(self) -> pd.DataFrame:
+        """The steps as ``report.steps`` has them: a step's wall time is the longer of its host
+        time and, on CUDA, its device time."""
+        c = self.columns
+        n = len(c["host_ms"])
+        wall = list(c["host_ms"])
+        if "device_ms" in c:
+            wall = [h if math.isnan(d) else max(h, d) for h, d in zip(wall, c["device_ms"])]
+        steps = range(self.first, self.first + n)
         df = pd.DataFrame(
             {
-                "step": range(n),
-                "phase": [self.options.phase_of(i) for i in range(n)],
+                "step": steps,
+                "phase": [self.options.phase_of(i) for i in steps],
                 "wall_ms": wall,
-                "dataloader_ms": list(self.dataloader_ms),
-                "batches": list(self.batches),
-                "samples": list(self.samples),
+                "dataloader_ms": list(c["dataloader_ms"]),
+                "batches": list(c["batches"]),
+                "samples": list(c["samples"]),
             }
         )
-        if self.cuda:
-            df["mem_allocated_bytes"] = list(self.mem_a)
-            df["mem_peak_bytes"] = list(self.mem_peak)
-            df["mem_reserved_bytes"] = list(self.mem_reserved)
-        else:
-            df["rss_bytes"] = list(self.mem_a)
+        for name in ("mem_allocated_bytes", "mem_peak_bytes", "mem_reserved_bytes", "rss_bytes"):
+            if name in c:
+                df[name] = list(c[name])
         return df
 
 

@@ -36,6 +36,7 @@ from ..records import CaptureFacts, LoaderRecord, RunRecord, UnwrittenOutput
 from ..trace.table import DeviceInfo
 from ..trace.writers import write_tensorboard, write_trace
 from .ctrl_c import ctrl_c_held
+from .cycles import CycleReducer, FinishedCycle, Summarize
 from .hooks import StepHooks
 from .lines import LineRecorder
 from .loaders import named
@@ -63,7 +64,8 @@ class ProfileRun:
     def __init__(self, options: ProfileOptions, make_report: MakeReport, namespace: dict[str, Any] | None = None,
                  cell_source: str | None = None, cell_filename: str | None = None,
                  on_step: Callable[["ProfileRun"], None] | None = None,
-                 cell_key: str | None = None, notebook: str | None = None, cell_calls: tuple[str, ...] = ()) -> None:
+                 cell_key: str | None = None, notebook: str | None = None, cell_calls: tuple[str, ...] = (),
+                 summarize_cycle: Summarize | None = None) -> None:
         self.options = options
         self.make_report = make_report
         self.namespace = namespace
@@ -83,6 +85,9 @@ class ProfileRun:
         # trace; only the latest is kept, so --repeat 0 over a long cell holds one.
         self._trace: bytes | None = None
         self._cycles = 0
+        # --every: each cycle's trace made into a row of report.cycles as it ends (capture/cycles.py)
+        self._device_info: DeviceInfo | None = None
+        self._cycle_rows = CycleReducer(summarize_cycle) if options.every and summarize_cycle else None
         self._prof: torch.profiler.profile | None = None
         self._boundaries: dict[str, int] = {}
         self._t_start = 0.0
@@ -169,6 +174,10 @@ class ProfileRun:
             raw = restore_names(Path(tmp).read_bytes(), prof)
             self._trace = raw
             self._cycles += 1
+            if self._cycle_rows is not None:
+                first = self.sampler.count - self.options.cycle_length  # the cycle's wait, warmup and active steps
+                self._cycle_rows.add(FinishedCycle(self._cycles, raw, self.sampler.window(max(first, 0)),
+                                                   self._device()))
             if self.options.tensorboard:
                 self._write_output("--tensorboard", write_tensorboard, raw, self.options.tensorboard)
         except Exception as exc:  # noqa: BLE001 - any failure of torch's export: the report shows it
@@ -368,7 +377,7 @@ class ProfileRun:
             self._write_outputs(self._trace)
         return RunRecord(
             options=self.options,
-            device=_live_device(self.cuda),
+            device=self._device(),
             steps=self.sampler.frame(),
             loaders=tuple(self.hooks.loaders.values()),
             step_source=self._step_source(),
@@ -385,7 +394,14 @@ class ProfileRun:
             wall_s=wall_s,
             other_cores=others,
             facts=self._facts(),
+            cycles=None if self._cycle_rows is None else self._cycle_rows.table(),
         )
+
+    def _device(self) -> DeviceInfo:
+        """The device the run ran on, read once: each cycle's summary and the record share it."""
+        if self._device_info is None:
+            self._device_info = _live_device(self.cuda)
+        return self._device_info
 
     def _facts(self) -> CaptureFacts:
         """What happened during the capture that the report's notes tell: what was not recorded,

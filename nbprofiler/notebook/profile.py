@@ -24,6 +24,7 @@ from ..measure.loader_check import check_rebuilt_loaders
 from ..options import ProfileOptions
 from ..records import RunRecord
 from ..report import Report
+from ..report.cycle_summary import cycle_summary
 
 _last_report: Report | None = None
 
@@ -35,7 +36,7 @@ def live_run(options: ProfileOptions, namespace: dict[str, Any] | None = None, c
     cell's ``namespace`` and ``source``, the names the cell calls are watched for its model."""
     return ProfileRun(options, functools.partial(_report, namespace), namespace=namespace, cell_source=cell_source,
                       cell_filename=cell_filename, on_step=on_step, cell_key=cell_key, notebook=notebook,
-                      cell_calls=tuple(called_names(cell_source)))
+                      cell_calls=tuple(called_names(cell_source)), summarize_cycle=cycle_summary)
 
 
 def _report(namespace: Mapping[str, Any] | None, run: RunRecord, trace: bytes | None) -> Report:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..analysis.cycles import cycle_table
 from ..analysis.event_kinds import of_kind
 from ..analysis.flame import flame_nodes
 from ..analysis.lines import LINE_COLUMNS, cell_lines
@@ -29,8 +30,16 @@ def trace_steps(report: "Report") -> pd.DataFrame:
     if sampled is not None:
         # A step the run never completed (the cell raised, broke out, or ended
         # mid-step) is in the trace but is no whole step: leave it out.
-        steps = steps[steps["step"] < len(sampled)].reset_index(drop=True)
+        # (A cycle's report samples only the cycle's steps: the last one it sampled is what counts.)
+        done = int(sampled["step"].iloc[-1]) + 1 if len(sampled) else 0
+        steps = steps[steps["step"] < done].reset_index(drop=True)
     return steps
+
+
+def cycles(report: "Report") -> pd.DataFrame:
+    """One row per profiler cycle of a ``--every N`` run (``analysis.cycles.CYCLE_COLUMNS``),
+    made as the run went; no row for any other run or a trace file."""
+    return cycle_table(report._recorded(lambda run: run.cycles))
 
 
 def operator_tree(report: "Report") -> OperatorTree:

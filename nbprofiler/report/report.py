@@ -292,6 +292,7 @@ class Report:
     modules = read_only_table(host_tables.modules)
     flame = read_only_table(host_tables.flame)
     steps = read_only_table(host_tables.steps)
+    cycles = read_only_table(host_tables.cycles)
     phases = read_only_table(host_tables.phases)
     memory = read_only_table(memory_tables.memory)
     memory_steps = read_only_table(memory_tables.memory_steps)

@@ -55,6 +55,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from ..analysis.cycles import cycle_table
 from ..records import CaptureFacts, LineMarks, LoaderRecord, RunRecord
 from ..version import __version__
 
@@ -135,7 +136,8 @@ _LoaderJSON = _fields_checked(LoaderRecord, {"wait_ms_by_step": list[tuple[Annot
 # (A list of a Struct made at run time, which mypy cannot see as a type.)
 _FactsJSON = _fields_checked(CaptureFacts, {})
 RunJSON = _fields_checked(RunRecord, {"steps": list[_Column], "loaders": list[_LoaderJSON],  # type: ignore[valid-type]
-                                       "line_marks": LineMarksJSON | None, "facts": _FactsJSON})
+                                       "line_marks": LineMarksJSON | None, "facts": _FactsJSON,
+                                       "cycles": list[_Column] | None})
 # The columns every run's steps table has (the sampler's), each with the check of its values.
 _STEP_COLUMNS: dict[str, Callable[[pd.Series], bool]] = {
     "step": pd.api.types.is_integer_dtype, "phase": pd.api.types.is_string_dtype,
@@ -204,6 +206,7 @@ def run_to_json(run: RunRecord) -> dict[str, Any]:
                  for loader in run.loaders],
         line_marks=None,
         facts=dataclasses.asdict(run.facts),
+        cycles=None if run.cycles is None else frame_to_json(run.cycles),
     )
     return doc
 
@@ -218,6 +221,8 @@ def run_record(run: msgspec.Struct, line_marks: LineMarks | None) -> RunRecord:
     given = _given(run)
     if "facts" in given:
         given["facts"] = CaptureFacts(**_given(given["facts"]))
+    if given.get("cycles") is not None:  # held to the columns and dtypes report.cycles has
+        given["cycles"] = cycle_table(frame_from_json([msgspec.structs.asdict(c) for c in given["cycles"]]))
     given.update(steps=_steps(given["steps"]), line_marks=line_marks,
                  loaders=tuple(LoaderRecord(**{**_given(loader), "wait_ms_by_step": dict(loader.wait_ms_by_step)})
                                for loader in given["loaders"]))

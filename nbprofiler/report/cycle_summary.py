@@ -1,0 +1,83 @@
+"""One row of ``report.cycles``: what a profiler cycle of a ``--every N`` run measured.
+
+A cycle is N steps: most unprofiled (the schedule's wait), the last few profiled. The
+step time, samples/s and data wait come from the sampler's unprofiled steps, which the
+profiler did not slow, and so compare from cycle to cycle as the loop itself ran; the
+breakdown, the top operators and the MFU come from the cycle's trace, through the same
+Report tables a single run's report shows (a Report of the cycle alone, made and dropped
+here, on the capture's background thread). Memory is the sampler's over the whole cycle:
+its peak, and how much it grew from the cycle's first step to its last.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from ..analysis.cycles import PARTS
+from ..options import ProfileOptions
+from ..records import RunRecord
+from ..trace.table import DeviceInfo
+from .report import Report
+
+TOP_OPERATORS = 3
+# The per-step memory each device's sampler records: CUDA's allocated bytes (and their peak), the CPU's RSS.
+_MEMORY = ("mem_allocated_bytes", "rss_bytes")
+_PEAK = ("mem_peak_bytes", "mem_allocated_bytes", "rss_bytes")
+
+
+def cycle_summary(trace: bytes, steps: pd.DataFrame, options: ProfileOptions, device: DeviceInfo) -> dict[str, Any]:
+    """The cycle's row (``analysis.cycles.CYCLE_COLUMNS`` but its number and steps, which the capture adds)."""
+    record = RunRecord(options=options, device=device, steps=steps, loaders=(), step_source="cycle")
+    cycle = Report.from_live(None, record, raw_trace=trace)
+    unprofiled = steps[steps["phase"] == "wait"]
+    timed = unprofiled if len(unprofiled) else steps
+    wall_ms = float(timed["wall_ms"].sum())
+    samples = float(timed["samples"].sum()) if "samples" in timed else math.nan
+    summary = cycle.summary
+    shares = cycle.breakdown_shares() if len(cycle.breakdown) else pd.Series(dtype=float)
+    return {
+        "step_ms": float(timed["wall_ms"].mean()),
+        "samples_per_s": samples / wall_ms * 1e3 if wall_ms > 0 and samples > 0 else math.nan,
+        "data_wait_share": float(timed["dataloader_ms"].sum()) / wall_ms if wall_ms > 0 else math.nan,
+        "profiled_step_ms": _number(summary.get("avg_step_us"), 1e-3),
+        **{f"{part}_share": float(shares.get(part, math.nan)) for part in PARTS},
+        "mem_peak_bytes": _first_column(steps, _PEAK, "max"),
+        "mem_growth_bytes": _growth(steps),
+        "mfu": _number(summary.get("mfu")),
+        "top_operators": _top_operators(cycle),
+        "problem": cycle.trace_problem,
+    }
+
+
+def _number(value: Any, scale: float = 1.0) -> float:
+    return math.nan if value is None else float(value) * scale
+
+
+def _first_column(steps: pd.DataFrame, names: tuple[str, ...], how: str) -> float:
+    for name in names:
+        if name in steps and len(steps):
+            return float(steps[name].agg(how))
+    return math.nan
+
+
+def _growth(steps: pd.DataFrame) -> float:
+    """Memory at the cycle's last step less at its first: what the cycle kept."""
+    for name in _MEMORY:
+        if name in steps and len(steps):
+            return float(steps[name].iloc[-1] - steps[name].iloc[0])
+    return math.nan
+
+
+def _top_operators(cycle: Report) -> str:
+    """The cycle's costliest operators with their share of the operators' time: "aten::addmm 31%; ..."."""
+    ops = cycle.operators
+    if ops.empty:
+        return ""
+    main = "device_self_us" if cycle.has_device_activity else "host_self_us"
+    total = float(ops[main].sum())
+    if total <= 0:
+        return ""
+    top = ops.nlargest(TOP_OPERATORS, main)
+    return "; ".join(f"{name} {value / total:.0%}" for name, value in zip(top["name"], top[main]))
