@@ -28,7 +28,7 @@ NOTHING_TO_IMPROVE = "nothing_to_improve"
 # Every kind of change the rules suggest (rules/, precision.py): what ``--tried KIND`` may name.
 # NOTHING_TO_IMPROVE is not one, being no change to try.
 SUGGESTION_KINDS = ("dataloader", "batch_size", "memory_near_limit", "sync", "launch_bound", "compile", "conv",
-                    "memory_growth", "amp", "tf32", "fp8")
+                    "memory_growth", "amp", "tf32", "fp8", "drift")
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,7 @@ def resample(x: np.ndarray, stat: Callable[..., np.ndarray], rng: np.random.Gene
     return stat(x[idx], axis=1)
 
 
-def _percentiles(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def percentiles(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """The interval's ends, per column of ``values`` (the resamples run along axis 0)."""
     tail = 50 * (1 - confidence)
     low, high = np.percentile(values, [tail, 100 - tail], axis=0)
@@ -228,7 +228,7 @@ def speedup_interval(before: np.ndarray, after: np.ndarray, before_work: np.ndar
     rng = np.random.default_rng(seed)
     ratios = (_resampled_rates(after, after_work, rng, resamples)
               / _resampled_rates(before, before_work, rng, resamples))
-    low, high = _percentiles(ratios, confidence)
+    low, high = percentiles(ratios, confidence)
     return float(low) / (1 + drift), float(high) * (1 + drift)
 
 
@@ -340,7 +340,7 @@ def _delta_interval(b: np.ndarray, a: np.ndarray, seed: int) -> tuple[np.ndarray
         return nan, nan
     rng = np.random.default_rng(seed)
     deltas = resample(a, np.mean, rng) - resample(b, np.mean, rng)
-    return _percentiles(deltas, CONFIDENCE)
+    return percentiles(deltas, CONFIDENCE)
 
 
 def _share(means: np.ndarray, i: int) -> float:

@@ -33,9 +33,10 @@ from .store import HistoryError, transaction
 if TYPE_CHECKING:
     from .record import RunId
 
-# Tables a stored run has without the trace: ``steps`` is the RunRecord's, and a live run has
+# Tables a stored run has without the trace: ``steps`` and ``cycles`` are the RunRecord's (``drift``
+# is made from them), and a live run has
 # one rank, so no rank comparison to lack.
-_NOT_LACKING = ("steps", "rank_comparison")
+_NOT_LACKING = ("steps", "cycles", "drift", "rank_comparison")
 LISTED = ("run_id", "when", "notebook", "cell", "device", "steps_run", "steps", "avg_step_ms", "samples_per_s",
           "top_suggestion", "error", "trace_path")
 _LISTED_SQL = ("SELECT run_id, ran_at, notebook, cell, device, steps_run, steps, avg_step_us / 1000.0, samples_per_s, "

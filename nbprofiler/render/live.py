@@ -24,14 +24,16 @@ from __future__ import annotations
 import html
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import frontend
+from . import frontend, live_chart
 
 if TYPE_CHECKING:
     from ..report import Report
 
 _MIN_INTERVAL_S = 0.1  # at most ten updates a second, whatever the step rate
+_CHART_INTERVAL_S = 1.0  # a run with --every shows its chart, redrawn at most once a second
 _STYLE = ("font-family:system-ui,sans-serif;font-size:12px;padding:2px 0;"
           "color:var(--jp-content-font-color2,var(--vscode-descriptionForeground,#555))")
 
@@ -53,34 +55,39 @@ class LiveStatus:
     def text(run: Any) -> str:
         per_step = run.last_step_s
         rate = f" · {per_step:.2f} s/step" if per_step is not None else ""
-        return f"nbprofiler: step {run.steps_done} · {phase_text(run)}{rate}"
+        every = getattr(getattr(run, "options", None), "every", None)
+        cycle = f" · cycle {cycle_of(run) + 1}" if every else ""
+        return f"nbprofiler: step {run.steps_done}{cycle} · {phase_text(run)}{rate}"
 
     def start(self, run: Any) -> None:
         """Show the line before the profiler starts: its first display (importing ipywidgets,
         opening a comm) takes up to half a second, which must not land in a profiled step."""
         if self.enabled and self.mode is None:
-            self._start(self.text(run))
+            self._start(self.text(run), None)
             self._last = time.monotonic()
 
     def update(self, run: Any) -> None:
         if not self.enabled:
             return
         now = time.monotonic()
-        if now - self._last < _MIN_INTERVAL_S:
+        chart = _chart(run)
+        if now - self._last < (_MIN_INTERVAL_S if chart is None else _CHART_INTERVAL_S):
             return
         self._last = now
         text = self.text(run)
+        series = chart() if chart is not None else None
         if self.mode is None:
-            self._start(text)
+            self._start(text, series)
         elif self.mode == "widget":
-            self._widget.value = _status_html(text)
+            self._widget.value = _status_html(text, series)
         elif self.mode == "display":
-            self._handle.update({"text/plain": text}, raw=True)
+            self._handle.update(_status_bundle(text, series), raw=True)
         else:
-            sys.stdout.write("\r\x1b[2K" + text)
+            line = live_chart.text(series) if series is not None else ""
+            sys.stdout.write("\r\x1b[2K" + text + (f" · {line}" if line else ""))
             sys.stdout.flush()
 
-    def _start(self, text: str) -> None:
+    def _start(self, text: str, series: "live_chart.LiveSeries | None") -> None:
         self._watch_clears()
         from IPython import get_ipython
         from IPython.display import display
@@ -88,11 +95,11 @@ class LiveStatus:
         if frontend.widget_frontend():
             import ipywidgets  # deferred: the widget front end's optional dependency, only where it runs
 
-            self._widget = ipywidgets.HTML(_status_html(text))
+            self._widget = ipywidgets.HTML(_status_html(text, series))
             self._handle = display(self._widget, display_id=True)
             self.mode = "widget"  # set last: a Ctrl-C half-way leaves the mode unset, not half-built
         elif getattr(get_ipython(), "kernel", None) is not None:
-            self._handle = display({"text/plain": text}, raw=True, display_id=True)
+            self._handle = display(_status_bundle(text, series), raw=True, display_id=True)
             self.mode = "display"
         else:
             self.mode = "terminal"
@@ -162,5 +169,30 @@ def phase_text(run: Any) -> str:
     return "profiling starts after the skipped steps" if run.steps_done < skip_first else "profiled, the cell runs on"
 
 
-def _status_html(text: str) -> str:
-    return f'<div style="{_STYLE}">{html.escape(text)}</div>' if text else ""
+def cycle_of(run: Any) -> int:
+    """The profiler cycle a ``--every`` run's current step is in (0 for the first)."""
+    o = run.options
+    return max(run.steps_done - o.skip_first, 0) // o.cycle_length
+
+
+def _chart(run: Any) -> "Callable[[], live_chart.LiveSeries] | None":
+    """How to read the chart's figures, for a ``--every`` run (None for any other): deferred, so a
+    status update that is too soon copies nothing."""
+    options, sampler = getattr(run, "options", None), getattr(run, "sampler", None)
+    if options is None or sampler is None or not getattr(options, "every", None):
+        return None
+    return lambda: live_chart.series_of(sampler.host_ms, sampler.mem_a, sampler.cuda, options.cycle_length,
+                                        options.skip_first)
+
+
+def _status_html(text: str, series: "live_chart.LiveSeries | None" = None) -> str:
+    chart = live_chart.svg(series) if series is not None else ""
+    return f'<div style="{_STYLE}">{html.escape(text)}{chart and "<br>" + chart}</div>' if text else ""
+
+
+def _status_bundle(text: str, series: "live_chart.LiveSeries | None") -> dict[str, str]:
+    """The line for a front end without widgets: text, and the chart as HTML beside it where it has one."""
+    if series is None:
+        return {"text/plain": text}
+    line = live_chart.text(series)
+    return {"text/plain": text + (f"\n{line}" if line else ""), "text/html": _status_html(text, series)}

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..analysis.compare import run_drift
 from ..analysis.cycles import cycle_table
+from ..analysis.drift import DRIFT_COLUMNS, drift as cycles_drift
 from ..analysis.event_kinds import of_kind
 from ..analysis.flame import flame_nodes
 from ..analysis.lines import LINE_COLUMNS, cell_lines
@@ -17,6 +19,7 @@ from ..analysis.modules import module_table
 from ..analysis.operators import OperatorTree, operator_table as grouped_operators
 from ..analysis.phases import step_phases
 from ..analysis.steps import dataloader_names, profiler_steps, step_of
+from ..render import bundle
 from ..trace.table import Kind
 
 if TYPE_CHECKING:
@@ -40,6 +43,17 @@ def cycles(report: "Report") -> pd.DataFrame:
     """One row per profiler cycle of a ``--every N`` run (``analysis.cycles.CYCLE_COLUMNS``),
     made as the run went; no row for any other run or a trace file."""
     return cycle_table(report._recorded(lambda run: run.cycles))
+
+
+def drift(report: "Report") -> pd.DataFrame:
+    """Where a later cycle of a ``--every N`` run differs from the first ones beyond noise
+    (``analysis.drift``): one row per measure that drifted; none on a steady run."""
+    run, cycles = report.run, report.cycles
+    if run is None or cycles.empty:
+        return pd.DataFrame(columns=list(DRIFT_COLUMNS))
+    main = max(run.loaders, key=lambda r: r.batches) if run.loaders else None
+    return cycles_drift(run.steps, cycles, bundle.LABELS, run_drift((run.other_cores, run.other_cores)),
+                        main.num_workers if main is not None else None)
 
 
 def operator_tree(report: "Report") -> OperatorTree:

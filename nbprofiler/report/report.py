@@ -293,6 +293,7 @@ class Report:
     flame = read_only_table(host_tables.flame)
     steps = read_only_table(host_tables.steps)
     cycles = read_only_table(host_tables.cycles)
+    drift = read_only_table(host_tables.drift)
     phases = read_only_table(host_tables.phases)
     memory = read_only_table(memory_tables.memory)
     memory_steps = read_only_table(memory_tables.memory_steps)

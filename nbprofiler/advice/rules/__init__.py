@@ -30,6 +30,7 @@ from ..code_check import compiled
 from ..suggestion import NOTHING_TO_IMPROVE, Suggestion, Verdict
 from .batch import batch_size_up_rule, cpu_batch_rule
 from .dataloader import dataloader_rule
+from .drift import drift_rule
 from .facts import Facts
 from .kernels import amp_rule, conv_rule, fp8_rule, tf32_rule
 from .launches import compile_rule, launch_bound_rule
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 # In the order "nothing to improve" lists what they checked.
 RULES: tuple[Callable[[Facts], list[Verdict]], ...] = (
     dataloader_rule, syncs_not_fixed_by_loader, launch_bound_rule, batch_size_up_rule, memory_near_limit_rule,
-    amp_rule, tf32_rule, fp8_rule, conv_rule, cpu_batch_rule, compile_rule, memory_growth_rule,
+    amp_rule, tf32_rule, fp8_rule, conv_rule, cpu_batch_rule, compile_rule, memory_growth_rule, drift_rule,
 )
 
 
