@@ -85,6 +85,7 @@ def run_row(report: "Report", cell: str | None, notebook: str | None, ran_at: da
         "device": report.device.name,
         "options": _json(dataclasses.asdict(run.options)),
         "steps_run": len(run.steps),
+        "cycles": len(report.cycles),
         "steps": int(summary.get("steps") or 0),
         "avg_step_us": summary.get("avg_step_us"),
         "samples_per_s": summary.get("samples_per_s"),

@@ -33,6 +33,10 @@ Schema version 1, one row per kept run::
     runs_by_cell ON runs(cell, run_id)   -- a cell's runs, for history(cell=) and previous_run
 
 The scalar columns are what ``history()`` lists without decoding any JSON.
+
+Schema version 2 adds ``runs.cycles INTEGER NOT NULL DEFAULT 0``: the profiler cycles of a
+``--every N`` run (the rows of its ``report.cycles``, kept in ``run``), 0 for any other run and
+for the runs kept before it was.
 """
 from __future__ import annotations
 
@@ -65,6 +69,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX runs_by_cell ON runs(cell, run_id)",
     ),
+    ("ALTER TABLE runs ADD COLUMN cycles INTEGER NOT NULL DEFAULT 0",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -37,17 +37,18 @@ if TYPE_CHECKING:
 # is made from them), and a live run has
 # one rank, so no rank comparison to lack.
 _NOT_LACKING = ("steps", "cycles", "drift", "rank_comparison")
-LISTED = ("run_id", "when", "notebook", "cell", "device", "steps_run", "steps", "avg_step_ms", "samples_per_s",
-          "top_suggestion", "error", "trace_path")
-_LISTED_SQL = ("SELECT run_id, ran_at, notebook, cell, device, steps_run, steps, avg_step_us / 1000.0, samples_per_s, "
-               "top_suggestion, error, trace_path FROM runs")
+LISTED = ("run_id", "when", "notebook", "cell", "device", "steps_run", "steps", "cycles", "avg_step_ms",
+          "samples_per_s", "top_suggestion", "error", "trace_path")
+_LISTED_SQL = ("SELECT run_id, ran_at, notebook, cell, device, steps_run, steps, cycles, avg_step_us / 1000.0, "
+               "samples_per_s, top_suggestion, error, trace_path FROM runs")
 
 
 def history(cell: "str | Report | None" = None) -> pd.DataFrame:
     """One row per kept run, oldest first: ``run_id, when`` (UTC), ``notebook, cell, device,
-    steps_run, steps`` (those the average is over), ``avg_step_ms, samples_per_s,
-    top_suggestion, error, trace_path``. ``cell``: a cell's key, or a Report of that cell,
-    for that cell's runs only. ``nbprofiler.stored_run(run_id)`` reloads one."""
+    steps_run, steps`` (those the average is over), ``cycles`` (a ``--every N`` run's profiler
+    cycles, else 0), ``avg_step_ms, samples_per_s, top_suggestion, error, trace_path``.
+    ``cell``: a cell's key, or a Report of that cell, for that cell's runs only.
+    ``nbprofiler.stored_run(run_id)`` reloads one, and its ``cycles`` gives a run's cycles back."""
     key = _cell_key(cell)
     path = history_path()
     if not path.exists():
@@ -101,7 +102,7 @@ def _cell_key(cell: "str | Report | None") -> str | None:
 def _listing(rows: list[Any]) -> pd.DataFrame:
     table = pd.DataFrame.from_records(rows, columns=list(LISTED))
     table["when"] = pd.to_datetime(table["when"], utc=True, format="ISO8601")
-    for column in ("run_id", "steps_run", "steps"):
+    for column in ("run_id", "steps_run", "steps", "cycles"):
         table[column] = table[column].astype("int64")
     return table
 

@@ -83,8 +83,7 @@ class LiveStatus:
         elif self.mode == "display":
             self._handle.update(_status_bundle(text, series), raw=True)
         else:
-            line = live_chart.text(series) if series is not None else ""
-            sys.stdout.write("\r\x1b[2K" + text + (f" · {line}" if line else ""))
+            sys.stdout.write("\r\x1b[2K" + _terminal_line(text, series))
             sys.stdout.flush()
 
     def _start(self, text: str, series: "live_chart.LiveSeries | None") -> None:
@@ -103,7 +102,7 @@ class LiveStatus:
             self.mode = "display"
         else:
             self.mode = "terminal"
-            sys.stdout.write(text)
+            sys.stdout.write(_terminal_line(text, series))
             sys.stdout.flush()
 
     def _watch_clears(self) -> None:
@@ -188,6 +187,12 @@ def _chart(run: Any) -> "Callable[[], live_chart.LiveSeries] | None":
 def _status_html(text: str, series: "live_chart.LiveSeries | None" = None) -> str:
     chart = live_chart.svg(series) if series is not None else ""
     return f'<div style="{_STYLE}">{html.escape(text)}{chart and "<br>" + chart}</div>' if text else ""
+
+
+def _terminal_line(text: str, series: "live_chart.LiveSeries | None") -> str:
+    """The line a terminal rewrites in place: the status, and the chart as text after it."""
+    line = live_chart.text(series) if series is not None else ""
+    return text + (f" · {line}" if line else "")
 
 
 def _status_bundle(text: str, series: "live_chart.LiveSeries | None") -> dict[str, str]:

@@ -84,7 +84,11 @@ def capture_notes(facts: "CaptureFacts", options: "ProfileOptions") -> list[str]
     if facts.unknown_samples:
         notes.append("samples/s is unknown: the steps took no DataLoader batch; pass the step's sample count, "
                      "nbprofiler.step(samples=len(batch))")
-    if facts.cycles > 1:
+    if facts.cycles > 1 and options.every:
+        notes.append(f"{facts.cycles} cycles were recorded (--every {options.every}): report.cycles has one row per "
+                     "cycle, and the trace tables show the last cycle, as torch clears its events after each (the "
+                     "step table shows every step)")
+    elif facts.cycles > 1:
         notes.append(f"{facts.cycles} cycles were recorded (--repeat {options.repeat}); torch clears its events "
                      "after each, so the trace tables show the last cycle (the step table shows every step)")
     notes.extend(f"{out.flag} {out.path}: the trace was not written ({out.reason}); give a path in a writable "

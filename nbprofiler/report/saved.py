@@ -24,7 +24,8 @@ column, missing values as null), ``loaders`` (LoaderRecord's fields, with
 ``wait_ms_by_step`` as ``[step, ms]`` pairs), ``line_marks`` (the two members'
 names, or null), ``facts`` (CaptureFacts' fields, each unwritten output an object of
 UnwrittenOutput's; absent from a file written before they were recorded, whose
-``notes`` hold the capture's notes in words), and the plain fields as they are.
+``notes`` hold the capture's notes in words), ``cycles`` (a ``--every`` run's ``report.cycles``,
+column by column as ``steps``, or null), and the plain fields as they are.
 
 Nothing is pickled, since these files come from other people: everything is JSON
 or a plain numeric array, and reading one trusts nothing in it. A file from a newer

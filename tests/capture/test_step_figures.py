@@ -154,9 +154,9 @@ def test_the_status_lines_start_up_is_in_no_step(ip, monkeypatch):
     pause_s = 0.3
     original = LiveStatus._start
 
-    def slow_start(self, text):
+    def slow_start(self, text, series):
         time.sleep(pause_s)  # as importing ipywidgets and opening the widget's comm can
-        original(self, text)
+        original(self, text, series)
 
     monkeypatch.setattr(LiveStatus, "_start", slow_start)
     ip.run_cell("import time, nbprofiler").raise_error()

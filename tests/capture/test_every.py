@@ -1,0 +1,133 @@
+"""``--every N``: a whole run watched cycle by cycle, and the drift between its cycles.
+
+Real cells in a real IPython shell, with a DataLoader whose collate function stands for the
+loading: it sleeps a fixed time per batch, so that the steady cell's steps are steady on a busy
+machine, and the slowed cell's loading takes several times longer from a known batch on.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from IPython.utils.capture import capture_output
+
+import nbprofiler
+from nbprofiler.advice.rules import verdicts
+from nbprofiler.errors import OptionError
+from nbprofiler.options import ProfileOptions
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from every_memory import TARGET_MB, probe  # the benchmark's own fresh-interpreter probe
+
+pytestmark = pytest.mark.usefixtures("private_tmp", "one_torch_thread")
+
+SETUP = """
+import time, torch, torch.nn as nn, torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data._utils.collate import default_collate
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+batches_seen = 0
+
+def loading(slow_from, slow_s=0.006, steady_s=0.001):
+    def collate(samples):
+        global batches_seen
+        time.sleep(slow_s if slow_from is not None and batches_seen >= slow_from else steady_s)
+        batches_seen += 1
+        return default_collate(samples)
+    return collate
+"""
+CELL = """
+batches_seen = 0
+train_loader = DataLoader(TensorDataset(torch.randn(16_000, 32), torch.randint(0, 4, (16_000,))), batch_size=16,
+                          collate_fn=loading({slow_from}))
+for x, y in train_loader:
+    loss = F.cross_entropy(net(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def run_cell(shell, slow_from: int | None, every: int = 100):
+    shell.run_cell(SETUP).raise_error()
+    with capture_output():
+        shell.run_cell_magic("torchprofile", f"-q -o run --every {every}", CELL.format(slow_from=slow_from))
+    return shell.user_ns["run"]
+
+
+def test_every_sets_a_cycle_of_n_steps_repeated_until_the_cell_ends():
+    options = ProfileOptions(every=200, warmup=1, active=3)
+    assert (options.wait, options.repeat, options.cycle_length) == (196, 0, 200)
+    assert [options.phase_of(s) for s in (0, 195, 196, 197, 199, 200, 397, 4_000, 4_197)] == \
+        ["wait", "wait", "warmup", "active", "active", "wait", "active", "wait", "active"]
+    assert options.replace(active=5).wait == 194  # the wait fills the cycle again
+    with pytest.raises(OptionError, match=r"--every: must be at least --warmup \+ --active \(1 \+ 3 = 4\), got 3"):
+        ProfileOptions(every=3)
+    with pytest.raises(OptionError, match="--repeat: cannot be combined with --every"):
+        ProfileOptions(every=50, repeat=4)
+
+
+def test_a_loader_that_slows_at_step_600_drifts_from_the_cycle_that_holds_it(shell):
+    report = run_cell(shell, slow_from=600)
+    cycles = report.cycles
+    # every cycle of the 1,000 steps, each 100 steps long, each reduced to its row
+    assert cycles["cycle"].tolist() == list(range(1, 11))
+    assert cycles["first_step"].tolist() == list(range(0, 1000, 100))
+    assert cycles["last_step"].tolist() == list(range(99, 1000, 100))
+    assert cycles["problem"].isna().all()
+    drift = report.drift.set_index("measure")
+    assert drift.loc["step_time", "from_cycle"] == 7 and drift.loc["step_time", "from_step"] == 600
+    assert drift.loc["data_wait", "from_cycle"] == 7
+    assert drift.loc["data_wait", "after"] > drift.loc["data_wait", "before"] + 0.1
+    card = next(s for s in report.suggestions if s.kind == "drift")
+    assert card.title.startswith("The run drifted: from cycle 7 (step 600) ")
+    assert "DataLoader" in card.title  # the part of the step that moved
+    assert any(fact.startswith("From cycle 7 (step 600) the data wait rose from ") for fact in card.facts)
+    assert card.claim == "estimate" and card.gain_low <= card.gain <= card.gain_high
+    assert "tune_dataloader(train_loader" in card.detail  # what to measure, in the cell's names
+
+
+def test_a_steady_loop_gets_no_drift(shell):
+    report = run_cell(shell, slow_from=None)
+    assert len(report.cycles) == 10
+    assert report.drift.empty
+    assert all(s.kind != "drift" for s in report.suggestions)
+    checked = {v.check: v for v in verdicts(report)}
+    assert checked["drift across the run's cycles"].state == "passed"
+
+
+def test_each_cycle_row_holds_what_its_own_trace_and_steps_measured(shell):
+    report = run_cell(shell, slow_from=None, every=50)
+    steps, last = report.steps, report.cycles.iloc[-1]
+    # The report's trace tables are the last cycle's: its row was made from the same trace.
+    assert last["profiled_step_ms"] == pytest.approx(report.summary["avg_step_us"] / 1e3)
+    assert report.breakdown_shares()["dataloader"] == pytest.approx(last["dataloader_share"])
+    ops = report.operators.nlargest(3, "host_self_us")["name"].tolist()
+    assert [part.rsplit(" ", 1)[0] for part in last["top_operators"].split("; ")] == ops
+    # the step figures are the cycle's unprofiled steps, as the sampler timed them
+    waiting = steps[(steps["step"] >= last["first_step"]) & (steps["phase"] == "wait")]
+    assert last["step_ms"] == pytest.approx(waiting["wall_ms"].mean())
+    assert last["data_wait_share"] == pytest.approx(waiting["dataloader_ms"].sum() / waiting["wall_ms"].sum())
+    assert last["samples_per_s"] == pytest.approx(waiting["samples"].sum() / waiting["wall_ms"].sum() * 1e3)
+    assert any("trace tables show the last cycle" in note for note in report.notes)
+
+
+def test_cycles_come_back_from_a_saved_report_and_the_history(shell, tmp_path):
+    report = run_cell(shell, slow_from=600)
+    reopened = nbprofiler.load(report.save(tmp_path / "run.nbprof"))
+    assert reopened.cycles.equals(report.cycles)
+    assert reopened.drift.equals(report.drift)
+    listed = nbprofiler.history()
+    row = listed.iloc[-1]
+    assert row["cycles"] == 10
+    stored = nbprofiler.stored_run(int(row["run_id"]))
+    assert stored.cycles.equals(report.cycles)
+    assert stored.drift.loc[0, "from_cycle"] == 7
+
+
+def test_a_20000_step_monitored_run_grows_with_its_cycles_not_its_steps():
+    found = probe(20_000, 200)
+    assert (found["steps"], found["cycles"]) == (20_000, 100)
+    # after its first 3 cycles, 19,400 more steps and 97 more cycles keep the RSS within the target
+    assert found["growth_bytes"] < TARGET_MB * 1e6, found
