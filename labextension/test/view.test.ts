@@ -71,8 +71,8 @@ describe('parseReport', () => {
     expect(r.operators.rows).toEqual([]);
     expect(r.summary.steps_profiled).toBe(0);
     const view = new ReportView(r);
-    // No kernels: no Kernels tab; no hardware, distributed or flame data (a report saved before they existed): none of those.
-    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => !['Kernels', 'Hardware', 'Distributed', 'Flame graph'].includes(name)));
+    // No kernels: no Kernels tab; no hardware, distributed, cycles or flame data (a report saved before they existed): none of those.
+    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => !['Kernels', 'Hardware', 'Distributed', 'Cycles', 'Flame graph'].includes(name)));
     expect(view.node.textContent).toContain('No operators were recorded.');
     expect(r.memory).toEqual({ steps: { columns: [], rows: [] }, growth: [], warnings: [], device: null, figures: [] });
     expect(panel(view, 'Memory').textContent).toContain('This report has no memory data');
@@ -117,8 +117,8 @@ describe('the tabs', () => {
 
   it('keeps every tab it drew before for a payload saved before Python named the tabs, with no "More views" line', () => {
     const view = render('report_cpu_live.json');
-    // Nor the Flame graph or Distributed: a payload saved before they existed has no flame or distributed data.
-    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => !['Kernels', 'Hardware', 'Distributed', 'Flame graph'].includes(name)));
+    // Nor the Flame graph, Distributed or Cycles: a payload saved before they existed has no flame, distributed or cycles data.
+    expect(view.tabNames).toEqual(TAB_NAMES.filter(name => !['Kernels', 'Hardware', 'Distributed', 'Cycles', 'Flame graph'].includes(name)));
     expect(view.node.querySelector('.nbp-more-views')).toBeNull();
   });
 });

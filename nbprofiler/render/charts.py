@@ -97,7 +97,7 @@ def display_bundle(spec: Spec | None, markup: str | None) -> dict[str, Any] | No
     return None if spec is None or markup is None else {CHART_MIME: spec, "text/html": markup}
 
 
-def _values(column: pd.Series | np.ndarray) -> list[float | None]:
+def json_values(column: pd.Series | np.ndarray) -> list[float | None]:
     """A column as JSON numbers, NaN as None."""
     return [None if math.isnan(v) else v for v in np.asarray(column, dtype=np.float64).tolist()]
 
@@ -121,7 +121,8 @@ def _series(key: str, label: str, values: list[float | None], color: str, dash: 
 
 def _step_series(parts: pd.DataFrame, drawn: set[str]) -> list[dict[str, Any]]:
     """One series per breakdown part in ``drawn``, in the parts' order, µs per step."""
-    return [_series(col, LABELS.get(col, col), _values(parts[col]), col) for col in parts.columns[1:] if col in drawn]
+    return [_series(col, LABELS.get(col, col), json_values(parts[col]), col)
+            for col in parts.columns[1:] if col in drawn]
 
 
 def _parts_with_time(*frames: pd.DataFrame) -> set[str]:
@@ -202,7 +203,7 @@ def memory_spec(model: "ReportViewModel") -> Spec | None:
         tensor = (tensor[0] + ", counted from the start of recording", tensor[1])
     panels = []
     for (title, columns), from_zero in ((_RSS, False), (tensor, True)):
-        series = [_series(col, label, _values(table[col]), color, dash)
+        series = [_series(col, label, json_values(table[col]), color, dash)
                   for label, col, color, dash in columns if _has(table, col)]
         if series:
             panels.append(_panel(steps, series, f"{device}: {title}", from_zero, phases))
@@ -236,9 +237,9 @@ def memory_timeline_spec(model: "ReportViewModel") -> Spec | None:
         return None
     rows = _thin(rows)
     since = " since recording began" if bool(rows["reconstructed"].any()) else ""
-    series = [_series("allocated", f"allocated{since}", _values(rows["allocated_bytes"]), "allocated")]
+    series = [_series("allocated", f"allocated{since}", json_values(rows["allocated_bytes"]), "allocated")]
     if np.nansum(rows["reserved_bytes"].to_numpy(np.float64)) > 0:
-        series.append(_series("reserved", "reserved", _values(rows["reserved_bytes"]), "reserved", "dashed"))
+        series.append(_series("reserved", "reserved", json_values(rows["reserved_bytes"]), "reserved", "dashed"))
     markers = ([{"at": float(r.start_us) - t0, "label": f"step {int(r.step)}"} for r in steps.itertuples(index=False)]
                if len(steps) <= MAX_STEP_MARKERS else [])
     x = (rows["ts"].to_numpy(dtype=np.float64) - t0).tolist()
@@ -259,7 +260,7 @@ def kernels_spec(model: "ReportViewModel") -> Spec | None:
         folded = float(by_kind[small].sum())
         by_kind = by_kind[~small]
         by_kind[OTHER] = by_kind.get(OTHER, 0.0) + folded
-    series = [_series("kernel_time", "kernel time", _values(by_kind.to_numpy()), "kernel")]
+    series = [_series("kernel_time", "kernel time", json_values(by_kind.to_numpy()), "kernel")]
     title = f"Kernel time by category (total {fmt_us(total)})"
     return _spec("kernels", "hbars", title, ("category", "category"), ("kernel time", "us"),
                  [_panel([str(k) for k in by_kind.index], series)])

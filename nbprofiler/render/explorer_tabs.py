@@ -26,8 +26,8 @@ from ..analysis.callsites import CallSites, operator_kernels, operator_mask
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from . import charts, view_model
 from .hardware import HOW as HARDWARE_HOW, cell_text
-from .html import (Col, count, distributed_html, esc, hardware_pieces, how, html_table, kernel_roofline_cols,
-                   suggestion_card, us_col)
+from .html import (Col, count, cycles_html, distributed_html, esc, hardware_pieces, how, html_table,
+                   kernel_roofline_cols, suggestion_card, us_col)
 from .output_widget import bundle_output
 from .paged_table import PAGE_ROWS, PagedTable
 from .tab_help import how_html
@@ -232,6 +232,16 @@ def distributed_tab(report: "Report") -> widgets.Widget:
     assert view is not None, "the explorer shows the Distributed tab only for a report with distributed data"
     chart = bundle_output(charts.display_bundle(view.chart, charts.svg(view.chart)))
     return widgets.VBox([w for w in (chart, widgets.HTML(f'<div class="nbp">{distributed_html(view)}</div>'))
+                         if w is not None])
+
+
+def cycles_tab(report: "Report") -> widgets.Widget:
+    """A ``--every`` run's trend, cycle by cycle, with its drift (``view_model.of(report).cycles``), as the
+    static report shows it, the charts drawn by the front end."""
+    view = view_model.of(report).cycles
+    assert view is not None, "the explorer shows the Cycles tab only for a run with cycles"
+    drawn = [bundle_output(charts.display_bundle(c, charts.svg(c))) for c in view.charts]
+    return widgets.VBox([w for w in (*drawn, widgets.HTML(f'<div class="nbp">{cycles_html(view)}</div>'))
                          if w is not None])
 
 

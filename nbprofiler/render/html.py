@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from . import charts, origin, view_model
+from .cycles import CyclesView
 from .distributed import DistributedView
 from .escape import esc
 from .flame import flame_section
-from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, cell_text
+from .hardware import KERNEL_ROOFLINE_HELP, HardwareView, Section, cell_text
 from .style import STYLE
 from ..format import fmt_bytes, fmt_pct, fmt_us, shorten
 from .tabs import more_views, shown_names
@@ -307,8 +308,19 @@ def hardware_section(report: "Report") -> str:
 def distributed_html(view: DistributedView) -> str:
     """The Distributed view's verdict and tables (its chart is drawn apart, above them): the straggler's
     line and rows marked, as the saved view marks them."""
-    out = [f'<div class="{"note nbp-straggler" if view.straggler else "how"}">{esc(view.verdict)}</div>']
-    for section in view.sections:
+    return verdict_html(view.verdict, "note nbp-straggler" if view.straggler else "how", view.sections)
+
+
+def cycles_html(view: CyclesView) -> str:
+    """The Cycles view's verdict (the drift, marked as the saved view marks it) and table; its charts are
+    drawn apart, above them."""
+    return verdict_html(view.verdict, "note nbp-drift" if view.drifted else "how", view.sections)
+
+
+def verdict_html(verdict: str, verdict_class: str, sections: Sequence[Section]) -> str:
+    """A view's one-line verdict, then each of its tables with its title and how to read it."""
+    out = [f'<div class="{verdict_class}">{esc(verdict)}</div>']
+    for section in sections:
         cols = [Col(c, label, partial(cell_text, unit), name=unit == "text") for c, label, unit
                 in zip(section.table.columns, section.labels(), section.units())]
         out += [f"<h4>{esc(section.title)}</h4>", how(section.how), html_table(section.table, cols)]
@@ -318,6 +330,13 @@ def distributed_html(view: DistributedView) -> str:
 def distributed_section(report: "Report") -> str:
     view = view_model.of(report).distributed
     return "" if view is None else f"<h4>Distributed</h4>{charts.svg(view.chart) or ''}{distributed_html(view)}"
+
+
+def cycles_section(report: "Report") -> str:
+    view = view_model.of(report).cycles
+    if view is None:
+        return ""
+    return "<h4>Cycles</h4>" + "".join(charts.svg(c) or "" for c in view.charts) + cycles_html(view)
 
 
 def memory_section(report: "Report") -> str:
@@ -468,7 +487,7 @@ def render_html(report: "Report", standalone: bool = False) -> str:
              f"<h3>nbprofiler report — {esc(render_summary_line(report))}</h3>"]
     parts += [f'<div class="note">{esc(note)}</div>' for note in report.notes]
     for section in (overview_section(report), more_views_html(report),
-                    suggestions_section(report, copy_button=standalone),
+                    suggestions_section(report, copy_button=standalone), cycles_section(report),
                     steps_section(report), operators_section(report), kernels_section(report),
                     lines_section(report) if "Cell lines" in views else "",
                     modules_section(report) if "Modules" in views else "",

@@ -8,7 +8,7 @@ growth[...]}, suggestions[...], charts{name: spec}, timeline (payload or null),
 kernels{columns,rows,total}, lines{columns,rows,why}, modules{columns,rows,total,why},
 flame{columns,rows,total,merged,note,how,has_device} (``flame.flame_payload``, null without operator time),
 saved_from{kind,when,path}, hardware{how,absent,device,device_facts,launch_facts,sections},
-distributed{ranks,straggler,verdict,chart,sections} | null,
+distributed{ranks,straggler,verdict,chart,sections} | null, cycles{verdict,drifted,charts,sections} | null,
 tabs, more_views, made_here, report_token, origin``.
 Keys may be added; none is renamed or removed within schema version 1, and the extension treats every key as optional (a
 payload written before ``memory`` or ``operators.total`` existed still draws).
@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -58,7 +59,7 @@ import pandas as pd
 
 from . import origin, view_model
 from .charts import CHART_NAMES
-from .hardware import HOW, KERNEL_ROOFLINE_HELP
+from .hardware import HOW, KERNEL_ROOFLINE_HELP, Section
 from .html import MAX_MODULE_ROWS
 from .tabs import more_views, shown_names
 from .text import render_summary_line
@@ -173,8 +174,22 @@ def distributed_payload(report: "Report") -> dict[str, Any] | None:
     if view is None:
         return None
     return {"ranks": list(view.ranks), "straggler": list(view.straggler), "verdict": view.verdict, "chart": view.chart,
-            "sections": [{"key": s.key, "title": s.title, "how": s.how, "labels": s.labels(), "units": s.units(),
-                          **table_payload(s.table)} for s in view.sections]}
+            "sections": sections_payload(view.sections)}
+
+
+def cycles_payload(report: "Report") -> dict[str, Any] | None:
+    """The Cycles tab (``cycles.cycles_view``), None for a run without cycles."""
+    view = view_model.of(report).cycles
+    if view is None:
+        return None
+    return {"verdict": view.verdict, "drifted": view.drifted, "charts": list(view.charts),
+            "sections": sections_payload(view.sections)}
+
+
+def sections_payload(sections: Sequence[Section]) -> list[dict[str, Any]]:
+    """A view's tables, each with its title, how to read it, and a label and unit per column."""
+    return [{"key": s.key, "title": s.title, "how": s.how, "labels": s.labels(), "units": s.units(),
+             **table_payload(s.table)} for s in sections]
 
 
 def saved_from(report: "Report") -> dict[str, Any]:
@@ -230,6 +245,7 @@ def report_payload(report: "Report") -> dict[str, Any]:
         "saved_from": saved_from(report),
         "hardware": hardware_payload(report),
         "distributed": distributed_payload(report),
+        "cycles": cycles_payload(report),
         "tabs": list(shown_names(model.tabs)),
         "more_views": more_views(model.tabs),
         "made_here": report.made_here,

@@ -37,6 +37,8 @@ def report_tabs(report: "Report", memory_device: str | None) -> tuple[Tab, ...]:
     return (
         Tab("Overview", True),
         Tab("Operators", True),
+        Tab("Cycles", not report.cycles.empty, "with --every N" if o else "",
+            "the trend of a whole run, cycle by cycle"),
         Tab("Kernels", not report.kernels.empty),
         Tab("Distributed", not report.rank_steps.empty),  # a folder of ranks, or a trace that ran collectives
         Tab("Hardware", True),

@@ -32,7 +32,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from . import charts, distributed, flame, hardware, origin, timeline_data, views
+from . import charts, cycles, distributed, flame, hardware, origin, timeline_data, views
 from .tabs import Tab, report_tabs
 
 if TYPE_CHECKING:
@@ -158,6 +158,11 @@ class ReportViewModel(_ViewModel):
     def distributed(self) -> distributed.DistributedView | None:
         """The Distributed view, None without distributed data (``distributed.distributed_view``)."""
         return self._once("distributed", lambda: distributed.distributed_view(self.report))
+
+    @property
+    def cycles(self) -> cycles.CyclesView | None:
+        """The Cycles view, None for a run without cycles (``cycles.cycles_view``)."""
+        return self._once("cycles", lambda: cycles.cycles_view(self.report))
 
     @property
     def kernels(self) -> "pd.DataFrame":

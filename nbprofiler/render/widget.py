@@ -1,6 +1,6 @@
 """The interactive explorer: an ipywidgets view of a Report, one tab per question.
 
-Tabs: Overview, Operators, Kernels, Distributed, Hardware, Memory, Cell lines, Modules, Flame graph,
+Tabs: Overview, Operators, Cycles, Kernels, Distributed, Hardware, Memory, Cell lines, Modules, Flame graph,
 Timeline, Suggestions, Export, each only where it has content (``tabs.py`` decides; the
 Overview says which flags would add the others). Each opens with one line on how to read it.
 A tab is built the first time it is opened, so the explorer appears at once even
@@ -29,7 +29,8 @@ import ipywidgets as widgets
 
 from ..format import fmt_pct
 from . import view_model
-from .explorer_tabs import OperatorsTab, copy_cards, distributed_tab, flame_tab, hardware_tab, kernels_tab, memory_tab
+from .explorer_tabs import (OperatorsTab, copy_cards, cycles_tab, distributed_tab, flame_tab, hardware_tab, kernels_tab,
+                            memory_tab)
 from .export_tab import ExportTab
 from .frontend import WIDGET_MIME, report_bundle
 from .html import Col, breakdown_table, device_html, esc, html_table, lines_table, metrics_html, modules_tree, us_col
@@ -173,7 +174,7 @@ class Explorer(TabbedView):
         self.export: ExportTab | None = None
         every: dict[str, Callable[[], widgets.Widget]] = {
             "Overview": self._overview, "Operators": self._operators, "Kernels": self._kernels,
-            "Distributed": lambda: distributed_tab(report),
+            "Cycles": lambda: cycles_tab(report), "Distributed": lambda: distributed_tab(report),
             "Hardware": lambda: hardware_tab(report), "Memory": self._memory, "Cell lines": self._lines,
             "Modules": self._modules, "Flame graph": lambda: flame_tab(report), "Timeline": self._timeline,
             "Suggestions": self._suggestions, "Export": self._export}

@@ -1,8 +1,9 @@
 """``--every N``: a whole run watched cycle by cycle, and the drift between its cycles.
 
 Real cells in a real IPython shell, with a DataLoader whose collate function stands for the
-loading: it sleeps a fixed time per batch, so that the steady cell's steps are steady on a busy
-machine, and the slowed cell's loading takes several times longer from a known batch on.
+loading (``bench/drift_workload.py``): it sleeps a fixed time per batch, so that the steady
+cell's steps are steady on a busy machine, and the slowed cell's loading takes several times
+longer from a known batch on.
 """
 from __future__ import annotations
 
@@ -18,35 +19,10 @@ from nbprofiler.errors import OptionError
 from nbprofiler.options import ProfileOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from drift_workload import CELL, SETUP  # a loop whose loading slows from a chosen batch
 from every_memory import TARGET_MB, probe  # the benchmark's own fresh-interpreter probe
 
 pytestmark = pytest.mark.usefixtures("private_tmp", "one_torch_thread")
-
-SETUP = """
-import time, torch, torch.nn as nn, torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-from torch.utils.data._utils.collate import default_collate
-torch.manual_seed(0)
-net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
-opt = torch.optim.SGD(net.parameters(), lr=0.01)
-batches_seen = 0
-
-def loading(slow_from, slow_s=0.006, steady_s=0.001):
-    def collate(samples):
-        global batches_seen
-        time.sleep(slow_s if slow_from is not None and batches_seen >= slow_from else steady_s)
-        batches_seen += 1
-        return default_collate(samples)
-    return collate
-"""
-CELL = """
-batches_seen = 0
-train_loader = DataLoader(TensorDataset(torch.randn(16_000, 32), torch.randint(0, 4, (16_000,))), batch_size=16,
-                          collate_fn=loading({slow_from}))
-for x, y in train_loader:
-    loss = F.cross_entropy(net(x), y)
-    opt.zero_grad(); loss.backward(); opt.step()
-"""
 
 
 def run_cell(shell, slow_from: int | None, every: int = 100):

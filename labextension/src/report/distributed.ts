@@ -10,7 +10,7 @@
  */
 import { IChartSpec, renderChart } from './charts';
 import { h } from './dom';
-import { isObject, ITableSection, parseSection, unitTable } from './hardware';
+import { isObject, ITableSection, parseSection, unitTable, verdictLine } from './hardware';
 
 /** One table of the view (`key`: "split", "waits", "collectives"); each has a `rank` column. */
 export type IDistributedSection = ITableSection;
@@ -60,10 +60,7 @@ function sectionTable(s: IDistributedSection, straggler: number[]): HTMLElement 
 
 /** The Distributed tab's panel. */
 export function distributedPanel(d: IDistributed): HTMLElement {
-  const out = h('div', { class: 'nbp-distributed' });
-  out.appendChild(
-    h('p', { class: d.straggler.length ? 'nbp-banner nbp-banner-warn nbp-dist-verdict' : 'nbp-explain nbp-dist-verdict', role: 'note' }, d.verdict)
-  );
+  const out = h('div', { class: 'nbp-distributed' }, verdictLine(d.verdict, d.straggler.length > 0, 'nbp-dist-verdict'));
   if (d.chart) {
     out.appendChild(renderChart(d.chart));
   }

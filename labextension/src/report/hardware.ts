@@ -139,6 +139,11 @@ function sectionTable(s: IHardwareSection, charts: { [name: string]: unknown }):
   );
 }
 
+/** A view's one-line verdict: a warning banner when it found something (a straggler, a drift), else a plain line. */
+export function verdictLine(text: string, warn: boolean, className: string): HTMLElement {
+  return h('p', { class: warn ? `nbp-banner nbp-banner-warn ${className}` : `nbp-explain ${className}`, role: 'note' }, text);
+}
+
 /** A section's rows as a table in its scroll box, each value in its column's unit; `rowAttributes`
  *  gives a row's own attributes (the Distributed view marks the straggler's). */
 export function unitTable(

@@ -7,6 +7,7 @@
  * into the page as text.
  */
 
+import { ICycles, parseCycles } from './cycles';
 import { IDistributed, parseDistributed } from './distributed';
 import { IHardware, parseHardware } from './hardware';
 
@@ -163,6 +164,8 @@ export interface IReport {
   hardware: IHardware | null;
   /** The Distributed tab (distributed.ts); null without distributed data. */
   distributed: IDistributed | null;
+  /** The Cycles tab (cycles.ts); null for a run without --every cycles. */
+  cycles: ICycles | null;
   /** The tabs with content, in order, as Python decided them (nbprofiler/render/tabs.py); null in payloads
    * written before it did, whose tabs the view picks as it always did. */
   tabs: string[] | null;
@@ -361,6 +364,7 @@ export function parseReport(data: unknown): IReport {
     savedFrom: savedFrom(data.saved_from),
     hardware: parseHardware(data.hardware),
     distributed: parseDistributed(data.distributed),
+    cycles: parseCycles(data.cycles),
     tabs: Array.isArray(data.tabs) ? strings(data.tabs) : null,
     moreViews: str(data.more_views),
     trial: { token: optStr(data.report_token), origin: optStr(data.origin) }

@@ -16,6 +16,7 @@ import {
 } from './format';
 import { exportPanel } from './export';
 import { linesPanel, modulesPanel } from './attribution';
+import { cyclesPanel } from './cycles';
 import { distributedPanel } from './distributed';
 import { flamePanel } from './flame';
 import { hardwarePanel } from './hardware';
@@ -31,6 +32,7 @@ import { colorOf, IChartSpec, renderChart, specFromTable } from './charts';
 export const TAB_NAMES = [
   'Overview',
   'Operators',
+  'Cycles',
   'Kernels',
   'Distributed',
   'Hardware',
@@ -245,6 +247,7 @@ export class ReportView {
       Overview: () => this.buildOverview(),
       Operators: () => this.buildOperators(),
       Kernels: () => this.buildKernels(),
+      Cycles: () => cyclesPanel(r.cycles!),
       Distributed: () => distributedPanel(r.distributed!),
       Hardware: () => hardwarePanel(r.hardware!, r.charts),
       Memory: () => this.buildMemory(),
@@ -258,7 +261,7 @@ export class ReportView {
     for (const name of TAB_NAMES) {
       const shown = r.tabs
         ? r.tabs.includes(name)
-        : !((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Distributed' && !r.distributed) || (name === 'Flame graph' && !r.flame));
+        : !((name === 'Kernels' && !r.kernels.rows.length) || (name === 'Hardware' && !r.hardware) || (name === 'Distributed' && !r.distributed) || (name === 'Cycles' && !r.cycles) || (name === 'Flame graph' && !r.flame));
       if (!shown) {
         continue;
       }
