@@ -305,12 +305,18 @@ def _path(values: list[Any], x_values: np.ndarray, f: Frame, stepwise: bool) -> 
 
 
 def _markers(panel: dict[str, Any], f: Frame) -> list[str]:
+    """A dashed line where each marker stands: at its time on a continuous axis, else at the point whose
+    x is its ``at`` (a marker at no point is not drawn)."""
     out = []
     for m in panel["markers"]:
-        x = f.x(0, m["at"])
+        if f.x_axis is not None:
+            x, title = f.x(0, m["at"]), m["label"] + " starts at " + fmt_us(m["at"])
+        elif m["at"] in panel["x"]:
+            x, title = f.x(panel["x"].index(m["at"])), m["label"]
+        else:
+            continue
         out.append(f'<line class="nbp-marker" stroke="#555" stroke-dasharray="2 3" x1="{_n(x)}" x2="{_n(x)}" '
-                   f'y1="{_n(f.top)}" y2="{_n(f.top + f.height)}">'
-                   f'{_title(m["label"] + " starts at " + fmt_us(m["at"]))}</line>')
+                   f'y1="{_n(f.top)}" y2="{_n(f.top + f.height)}">{_title(title)}</line>')
         out.append(_text(x + 2, f.top + 10, m["label"], "start", "nbp-muted"))
     return out
 
@@ -427,7 +433,8 @@ def legend_entries(spec: dict[str, Any]) -> list[dict[str, str]]:
         if phase in phases:
             entries[f"p:{phase}"] = {"kind": "phase", "label": f"{phase} steps", "color": phase, "dash": "solid"}
     if any(panel["markers"] for panel in spec["panels"]):
-        entries["m"] = {"kind": "marker", "label": "step start", "color": "", "dash": "dotted"}
+        entries["m"] = {"kind": "marker", "label": spec.get("marker_label", "step start"), "color": "",
+                        "dash": "dotted"}
     if any(panel.get("roofs") for panel in spec["panels"]):
         entries["r"] = {"kind": "roof", "label": "roof (memory bandwidth, then peak)", "color": "other",
                         "dash": "dashed"}

@@ -15,12 +15,12 @@ The spec (version 2)::
     {"version": 1 | 2, "name": str, "kind": "bars" | "lines" | "timeline" | "hbars" | "scatter", "title": str,
      "x": {"label": str, "unit": "step" | "us" | "category" | "flop_per_byte", "scale"?: "log", "domain"?: [lo, hi]},
      "y": {"label": str, "unit": "us" | "bytes" | "flops_per_s", "scale"?: "log", "domain"?: [lo, hi]},
-     "layout": "rows" | "columns", "shared_y": bool,
+     "layout": "rows" | "columns", "shared_y": bool, "marker_label"?: str (the legend's name for the markers),
      "panels": [{"title": str | None, "x": [number | str, ...], "from_zero": bool,
                  "series": [{"key": str, "label": str, "color": str, "dash": "solid" | "dashed" | "dotted",
                              "values": [number | None, ...]}],
                  "phases": [{"phase": "wait" | "warmup" | "active", "start": x, "end": x}],
-                 "markers": [{"at": x, "label": str}],
+                 "markers": [{"at": x, "label": str}],  -- at a time (timeline), else at the point whose x is ``at``
                  "points"?: [{"label": str, "dtype": str | None, "bound": str}],
                  "roofs"?: [{"dtype": str, "peak_flops_per_s": number, "bytes_per_s": number, "ridge": number}]}]}
 

@@ -59,7 +59,8 @@ def cycles_view(report: "Report") -> CyclesView | None:
 
 def _verdict(cycles: pd.DataFrame, drift: pd.DataFrame) -> str:
     if len(drift):
-        return " ".join(str(t) for t in drift.sort_values("from_cycle", kind="stable")["text"])
+        return " ".join(f"From cycle {cycle} (step {int(rows['from_step'].iloc[0]):,}) {'; '.join(rows['change'])}."
+                        for cycle, rows in drift.groupby("from_cycle", sort=True))
     if len(cycles) < JUDGED_FROM:
         return (f"{len(cycles)} cycles are too few to tell a drift: it takes {JUDGED_FROM} (the first warms up, the "
                 f"next {BASELINE_CYCLES} at most set the pace, and a drift lasts {MIN_DRIFT_CYCLES}); run the loop "
@@ -69,16 +70,17 @@ def _verdict(cycles: pd.DataFrame, drift: pd.DataFrame) -> str:
 
 
 def _markers(drift: pd.DataFrame) -> list[dict[str, object]]:
-    """Where each drift began, one marker per measure: "drift: data wait"."""
-    return [{"at": int(row["from_step"]), "label": f"drift: {_MEASURE_NAMES.get(str(row['measure']), row['measure'])}"}
-            for _, row in drift.iterrows()]
+    """Where each drift began, one marker per first step, naming what moved there: "drift: step time, data wait"."""
+    return [{"at": int(step),
+             "label": "drift: " + ", ".join(_MEASURE_NAMES.get(str(m), str(m)) for m in rows["measure"])}
+            for step, rows in drift.groupby("from_step", sort=True)]
 
 
 def _spec(name: str, title: str, y: tuple[str, str], cycles: pd.DataFrame, series: list[dict[str, Any]],
           drift: pd.DataFrame, from_zero: bool) -> Spec:
     return {"version": KIND_VERSIONS["lines"], "name": name, "kind": "lines", "title": title,
             "x": {"label": "cycle's first step", "unit": "step"}, "y": {"label": y[0], "unit": y[1]},
-            "layout": "rows", "shared_y": False,
+            "layout": "rows", "shared_y": False, "marker_label": "drift began",
             "panels": [{"title": None, "x": [int(s) for s in cycles["first_step"]], "from_zero": from_zero,
                         "series": series, "phases": [], "markers": _markers(drift)}]}
 

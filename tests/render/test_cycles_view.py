@@ -50,15 +50,15 @@ def test_a_drift_is_named_with_its_cycle_in_every_view_and_marked_on_the_trend(d
     assert set(drift["measure"]) >= {"step_time", "data_wait"} and set(drift["from_cycle"]) == {7}
     payload, static, tab = shown(drifting)
     assert payload["drifted"] is True
-    for sentence in drift["text"]:
-        assert sentence.startswith("From cycle 7 (step 600) ")
-        assert sentence in payload["verdict"] and sentence in static and sentence in tab
+    # one sentence for the cycle it began in, with each change
+    assert payload["verdict"] == "From cycle 7 (step 600) " + "; ".join(drift["change"]) + "."
+    assert payload["verdict"] in static and payload["verdict"] in tab
     step_chart = payload["charts"][0]
     assert step_chart["panels"][0]["x"] == drifting.cycles["first_step"].tolist()
-    assert {"at": 600, "label": "drift: step time"} in step_chart["panels"][0]["markers"]
-    assert {"at": 600, "label": "drift: data wait"} in step_chart["panels"][0]["markers"]
-    # The static HTML draws the same trend: the marker's label is in its SVG.
-    assert "drift: data wait" in static.split("<h4>Cycles</h4>", 1)[1]
+    assert step_chart["panels"][0]["markers"] == [{"at": 600, "label": "drift: step time, data wait"}]
+    # The static HTML draws the same trend, the marker at the point of step 600, named in the legend.
+    svg = static.split("<h4>Cycles</h4>", 1)[1].split("</svg>", 1)[0]
+    assert "drift: step time, data wait" in svg and "drift began" in svg
 
 
 def test_the_cycles_table_shows_each_cycles_figures_as_report_cycles_has_them(drifting):

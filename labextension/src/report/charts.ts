@@ -69,6 +69,8 @@ export interface IChartSpec {
   layout: 'rows' | 'columns' | string;
   shared_y: boolean;
   panels: IChartPanel[];
+  /** What the markers mark, for the legend (default "step start"). */
+  marker_label?: string;
 }
 
 const W = 720;
@@ -205,7 +207,7 @@ export function legendEntries(spec: IChartSpec): { kind: 'series' | 'phase' | 'm
     }
   }
   if (spec.panels.some(p => p.markers.length)) {
-    out.push({ kind: 'marker', label: 'step start', color: '', dash: 'dotted' });
+    out.push({ kind: 'marker', label: spec.marker_label ?? 'step start', color: '', dash: 'dotted' });
   }
   if (spec.panels.some(p => p.roofs?.length)) {
     out.push({ kind: 'roof', label: 'roof (memory bandwidth, then peak)', color: 'other', dash: 'dashed' });
@@ -633,12 +635,14 @@ class Frame {
   markers(): SVGElement[] {
     const out: SVGElement[] = [];
     for (const m of this.view.panel.markers) {
-      const x = this.xAt(m.at);
+      // At its time on a continuous axis, else at the point whose x is its `at` (none: not drawn).
+      const at = this.xAxis ? -1 : (this.view.panel.x as unknown[]).indexOf(m.at);
+      const x = this.xAxis ? this.xAt(m.at) : at >= 0 ? this.x(at) : -1;
       if (x < this.left || x > this.left + this.width) {
         continue;
       }
       out.push(
-        s('line', { class: 'nbp-marker', x1: x, x2: x, y1: this.top, y2: this.top + PLOT_H }, s('title', null, `${m.label} starts at ${formatUs(m.at)}`)),
+        s('line', { class: 'nbp-marker', x1: x, x2: x, y1: this.top, y2: this.top + PLOT_H }, s('title', null, this.xAxis ? `${m.label} starts at ${formatUs(m.at)}` : m.label)),
         text(x + 2, this.top + 10, m.label, 'start', 'nbp-muted')
       );
     }
