@@ -32,7 +32,8 @@ __all__ = [
 
 # What runs the user's code with torch is imported on first use, so that ``import nbprofiler``
 # and ``nbprofiler.load(trace)`` cost no torch import (hundreds of MB, seconds).
-_WITH_TORCH = {"profile": ".notebook.profile", "tune_dataloader": ".measure", "batch_size_curve": ".measure"}
+_WITH_TORCH = {"profile": ".notebook.profile", "tune_dataloader": ".notebook.measured",
+               "batch_size_curve": ".notebook.measured"}
 _SESSION = __name__ + ".capture.session"
 _PROFILE = __name__ + ".notebook.profile"
 

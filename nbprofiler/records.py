@@ -7,6 +7,7 @@ a test) never imports torch or the hooks.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,12 @@ from .options import ProfileOptions
 from .trace.table import DeviceInfo
 
 NOT_IN_CELL = -1  # the line value while no frame of the cell runs
+
+
+def source_fingerprint(source: str) -> str:
+    """A short fingerprint of a cell's source, blind to leading and trailing blank space: what names a
+    cell without a front-end id (``cell_identity``), and tells whether a cell's code changed since."""
+    return hashlib.sha256(source.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
 # How a ``RunRecord.cell_key`` begins when the front end named no cell: a fingerprint of the source follows.
 SOURCE_PREFIX = "source:"
 
@@ -110,6 +117,11 @@ class LoaderRecord:
         )
 
     @property
+    def setup_name(self) -> str:
+        """What the loader loads, as a measurement of it is matched to a later run: "TensorDataset(16000)"."""
+        return f"{self.dataset_type}({self.dataset_length if self.dataset_length is not None else '?'})"
+
+    @property
     def wait_ms(self) -> float:
         return float(sum(self.wait_ms_by_step.values()))
 
@@ -195,6 +207,35 @@ class CaptureFacts:
     unwritten: tuple[UnwrittenOutput, ...] = ()  # in the order they were attempted
 
 
+@dataclass(frozen=True)
+class StoredMeasurement:
+    """A ``batch_size_curve`` or ``tune_dataloader`` result the run history kept for this run's cell or
+    set-up (``history/measurements.py``), as the advice quotes it: measured figures in place of an
+    estimate, or, with ``stale`` set, why they no longer apply to this run.
+
+    ``reference`` is the setting the gains are against ("batch_size=32", "num_workers=0"); ``best``
+    the one measured reliably faster, in words, and ``best_value`` its batch size or worker count
+    (with ``pin_memory`` for a loader), or None where none was; ``speedup`` and its quartiles over
+    the rounds are ``best``'s."""
+
+    kind: str  # "batch_size_curve" or "tune_dataloader"
+    measured_at: str  # UTC, ISO 8601
+    rounds: int
+    reference: str
+    best: str | None = None
+    best_value: int | None = None
+    pin_memory: bool | None = None
+    speedup: float | None = None
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    stale: str | None = None  # why it no longer applies (another device, torch version, cell code)
+
+    @property
+    def when(self) -> str:
+        """The day it was measured ("2026-12-03")."""
+        return self.measured_at[:10]
+
+
 @dataclass
 class RunRecord:
     """What a live run measured besides the trace; the Report's ``run``."""
@@ -229,6 +270,8 @@ class RunRecord:
     # --every: one row per profiler cycle, as ``report/cycle_summary.py`` made it while the run went
     # on (``report.cycles``); None for a run without --every.
     cycles: pd.DataFrame | None = None
+    # The history's measurements of this cell or its set-up, quoted by the advice (``StoredMeasurement``).
+    measured: tuple[StoredMeasurement, ...] = ()
     # Notes already in words: one added after the report was made (the history could not keep the
     # run), and, in a run saved before ``facts`` were recorded, the capture's own.
     notes: list[str] = field(default_factory=list)

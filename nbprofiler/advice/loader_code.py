@@ -121,6 +121,16 @@ def args_from_record(record: LoaderRecord) -> LoaderArgs:
     )
 
 
+def measured_changes(recommended: Mapping[str, Any], current: Mapping[str, Any], persistent: bool) -> dict[str, Any]:
+    """The arguments to change for a setting ``tune_dataloader`` measured faster than ``current``: those that
+    differ, and ``persistent_workers=True`` where it has workers, since its timing left their start-up
+    out, which a loop then pays once."""
+    changes = {k: v for k, v in recommended.items() if v != current.get(k)}
+    if recommended.get("num_workers", 0) > 0 and not persistent:
+        changes["persistent_workers"] = True
+    return changes
+
+
 def dataloader_call(args: LoaderArgs, changes: Mapping[str, Any] | None = None, *, preamble: str = "") -> str:
     """``name = DataLoader(dataset, ...)`` with ``changes`` applied and marked.
 
@@ -177,3 +187,16 @@ def _is_default(arg: str, value: Any) -> bool:
 def _one_line(head: str, items: list[tuple[str, str]]) -> str:
     return head + ", ".join(text for text, _ in items) + ")"
 
+
+def batch_code(record: LoaderRecord | None, new_batch: int | None, factor: float, trains: bool = True) -> str:
+    """The user's DataLoader call with ``new_batch``; without one, the change in words (a comment,
+    which runs when pasted: the code that batches the samples is the user's). A step that
+    trains (``trains``) also gets the learning-rate reminder; inference has no learning rate."""
+    if record is not None and new_batch:
+        code = dataloader_call(args_from_record(record), {"batch_size": new_batch})
+    else:
+        code = f"# no DataLoader was seen: give each step {factor:g}× as many samples"
+    if not trains:
+        return code
+    return code + (f"\n# keep the learning rate in step with the batch (linear rule: lr × {factor:g}) "
+                   "and check convergence")

@@ -400,7 +400,7 @@ class ProfileRun:
     def _device(self) -> DeviceInfo:
         """The device the run ran on, read once: each cycle's summary and the record share it."""
         if self._device_info is None:
-            self._device_info = _live_device(self.cuda)
+            self._device_info = live_device(self.cuda)
         return self._device_info
 
     def _facts(self) -> CaptureFacts:
@@ -505,7 +505,8 @@ def _use_cuda(choice: str) -> bool:
     return choice == "auto" and torch.cuda.is_available()
 
 
-def _live_device(cuda: bool) -> DeviceInfo:
+def live_device(cuda: bool) -> DeviceInfo:
+    """The device work runs on in this process: the current CUDA device, else this machine's CPU."""
     if cuda:
         index = torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)

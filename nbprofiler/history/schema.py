@@ -37,6 +37,23 @@ The scalar columns are what ``history()`` lists without decoding any JSON.
 Schema version 2 adds ``runs.cycles INTEGER NOT NULL DEFAULT 0``: the profiler cycles of a
 ``--every N`` run (the rows of its ``report.cycles``, kept in ``run``), 0 for any other run and
 for the runs kept before it was.
+
+Schema version 3 adds one row per ``batch_size_curve`` or ``tune_dataloader`` result, which a
+later run of the same cell or set-up quotes (``measurements.py``)::
+
+    measurements(
+      measurement_id INTEGER PRIMARY KEY AUTOINCREMENT,
+      measured_at    TEXT NOT NULL,     -- UTC, ISO 8601
+      kind           TEXT NOT NULL,     -- "batch_size_curve" or "tune_dataloader"
+      cell           TEXT,              -- the profiled cell it follows (the latest run's), else the one it ran in
+      cell_source    TEXT,              -- a fingerprint of that cell's source then
+      device         TEXT NOT NULL,     -- as a report names it
+      torch          TEXT NOT NULL,     -- torch.__version__
+      models         TEXT NOT NULL,     -- JSON list of "Class(N parameters)" of the modules it trained
+      loader         TEXT,              -- "Dataset(length)" of the loader it tuned, or null
+      result         TEXT NOT NULL      -- JSON: StoredMeasurement's fields (records.py), but ``stale``
+    )
+    measurements_by_cell ON measurements(cell, measurement_id)
 """
 from __future__ import annotations
 
@@ -70,6 +87,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX runs_by_cell ON runs(cell, run_id)",
     ),
     ("ALTER TABLE runs ADD COLUMN cycles INTEGER NOT NULL DEFAULT 0",),
+    (
+        """CREATE TABLE measurements (
+            measurement_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            measured_at TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            cell TEXT,
+            cell_source TEXT,
+            device TEXT NOT NULL,
+            torch TEXT NOT NULL,
+            models TEXT NOT NULL,
+            loader TEXT,
+            result TEXT NOT NULL
+        )""",
+        "CREATE INDEX measurements_by_cell ON measurements(cell, measurement_id)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -69,7 +69,8 @@ def batch_size_curve(step_fn: Callable[[int], Any], batch_sizes: Sequence[int], 
     process already uses CUDA), ``torch.cuda.max_memory_allocated`` after a reset
     per run, with time taken after a synchronize; on CPU it is the process's RSS
     after each step, a rough peak (freed memory may stay mapped).
-    ``memory_kind`` says which. ``attrs["rounds"]`` holds every run in the order run.
+    ``memory_kind`` says which. ``attrs["rounds"]`` holds every run in the order run, and
+    ``attrs["reference"]`` the batch size the gains are against.
 
     The first size that runs out of memory is recorded (``status`` "out of
     memory"), larger ones are skipped, and the error does not propagate. Any
@@ -97,6 +98,7 @@ def batch_size_curve(step_fn: Callable[[int], Any], batch_sizes: Sequence[int], 
     result = _table(runs, sizes, status, memory, cuda, reference)
     result.attrs.update(_recommend(result, reference))
     result.attrs["rounds"] = runs
+    result.attrs["reference"] = reference
     if plot and in_kernel():
         show_figure(plot_batch_curve(result), "samples/s (median, quartiles) and memory by batch size")
     print(result.attrs["summary"])

@@ -30,7 +30,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from ..advice import thresholds as T
-from ..advice.loader_code import LoaderArgs, args_from_record, dataloader_call
+from ..advice.loader_code import LoaderArgs, args_from_record, dataloader_call, measured_changes
 from ..capture.loader_copy import copied_loader, rng_kept
 from ..capture.loaders import named
 from ..machine import usable_cpus
@@ -181,6 +181,8 @@ def tune_dataloader(loader: DataLoader, candidates: Sequence[Mapping[str, Any]] 
     result.attrs["measured"] = "the training loop (step= ran on every batch)" if measured.loop else \
         "the loader alone (no step=): not the loop"
     result.attrs["rounds"] = runs
+    result.attrs["loop"] = measured.loop
+    result.attrs["reference"] = current.label()
     if plot and in_kernel():
         show_figure(plot_throughput(result), f"{measured.what} speed-up by num_workers, with its spread")
     print(result.attrs["summary"])
@@ -316,9 +318,7 @@ def _recommend(result: pd.DataFrame, loader: DataLoader, current: Candidate, mea
     recommended = {"num_workers": int(pick["num_workers"]), "pin_memory": bool(pick["pin_memory"])}
     if pick["num_workers"] > 0 and pd.notna(pick["prefetch_factor"]) and int(pick["prefetch_factor"]) != 2:
         recommended["prefetch_factor"] = int(pick["prefetch_factor"])
-    changes: dict[str, Any] = {k: v for k, v in recommended.items() if v != getattr(current, k)}
-    if recommended["num_workers"] > 0 and not loader.persistent_workers:
-        changes["persistent_workers"] = True  # start-up was left out of the timing: pay it once
+    changes = measured_changes(recommended, {k: getattr(current, k) for k in recommended}, loader.persistent_workers)
     ns = namespace if namespace is not None else _notebook_namespace()
     code = dataloader_call(args_from_loader(loader, ns), changes)
     label = ", ".join(f"{k}={v}" for k, v in recommended.items())

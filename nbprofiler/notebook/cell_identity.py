@@ -9,11 +9,10 @@ source, which names the same cell as long as its text is unchanged.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
-from ..records import SOURCE_PREFIX
+from ..records import SOURCE_PREFIX, source_fingerprint
 
 
 def cell_key(shell: Any, source: str) -> str:
@@ -21,8 +20,7 @@ def cell_key(shell: Any, source: str) -> str:
     cell_id = _request_metadata(shell).get("cellId")
     if isinstance(cell_id, str) and cell_id:
         return cell_id
-    digest = hashlib.sha256(source.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return SOURCE_PREFIX + digest
+    return SOURCE_PREFIX + source_fingerprint(source)
 
 
 def notebook_path(shell: Any) -> str | None:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
+
+import torch
+from torch import nn
 
 from ..advice.cell_names import called_names
 from ..capture.session import ProfileRun
@@ -22,7 +25,8 @@ from .cell_runs import finished
 from ..errors import OptionError
 from ..measure.loader_check import check_rebuilt_loaders
 from ..options import ProfileOptions
-from ..records import RunRecord
+from ..history.measurements import SetUp, measured_for
+from ..records import RunRecord, source_fingerprint
 from ..report import Report
 from ..report.cycle_summary import cycle_summary
 
@@ -44,8 +48,26 @@ def _report(namespace: Mapping[str, Any] | None, run: RunRecord, trace: bytes | 
     loaders checked first, since the advice reads what the check found."""
     global _last_report
     check_rebuilt_loaders(run, namespace)
+    if run.options.history:  # what the history measured of this cell or set-up, which the advice quotes
+        run.measured = measured_for(set_up_of(run, namespace))
     _last_report = Report.from_live(None, run, raw_trace=trace)
     return _last_report
+
+
+def set_up_of(run: RunRecord, namespace: Mapping[str, Any] | None) -> SetUp:
+    """What a profiled run ran, as measurements are matched to it: its cell, the modules the cell
+    calls (``run.cell_modules``), the loader that gave the most batches."""
+    modules = [namespace[name] for name in run.cell_modules or () if namespace and name in namespace]
+    main = max(run.loaders, key=lambda r: r.batches) if run.loaders else None
+    return SetUp(cell=run.cell_key, cell_source=source_fingerprint(run.cell_source) if run.cell_source else None,
+                 device=run.device.name, torch=torch.__version__, models=fingerprints(modules),
+                 loader=main.setup_name if main is not None else None)
+
+
+def fingerprints(modules: Iterable[nn.Module]) -> tuple[str, ...]:
+    """Each module as "Class(N parameters)", sorted, each once: how a measurement names what it trained."""
+    return tuple(sorted({f"{type(m).__qualname__}({sum(p.numel() for p in m.parameters()):,} parameters)"
+                         for m in modules}))
 
 
 def last_report() -> Report | None:

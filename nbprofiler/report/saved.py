@@ -25,7 +25,8 @@ column, missing values as null), ``loaders`` (LoaderRecord's fields, with
 names, or null), ``facts`` (CaptureFacts' fields, each unwritten output an object of
 UnwrittenOutput's; absent from a file written before they were recorded, whose
 ``notes`` hold the capture's notes in words), ``cycles`` (a ``--every`` run's ``report.cycles``,
-column by column as ``steps``, or null), and the plain fields as they are.
+column by column as ``steps``, or null), ``measured`` (StoredMeasurement's fields, one object
+each), and the plain fields as they are.
 
 Nothing is pickled, since these files come from other people: everything is JSON
 or a plain numeric array, and reading one trusts nothing in it. A file from a newer
@@ -57,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.cycles import cycle_table
-from ..records import CaptureFacts, LineMarks, LoaderRecord, RunRecord
+from ..records import CaptureFacts, LineMarks, LoaderRecord, RunRecord, StoredMeasurement
 from ..version import __version__
 
 if TYPE_CHECKING:
@@ -136,9 +137,11 @@ _LoaderJSON = _fields_checked(LoaderRecord, {"wait_ms_by_step": list[tuple[Annot
                                                                            Annotated[float, msgspec.Meta(ge=0)]]]})
 # (A list of a Struct made at run time, which mypy cannot see as a type.)
 _FactsJSON = _fields_checked(CaptureFacts, {})
+_MeasuredJSON = _fields_checked(StoredMeasurement, {})
 RunJSON = _fields_checked(RunRecord, {"steps": list[_Column], "loaders": list[_LoaderJSON],  # type: ignore[valid-type]
                                        "line_marks": LineMarksJSON | None, "facts": _FactsJSON,
-                                       "cycles": list[_Column] | None})
+                                       "cycles": list[_Column] | None,
+                                       "measured": list[_MeasuredJSON]})  # type: ignore[valid-type]
 # The columns every run's steps table has (the sampler's), each with the check of its values.
 _STEP_COLUMNS: dict[str, Callable[[pd.Series], bool]] = {
     "step": pd.api.types.is_integer_dtype, "phase": pd.api.types.is_string_dtype,
@@ -208,6 +211,7 @@ def run_to_json(run: RunRecord) -> dict[str, Any]:
         line_marks=None,
         facts=dataclasses.asdict(run.facts),
         cycles=None if run.cycles is None else frame_to_json(run.cycles),
+        measured=[dataclasses.asdict(m) for m in run.measured],
     )
     return doc
 
@@ -222,12 +226,19 @@ def run_record(run: msgspec.Struct, line_marks: LineMarks | None) -> RunRecord:
     given = _given(run)
     if "facts" in given:
         given["facts"] = CaptureFacts(**_given(given["facts"]))
+    if "measured" in given:
+        given["measured"] = tuple(StoredMeasurement(**_given(m)) for m in given["measured"])
     if given.get("cycles") is not None:  # held to the columns and dtypes report.cycles has
         given["cycles"] = cycle_table(frame_from_json([msgspec.structs.asdict(c) for c in given["cycles"]]))
     given.update(steps=_steps(given["steps"]), line_marks=line_marks,
                  loaders=tuple(LoaderRecord(**{**_given(loader), "wait_ms_by_step": dict(loader.wait_ms_by_step)})
                                for loader in given["loaders"]))
     return RunRecord(**given)
+
+
+def measurement_from_json(doc: Any) -> StoredMeasurement:
+    """A StoredMeasurement from JSON data written by someone else (a history row), each value checked."""
+    return StoredMeasurement(**_given(msgspec.convert(doc, _MeasuredJSON)))
 
 
 def _given(checked: msgspec.Struct) -> dict[str, Any]:

@@ -7,6 +7,9 @@ longer from a known batch on.
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -89,17 +92,32 @@ def test_each_cycle_row_holds_what_its_own_trace_and_steps_measured(shell):
     assert any("trace tables show the last cycle" in note for note in report.notes)
 
 
-def test_cycles_come_back_from_a_saved_report_and_the_history(shell, tmp_path):
+def test_cycles_come_back_from_a_saved_report_and_from_the_history_in_a_fresh_interpreter(shell, tmp_path):
     report = run_cell(shell, slow_from=600)
     reopened = nbprofiler.load(report.save(tmp_path / "run.nbprof"))
     assert reopened.cycles.equals(report.cycles)
     assert reopened.drift.equals(report.drift)
-    listed = nbprofiler.history()
-    row = listed.iloc[-1]
+    row = nbprofiler.history().iloc[-1]
     assert row["cycles"] == 10
-    stored = nbprofiler.stored_run(int(row["run_id"]))
-    assert stored.cycles.equals(report.cycles)
-    assert stored.drift.loc[0, "from_cycle"] == 7
+    # A kernel started later (a fresh interpreter) lists the run and reopens its cycles and drift.
+    fresh = subprocess.run([sys.executable, "-c", REOPEN, str(int(row["run_id"]))], capture_output=True, text=True,
+                           env=os.environ.copy(), timeout=300, check=True)
+    listed, cycles, drift = fresh.stdout.strip().splitlines()[-3:]
+    assert int(listed) == 10
+    assert cycles == report.cycles.to_json(orient="split")  # every row and value, as this kernel has them
+    assert json.loads(drift) == report.drift["text"].tolist()
+
+
+# What a fresh interpreter prints of a kept run: its cycles count as listed, its cycles, its drift.
+REOPEN = """
+import sys, json, nbprofiler
+run_id = int(sys.argv[1])
+listed = nbprofiler.history()
+print(int(listed.loc[listed["run_id"] == run_id, "cycles"].iloc[0]))
+stored = nbprofiler.stored_run(run_id)
+print(stored.cycles.to_json(orient="split"))
+print(json.dumps(stored.drift["text"].tolist()))
+"""
 
 
 def test_a_20000_step_monitored_run_grows_with_its_cycles_not_its_steps():

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..code_check import compiled
+from ..measured_quotes import quoted
 from ..suggestion import NOTHING_TO_IMPROVE, Suggestion, Verdict
 from .batch import batch_size_up_rule, cpu_batch_rule
 from .dataloader import dataloader_rule
@@ -72,7 +73,7 @@ def verdicts(report: "Report") -> list[Verdict]:
     if report.steps.empty:
         return []
     facts = Facts(report)
-    return [v for rule in RULES for v in rule(facts)]
+    return [quoted(facts, v) for rule in RULES for v in rule(facts)]
 
 
 def nothing_to_improve(checked: Sequence[Verdict]) -> Suggestion:

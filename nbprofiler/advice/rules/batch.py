@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...format import fmt_bytes, fmt_ms
-from ...records import LoaderRecord
 from .. import fixed_share
 from .. import measures as M
 from .. import thresholds as T
-from ..loader_code import args_from_record, dataloader_call
+from ..loader_code import batch_code
 from ..suggestion import Suggestion, Verdict, estimate_words, fired, not_run, passed, severity_for as _severity
 from .checks import (CPU_BATCH, DEVICE_MEMORY, GPU_IDLE, NO_ABSOLUTE_MEMORY, NO_DEVICE_TIME, gpu_not_run,
                      why_no_steps, why_not_timed)
@@ -72,7 +71,7 @@ def _larger_batch(f: Facts, util: float, mem: M.DeviceMemory) -> Suggestion | No
     if per_sample is not None:
         evidence["activation_bytes_per_sample"] = per_sample
         facts.append(f"{fmt_bytes(per_sample)} of activations per sample at batch size {batch}")
-    code = _batch_code(record, new_batch, factor)
+    code = batch_code(record, new_batch, factor)
     size = f"batch_size={new_batch}" if new_batch else f"a {int(factor)}× larger batch"
     assumes = (f"the host's work per step stays the same and the GPU's per sample too (min(1/{util:.2f} GPU "
                f"utilization, {factor:g}× batch)); up to the batch's {factor:g}× where the GPU's per-sample time "
@@ -206,7 +205,7 @@ def _cpu_larger_batch(f: Facts, co: M.CpuOverhead, d: fixed_share.FixedShareDeci
         "optimizer_us_per_step": round(co.optimizer_us, 1),
         "batch_size": batch,
     }
-    code = _batch_code(record, batch * k if batch else None, k, trains=co.optimizer_us > 0)
+    code = batch_code(record, batch * k if batch else None, k, trains=co.optimizer_us > 0)
     size = f"batch_size={batch * k}" if batch else f"a {k}× larger batch"
     assumes = (f"the fixed cost stays the same and the per-sample cost too ({k}/({o:.2f} + {k}×{1 - o:.2f})); "
                f"the range spans a per-sample cost {T.PER_SAMPLE_COST_RISE_MAX - 1:.0%} higher to "
@@ -252,17 +251,3 @@ def batch_estimate(fixed_share: float, k: int, most_fixed: float | None = None) 
     most = fixed_share if most_fixed is None else max(most_fixed, fixed_share)
     return (at(fixed_share, T.PER_SAMPLE_COST_RISE_MAX), at(fixed_share, 1.0),
             max(float(k), at(most, 1.0 / T.PER_SAMPLE_COST_FALL_MAX)))
-
-
-def _batch_code(record: LoaderRecord | None, new_batch: int | None, factor: float, trains: bool = True) -> str:
-    """The user's DataLoader call with ``new_batch``; without one, the change in words (a comment,
-    which runs when pasted: the code that batches the samples is the user's). A step that
-    trains (``trains``) also gets the learning-rate reminder; inference has no learning rate."""
-    if record is not None and new_batch:
-        code = dataloader_call(args_from_record(record), {"batch_size": new_batch})
-    else:
-        code = f"# no DataLoader was seen: give each step {factor:g}× as many samples"
-    if not trains:
-        return code
-    return code + (f"\n# keep the learning rate in step with the batch (linear rule: lr × {factor:g}) "
-                   "and check convergence")
