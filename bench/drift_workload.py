@@ -43,7 +43,7 @@ def profiled(slow_from: int | None, every: int = 100) -> Any:
     import nbprofiler
 
     namespace: dict[str, Any] = {}
-    exec(SETUP, namespace)  # noqa: S102 - this module's own source
+    exec(SETUP, namespace)
     with nbprofiler.profile(every=every, history=False) as run:
-        exec(CELL.format(slow_from=slow_from), namespace)  # noqa: S102 - this module's own source
+        exec(CELL.format(slow_from=slow_from), namespace)
     return run.report

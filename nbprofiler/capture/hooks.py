@@ -128,7 +128,9 @@ class StepHooks:
     def _ends_iteration(self, optimizer: torch.optim.Optimizer) -> bool:
         """Whether this optimizer's step ends the loop iteration (the last of several optimizers).
         Asked under ``--step-on auto`` only: ``--step-on optimizer`` ends a step at every one."""
-        cycle = self.cycles.setdefault(threading.get_ident(), OptimizerCycle())
+        cycle = self.cycles.get(threading.get_ident())
+        if cycle is None:
+            cycle = self.cycles[threading.get_ident()] = OptimizerCycle()
         return cycle.ends_step(optimizer, lambda: name_in(self.listener.namespace, optimizer)
                                or type(optimizer).__name__)
 

@@ -175,9 +175,9 @@ class ProfileRun:
             self._trace = raw
             self._cycles += 1
             if self._cycle_rows is not None:
-                first = self.sampler.count - self.options.cycle_length  # the cycle's wait, warmup and active steps
-                self._cycle_rows.add(FinishedCycle(self._cycles, raw, self.sampler.window(max(first, 0)),
-                                                   self._device()))
+                # The cycle's steps: its wait, warmup and active ones (fewer when the cell ended in it).
+                first = self.options.skip_first + (self._cycles - 1) * self.options.cycle_length
+                self._cycle_rows.add(FinishedCycle(self._cycles, raw, self.sampler.window(first), self._device()))
             if self.options.tensorboard:
                 self._write_output("--tensorboard", write_tensorboard, raw, self.options.tensorboard)
         except Exception as exc:  # noqa: BLE001 - any failure of torch's export: the report shows it

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from IPython.utils.capture import capture_output
 
 import nbprofiler
@@ -125,3 +126,13 @@ def test_a_20000_step_monitored_run_grows_with_its_cycles_not_its_steps():
     assert (found["steps"], found["cycles"]) == (20_000, 100)
     # after its first 3 cycles, 19,400 more steps and 97 more cycles keep the RSS within the target
     assert found["growth_bytes"] < TARGET_MB * 1e6, found
+
+
+def test_a_cell_ending_inside_a_cycles_profiled_steps_keeps_that_cycle_from_its_first_step(private_tmp):
+    net = torch.nn.Linear(8, 2)
+    with nbprofiler.profile(every=20, history=False, step_on="manual") as run:
+        for _ in range(58):  # the third cycle's wait is steps 40-55, its warmup 56, its first active step 57
+            net(torch.randn(4, 8)).sum().backward()
+            nbprofiler.step()
+    cycles = run.report.cycles
+    assert cycles[["cycle", "first_step", "last_step"]].values.tolist() == [[1, 0, 19], [2, 20, 39], [3, 40, 57]]
