@@ -1,8 +1,9 @@
 """A training loop whose loading slows down from a chosen batch: the drift that ``--every`` watches for.
 
 The DataLoader's collate function stands for the loading: it sleeps a fixed time per batch, so the
-steady loop's steps stay steady on a busy machine, and from batch ``slow_from`` on it sleeps several
-times longer. ``tests/capture/test_every.py`` runs it as a cell under ``%%torchprofile --every``, the
+steady loop's steps stay steady on a busy machine, and from batch ``slow_from`` on it sleeps 30 times
+longer: the step then waits for data most of its time, even where a busy machine slows its compute
+threefold. ``tests/capture/test_every.py`` runs it as a cell under ``%%torchprofile --every``, the
 saved view's fixture (``labextension/test/fixtures/make_cycles_fixture.py``) and the browser test of a
 reopened notebook through ``profiled``.
 """
@@ -19,7 +20,7 @@ net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
 opt = torch.optim.SGD(net.parameters(), lr=0.01)
 batches_seen = 0
 
-def loading(slow_from, slow_s=0.006, steady_s=0.001):
+def loading(slow_from, slow_s=0.006, steady_s=0.0002):
     def collate(samples):
         global batches_seen
         time.sleep(slow_s if slow_from is not None and batches_seen >= slow_from else steady_s)

@@ -25,12 +25,10 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
 
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
-from workload import conv_training_setup
+from workload import conv_training_setup, shell_with
 
 STEPS, EVERY, ACTIVE = 2000, 200, 3
 SETUP = conv_training_setup(16 * 200).replace("batch_size=32", "batch_size=16") + """
@@ -76,12 +74,7 @@ def figures(marks: list[float]) -> tuple[float, float, float]:
 
 
 def main(rounds: int = 5, options: str = f"--every {EVERY} --active {ACTIVE}") -> None:
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "nbprofiler")
-    ip.run_cell(SETUP).raise_error()
-    fd, trace_path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    ip.user_ns["TRACE_PATH"] = trace_path
+    ip, trace_path = shell_with(SETUP)
     forms = {"plain": lambda: ip.run_cell(PLAIN).raise_error(),
              "magic": lambda: ip.run_cell_magic("torchprofile", f"--no-history {options}", MAGIC),
              "hand": lambda: ip.run_cell(HAND).raise_error()}

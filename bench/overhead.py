@@ -15,13 +15,11 @@ import os
 import pstats
 import statistics
 import sys
-import tempfile
 import time
 
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
-from workload import conv_training_setup
+from workload import conv_training_setup, shell_with
 
 SETUP = conv_training_setup(1024)
 BODY = """
@@ -45,12 +43,7 @@ with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=
 def main(runs: int = 5, profile: int = 0) -> None:
     """Prints the medians and their ratio; with ``profile`` > 0, then runs the magic's cell once
     more under cProfile and prints its ``profile`` costliest functions by cumulative time."""
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "nbprofiler")
-    ip.run_cell(SETUP).raise_error()
-    fd, trace_path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    ip.user_ns["TRACE_PATH"] = trace_path
+    ip, trace_path = shell_with(SETUP)
     magic, hand = [], []
     with capture_output():
         ip.run_cell_magic("torchprofile", "-q", BODY)  # warm both paths once

@@ -200,6 +200,14 @@ def session_history(tmp_path_factory) -> Iterable[Path]:
         os.environ["NBPROFILER_HISTORY"] = before
 
 
+@pytest.fixture()
+def history_file(tmp_path, monkeypatch) -> Path:
+    """A history file of this test's own (not yet created), where every run and measurement goes."""
+    path = tmp_path / "history.sqlite"
+    monkeypatch.setenv("NBPROFILER_HISTORY", str(path))
+    return path
+
+
 @pytest.fixture(scope="session")
 def ip():
     """One real IPython shell for the session, with nbprofiler loaded and rich output on."""

@@ -46,7 +46,7 @@ describe('cycles tab', () => {
     // the step time per cycle and the memory per cycle, each drawn
     expect(p.querySelectorAll('.nbp-chart').length).toBe(c.charts.length);
     expect(c.charts[0].panels[0].markers.map((m: any) => m.at)).toEqual([600]);
-    expect(p.querySelector('.nbp-chartbox[data-chart="cycles"]')!.textContent).toContain('drift: step time, data wait');
+    expect(p.querySelector('.nbp-chartbox[data-chart="cycles"]')!.textContent).toContain(c.charts[0].panels[0].markers[0].label);
     const table = p.querySelector('.nbp-cycles-section[data-section="cycles"] table') as HTMLTableElement;
     const section = c.sections[0];
     expect(Array.from(table.tHead!.rows[0].cells).map(cell => cell.textContent)).toEqual(section.labels);

@@ -12,7 +12,7 @@ trained ("Net(12,345 parameters)") and the loader it tuned ("TensorDataset(16000
 history row, a measurement may come from someone else: its result is decoded into typed fields
 (``report.saved.measurement_from_json``), never run, and what the advice makes of it is text
 and numbers. Keeping or reading one never fails the measurement or the run: a history that
-cannot be used is one line on stderr.
+cannot be used is one line on stderr, said once per run by the run's keeping.
 """
 from __future__ import annotations
 
@@ -28,6 +28,10 @@ from .location import history_path
 from .store import HistoryError, transaction
 
 KINDS = ("batch_size_curve", "tune_dataloader")
+MEASURED_WAIT_S = 0.1
+"""The longest a run waits to read the measurements, every attempt together. A reader of a WAL file
+waits for no writer, only for a checkpoint or a migration: a history locked longer costs the run's
+advice its quotes, never the run a second ``HISTORY_WAIT_S`` (its keeping has that one)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +72,8 @@ def measured_now() -> str:
 
 def measured_for(run: SetUp) -> tuple[StoredMeasurement, ...]:
     """The latest measurement of each kind of ``run``'s cell, models or loader, each with ``stale``
-    set where it no longer applies; none where the history has none or cannot be read."""
+    set where it no longer applies; none where the history has none or cannot be read (silently:
+    the run is kept in the same history next, and its report's one note says what is wrong with it)."""
     path = history_path()
     if not path.exists():
         return ()
@@ -78,9 +83,8 @@ def measured_for(run: SetUp) -> tuple[StoredMeasurement, ...]:
         return conn.execute("SELECT * FROM measurements ORDER BY measurement_id DESC").fetchall()
 
     try:
-        found = transaction(rows, write=False, path=path)
-    except HistoryError as exc:
-        print(f"nbprofiler: the advice could not read the measurements the history keeps: {exc}", file=sys.stderr)
+        found = transaction(rows, write=False, path=path, wait_s=MEASURED_WAIT_S)
+    except HistoryError:
         return ()
     latest: dict[str, StoredMeasurement] = {}
     for row in found:

@@ -46,12 +46,12 @@ class HistoryError(NbprofilerError):
         super().__init__(f"the run history {path} {problem}; set {ENV_VAR} to use another file")
 
 
-def transaction(work: Callable[[sqlite3.Connection], T], *, write: bool, path: Path | None = None) -> T:
+def transaction(work: Callable[[sqlite3.Connection], T], *, write: bool, path: Path | None = None,
+                wait_s: float = HISTORY_WAIT_S) -> T:
     """``work(conn)`` in one transaction on the history (migrated first), retried whole while
-    the file is locked, for ``HISTORY_WAIT_S`` in all; a ``HistoryError`` when the file cannot
-    be used."""
+    the file is locked, for ``wait_s`` in all; a ``HistoryError`` when the file cannot be used."""
     path = history_path() if path is None else path
-    deadline = time.monotonic() + HISTORY_WAIT_S
+    deadline = time.monotonic() + wait_s
     pause = _FIRST_PAUSE_S
     while True:
         try:

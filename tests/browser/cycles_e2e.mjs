@@ -11,25 +11,20 @@
 import {
   activate,
   cellLocator,
-  check,
   clickExplorerTab,
   explorerPanel,
   explorerTabs,
   LONG,
-  openNotebook,
+  openSavedTab,
   page,
   runScenario,
   shot,
   step,
+  tableRows,
   waitKernelIdle
 } from './lab.mjs';
 
 const result = { ok: false };
-
-/** Each row of a table's body as its cells' text. */
-async function rows(table) {
-  return await table.locator('tbody tr').evaluateAll(trs => trs.map(tr => Array.from(tr.cells).map(c => c.textContent.trim())));
-}
 
 /** The labels of the step-time chart's markers, and how many points its lines have. */
 async function trend(panel) {
@@ -39,24 +34,14 @@ async function trend(panel) {
 }
 
 await runScenario(result, async () => {
-  await openNotebook();
-  step('notebook open');
-  const cell = await cellLocator(0);
-  const renderer = cell.locator('.nbp-ReportRenderer[data-nbprofiler-mode="static"]');
-  await renderer.waitFor({ timeout: 60000 });
-  const tab = renderer.locator('[role="tab"][data-tab="Cycles"]');
-  check((await tab.count()) === 1, 'the saved report has a Cycles tab');
-  await tab.click();
-  const panel = renderer.locator('.nbp-panel[data-tab="Cycles"]');
-  await panel.waitFor({ state: 'visible', timeout: 10000 });
-  step('saved Cycles tab open');
+  const panel = await openSavedTab('Cycles');
   result.verdict = (await panel.locator('.nbp-cycles-verdict').innerText()).trim();
   result.verdictWarns = (await panel.locator('.nbp-cycles-verdict.nbp-banner-warn').count()) === 1;
   result.charts = await panel.locator('.nbp-chartbox').evaluateAll(els => els.map(e => e.getAttribute('data-chart')));
   result.chartText = (await trend(panel)).text;
   const table = panel.locator('.nbp-cycles-section[data-section="cycles"] table');
   result.header = (await table.locator('thead th').allInnerTexts()).map(t => t.trim());
-  result.rows = await rows(table);
+  result.rows = await tableRows(table);
   await shot('cycles_saved.png', panel);
 
   let live = await activate(1);
@@ -73,7 +58,7 @@ await runScenario(result, async () => {
   result.liveChartText = (await trend(livePanel)).text;
   const liveTable = livePanel.locator('table').first();
   result.liveHeader = (await liveTable.locator('thead th').allInnerTexts()).map(t => t.trim());
-  result.liveRows = await rows(liveTable);
+  result.liveRows = await tableRows(liveTable);
   step('live explorer Cycles tab open');
   await shot('cycles_live.png', livePanel);
 });

@@ -10,25 +10,20 @@
 import {
   activate,
   cellLocator,
-  check,
   clickExplorerTab,
   explorerPanel,
   explorerTabs,
   LONG,
-  openNotebook,
+  openSavedTab,
   page,
   runScenario,
   shot,
   step,
+  tableRows,
   waitKernelIdle
 } from './lab.mjs';
 
 const result = { ok: false };
-
-/** Each row of a table's body as its cells' text. */
-async function rows(table) {
-  return await table.locator('tbody tr').evaluateAll(trs => trs.map(tr => Array.from(tr.cells).map(c => c.textContent.trim())));
-}
 
 /** The ranks of a chart's bars, in order. */
 async function bars(panel) {
@@ -38,27 +33,17 @@ async function bars(panel) {
 }
 
 await runScenario(result, async () => {
-  await openNotebook();
-  step('notebook open');
-  const cell = await cellLocator(0);
-  const renderer = cell.locator('.nbp-ReportRenderer[data-nbprofiler-mode="static"]');
-  await renderer.waitFor({ timeout: 60000 });
-  const tab = renderer.locator('[role="tab"][data-tab="Distributed"]');
-  check((await tab.count()) === 1, 'the saved report has a Distributed tab');
-  await tab.click();
-  const panel = renderer.locator('.nbp-panel[data-tab="Distributed"]');
-  await panel.waitFor({ state: 'visible', timeout: 10000 });
-  step('saved Distributed tab open');
+  const panel = await openSavedTab('Distributed');
   result.verdict = (await panel.locator('.nbp-dist-verdict').innerText()).trim();
   result.verdictWarns = (await panel.locator('.nbp-dist-verdict.nbp-banner-warn').count()) === 1;
   result.bars = await bars(panel);
   const split = panel.locator('.nbp-dist-section[data-section="split"] table');
   result.header = (await split.locator('thead th').allInnerTexts()).map(t => t.trim());
-  result.rows = await rows(split);
+  result.rows = await tableRows(split);
   result.marked = await split.locator('tbody tr.nbp-straggler').evaluateAll(trs => trs.map(tr => tr.getAttribute('data-rank')));
   const collectives = panel.locator('.nbp-dist-section[data-section="collectives"] table');
   result.collectivesHeader = (await collectives.locator('thead th').allInnerTexts()).map(t => t.trim());
-  result.collectives = await rows(collectives);
+  result.collectives = await tableRows(collectives);
   await shot('distributed_saved.png', panel);
 
   let live = await activate(1);
@@ -75,7 +60,7 @@ await runScenario(result, async () => {
   result.liveBars = await bars(livePanel);
   const liveSplit = livePanel.locator('table').first();
   result.liveHeader = (await liveSplit.locator('thead th').allInnerTexts()).map(t => t.trim());
-  result.liveRows = await rows(liveSplit);
+  result.liveRows = await tableRows(liveSplit);
   step('live explorer Distributed tab open');
   await shot('distributed_live.png', livePanel);
 });

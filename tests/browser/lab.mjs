@@ -171,6 +171,27 @@ export async function clickExplorerTab(cell, name) {
   await cell.locator('.lm-TabBar-tab').filter({ hasText: new RegExp(`^${name}`) }).first().click();
 }
 
+/** Each row of a table's body as its cells' text. */
+export async function tableRows(table) {
+  return await table.locator('tbody tr').evaluateAll(trs => trs.map(tr => Array.from(tr.cells).map(c => c.textContent.trim())));
+}
+
+/** The notebook opened, its first cell's saved report (drawn without a kernel) on tab `name`: that tab's panel. */
+export async function openSavedTab(name) {
+  await openNotebook();
+  step('notebook open');
+  const cell = await cellLocator(0);
+  const renderer = cell.locator('.nbp-ReportRenderer[data-nbprofiler-mode="static"]');
+  await renderer.waitFor({ timeout: 60000 });
+  const tab = renderer.locator(`[role="tab"][data-tab="${name}"]`);
+  check((await tab.count()) === 1, `the saved report has a ${name} tab`);
+  await tab.click();
+  const panel = renderer.locator(`.nbp-panel[data-tab="${name}"]`);
+  await panel.waitFor({ state: 'visible', timeout: 10000 });
+  step(`saved ${name} tab open`);
+  return panel;
+}
+
 export function explorerPanel(cell) {
   // The visible page of the explorer's tab widget.
   return cell.locator('.widget-tab-contents > .lm-Widget:not(.lm-mod-hidden), .jupyter-widget-Tab .lm-StackedPanel > .lm-Widget:not(.lm-mod-hidden)').first();

@@ -20,14 +20,6 @@ from nbprofiler.history.record import TOP_ROWS
 from nbprofiler.history.schema import SCHEMA_VERSION
 from nbprofiler.render.views import ranked_suggestions
 
-@pytest.fixture()
-def history_file(tmp_path, monkeypatch) -> Path:
-    """A history file of this test's own (not yet created)."""
-    path = tmp_path / "history.sqlite"
-    monkeypatch.setenv("NBPROFILER_HISTORY", str(path))
-    return path
-
-
 def profile_cell(shell, line: str = "-q -o run", cell: str = TRAIN_CELL):
     """Run a cell under the magic, which keeps the run in the history; its Report and what was
     printed and shown."""

@@ -16,19 +16,13 @@ import pytest
 from IPython.utils.capture import capture_output
 
 import nbprofiler
+from nbprofiler.history.measurements import MEASURED_WAIT_S
 from nbprofiler.history.store import HISTORY_WAIT_S
 
 # A tiny CPU loop, run four times, each run a profiled step.
 CPU_CELL = "sum(i * i for i in range(20_000))"
 CPU_LINE = "-q -o run -n 4 --wait 0 --warmup 0 --active 4"
 NOT_KEPT = re.compile(r"This run \(ended \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\) was not kept: (.+)\.")
-
-
-@pytest.fixture()
-def history_file(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "history.sqlite"
-    monkeypatch.setenv("NBPROFILER_HISTORY", str(path))
-    return path
 
 
 def profile(shell):
@@ -133,6 +127,10 @@ def test_a_lock_another_process_holds_costs_the_run_one_bounded_wait_never_the_c
         assert lost(report) == [locked]
         assert f"nbprofiler: {report.notes[-1]}" in stderr.splitlines()
         # One budget per run: each wait SQLite was allowed is what was left of the run's HISTORY_WAIT_S,
-        # never a fresh one per attempt or per statement.
-        assert waits and waits[0] <= HISTORY_WAIT_S and waits == sorted(waits, reverse=True), waits
+        # never a fresh one per attempt or per statement; before it, reading the measurements the advice
+        # quotes allows itself MEASURED_WAIT_S at most.
+        reading = [w for w in waits[:2] if w <= MEASURED_WAIT_S]
+        keeping = waits[len(reading):]
+        assert len(reading) == 2 and reading == sorted(reading, reverse=True), waits
+        assert keeping and keeping[0] <= HISTORY_WAIT_S and keeping == sorted(keeping, reverse=True), waits
     assert_kept_and_sound(shell, history_file, runs=1)

@@ -43,13 +43,6 @@ CURVE = "curve = nbprofiler.batch_size_curve(step_fn, [2, 32], current=2, rounds
         "restore=[net, opt], plot=False, progress=False)"
 
 
-@pytest.fixture()
-def history_file(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "history.sqlite"
-    monkeypatch.setenv("NBPROFILER_HISTORY", str(path))
-    return path
-
-
 def profiled(shell):
     shell.run_cell_magic("torchprofile", "-q -o run --wait 0 --active 8", CELL)
     return shell.user_ns["run"]

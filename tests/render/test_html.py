@@ -112,7 +112,7 @@ def test_payload_keys_are_the_labextension_contract(hostile):
     payload = report_payload(hostile)
     assert set(payload) == {"schema", "title", "source", "partial", "notes", "device", "summary", "breakdown",
                             "operators", "steps", "memory", "suggestions", "charts", "timeline", "kernels", "lines",
-                            "modules", "flame", "saved_from", "hardware", "distributed", "tabs", "more_views",
+                            "modules", "flame", "saved_from", "hardware", "distributed", "cycles", "tabs", "more_views",
                             "made_here", "report_token", "origin"}
     assert payload["breakdown"]["kind"] == "phases"  # a CPU run
     assert payload["breakdown"]["columns"] == ["step", "dataloader", "forward", "backward", "optimizer", "other"]
