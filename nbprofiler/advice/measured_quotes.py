@@ -38,6 +38,8 @@ def quoted(f: "Facts", verdict: Verdict) -> Verdict:
     refuted: list[StoredMeasurement] = []
     for card in verdict.suggestions:
         measured = next((m for m in run.measured if m.kind == MEASURES.get(card.kind)), None)
+        if measured is not None and measured.stale is None:
+            measured = _against_this_run(f, measured)
         if measured is None:
             cards.append(card)
         elif measured.stale is not None:
@@ -51,6 +53,19 @@ def quoted(f: "Facts", verdict: Verdict) -> Verdict:
     m = refuted[0]
     return passed(verdict.check, f"{m.kind} measured no setting reliably faster than {m.reference} on {m.when} "
                                  f"({m.rounds} interleaved rounds)", measured_at=m.measured_at)
+
+
+def _against_this_run(f: "Facts", m: StoredMeasurement) -> StoredMeasurement:
+    """``m``, stale where its gains are against another setting than this run's: a curve measured from
+    batch_size=8 says nothing of a step at batch_size=32, nor a tuning from 4 workers of a loader with none."""
+    record = f.main_loader
+    if record is None:
+        return m
+    now = (f"batch_size={record.batch_size}" if m.kind == "batch_size_curve" else
+           f"num_workers={record.num_workers}")
+    if m.reference == now or m.reference.startswith(now + ","):
+        return m
+    return dataclasses.replace(m, stale=f"its gains are against {m.reference}, and this run has {now}")
 
 
 def _stale_line(m: StoredMeasurement) -> str:

@@ -91,6 +91,16 @@ def test_a_measurement_from_another_torch_or_device_is_said_not_to_apply(shell, 
     assert f"it ran under torch 1.13.1, this run under {torch.__version__}" in said
 
 
+def test_a_curve_measured_from_another_batch_size_is_said_not_to_apply(shell, history_file):
+    shell.run_cell(SETUP).raise_error()
+    profiled(shell)
+    shell.run_cell(CURVE.replace("[2, 32], current=2", "[4, 32], current=4")).raise_error()
+    card = batch_card(profiled(shell))  # the loop still runs at batch_size=2
+    assert "measured" not in card.title
+    assert any(fact.endswith("no longer applies, so this card keeps its estimate: its gains are against "
+                             "batch_size=4, and this run has batch_size=2") for fact in card.facts), card.facts
+
+
 def test_a_curve_that_found_no_faster_batch_passes_the_check_instead_of_a_card(shell, history_file):
     shell.run_cell(SETUP).raise_error()
     profiled(shell)
