@@ -53,7 +53,7 @@ class CycleReducer:
         self._queue: queue.SimpleQueue[FinishedCycle | None] = queue.SimpleQueue()
         self._rows: list[dict[str, Any]] = []
         self._thread: threading.Thread | None = None
-        self._done = False  # the run has finished and the thread has reduced every cycle
+        self._stopped = False  # no cycle comes after those queued: the thread ends once it has reduced them
 
     def add(self, cycle: FinishedCycle) -> None:
         """Queue ``cycle``; the thread starts with the first one, so a run without cycles starts none."""
@@ -71,14 +71,19 @@ class CycleReducer:
             self._rows.append({"cycle": cycle.number, "first_step": cycle.steps.first,
                                "last_step": cycle.steps.first + len(cycle.steps.columns["host_ms"]) - 1, **row})
 
+    def stop(self) -> None:
+        """No cycle comes after those queued: the run is over, finished or abandoned (an interrupted
+        cell's run, cleaned up by the next one, never asks for its ``table``). Without waiting."""
+        if self._thread is not None and not self._stopped:
+            self._queue.put(_DONE)
+            self._stopped = True
+
     def table(self) -> pd.DataFrame | None:
         """Every queued cycle's row, once the thread has reduced them all; None when no cycle
-        finished. The first call, as the run finishes, stops the thread; a later one (a report
-        built again after an interrupted build) gives the same rows."""
+        finished. Asked as the run finishes, after ``stop``; again (a report built once more after
+        an interrupted build), the same rows."""
         if self._thread is None:
             return None
-        if not self._done:
-            self._queue.put(_DONE)
-            self._thread.join()
-            self._done = True
+        self.stop()
+        self._thread.join()
         return pd.DataFrame(self._rows)

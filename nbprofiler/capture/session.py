@@ -362,6 +362,8 @@ class ProfileRun:
                         _turn_off_left_profiler()
             finally:
                 self._stderr.stop()
+                if self._cycle_rows is not None:  # its thread ends after the cycles queued, finished or not
+                    self._cycle_rows.stop()
         self._released = True
 
     def _build_report(self, error: str | None) -> Any:

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from IPython.utils.capture import capture_output
 import nbprofiler
 from nbprofiler.advice.rules import verdicts
 from nbprofiler.errors import OptionError
+from nbprofiler.notebook.profile import live_run
 from nbprofiler.options import ProfileOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -136,3 +138,22 @@ def test_a_cell_ending_inside_a_cycles_profiled_steps_keeps_that_cycle_from_its_
             nbprofiler.step()
     cycles = run.report.cycles
     assert cycles[["cycle", "first_step", "last_step"]].values.tolist() == [[1, 0, 19], [2, 20, 39], [3, 40, 57]]
+
+
+def test_a_watched_run_left_unfinished_ends_its_summary_thread_when_cleaned_up(private_tmp):
+    """A --every run entered by a function that returned without finishing it (its cycles queued for
+    their summaries) is cleaned up by the next run, and its background thread ends with it."""
+    def start_and_forget() -> None:
+        run = live_run(ProfileOptions(every=4, wait=0, warmup=0, active=1, step_on="manual"))
+        run.__enter__()
+        for _ in range(9):  # two cycles end, each queued for its summary
+            torch.ones(4).sum()
+            nbprofiler.step()
+
+    start_and_forget()
+    assert any(t.name == "nbprofiler-cycles" for t in threading.enumerate())
+    with nbprofiler.profile(wait=0, warmup=0, active=1, step_on="manual"):
+        nbprofiler.step()
+    for thread in [t for t in threading.enumerate() if t.name == "nbprofiler-cycles"]:
+        thread.join(timeout=60)
+        assert not thread.is_alive()
