@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,27 @@ def test_a_watched_run_left_unfinished_ends_its_summary_thread_when_cleaned_up(p
     for thread in [t for t in threading.enumerate() if t.name == "nbprofiler-cycles"]:
         thread.join(timeout=60)
         assert not thread.is_alive()
+
+
+def test_a_saved_reports_cycles_from_someone_else_are_text_and_checked(shell, tmp_path):
+    """A .nbprof file's cycles may come from someone else: an operator name is escaped in every view, and
+    a value of the wrong kind is the loader's one-line error."""
+    report = run_cell(shell, slow_from=None, every=250)
+    saved = report.save(tmp_path / "run.nbprof")
+    with zipfile.ZipFile(saved) as archive:
+        doc, trace = json.loads(archive.read("nbprofiler.json")), archive.read("trace.json")
+
+    def tampered(column: str, value: object) -> Path:
+        changed = json.loads(json.dumps(doc))
+        next(c for c in changed["report"]["run"]["cycles"] if c["name"] == column)["values"][0] = value
+        path = tmp_path / f"{column}.nbprof"
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("nbprofiler.json", json.dumps(changed))
+            archive.writestr("trace.json", trace)
+        return path
+
+    hostile = "<img src=x onerror=alert(1)>"
+    html = nbprofiler.load(tampered("top_operators", hostile)).to_html()
+    assert hostile not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    with pytest.raises(nbprofiler.TraceError, match=r"cycle\.nbprof: a malformed saved report"):
+        nbprofiler.load(tampered("cycle", None))
