@@ -12,7 +12,7 @@ from .breakdown import CATEGORIES
 PARTS = (*CATEGORIES, "other")  # the breakdown's parts, whose shares of the profiled steps a row holds
 CYCLE_COLUMNS = ("cycle", "first_step", "last_step", "step_ms", "samples_per_s", "data_wait_share",
                  "profiled_step_ms", *(f"{part}_share" for part in PARTS), "mem_peak_bytes", "mem_growth_bytes",
-                 "mfu", "top_operators", "problem")
+                 "mfu", "top_operators", "other_cores", "problem")
 _WHOLE = ("cycle", "first_step", "last_step")
 _TEXT = ("top_operators", "problem")
 

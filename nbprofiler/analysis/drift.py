@@ -9,7 +9,9 @@ bootstrap interval over each side's steps, widened for the machine's load moving
 them. A single slow cycle is noise the user cannot act on, so a drift is a change that lasts:
 every cycle from its first to the run's last differs, in the same direction, for at least
 ``MIN_DRIFT_CYCLES`` cycles. Only changes for the worse are drifts: steps that take longer,
-a data wait that takes a larger share of the step, memory that rises cycle after cycle.
+a data wait that takes a larger share of the step, memory that rises cycle after cycle. A
+slowdown in cycles where other programs kept the machine busier (``other_cores``, by
+``LOAD_SHIFT_CORES`` or more) is the machine's, not the run's: no drift is claimed from it.
 
 The steps compared are the sampler's unprofiled ones (the schedule's wait), which the profiler
 did not slow; the cell's first step is left out, as a comparison leaves it out. Which part of
@@ -25,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..format import fmt_bytes, fmt_ms
-from .compare import CONFIDENCE, percentiles, resample, speedup, speedup_interval
+from .compare import CONFIDENCE, LOAD_SHIFT_CORES, percentiles, resample, speedup, speedup_interval
 from .cycles import PARTS
 
 BASELINE_CYCLES = 2  # "the first ones": at most this many cycles, as many as leave MIN_DRIFT_CYCLES after them
@@ -62,8 +64,9 @@ def drift(steps: pd.DataFrame, cycles: pd.DataFrame, labels: Mapping[str, str], 
         return pd.DataFrame(columns=list(DRIFT_COLUMNS))
     first, later = timed[:baseline_n], timed[baseline_n:]
     base = pd.concat([c.steps for c in first])
-    rows = [row for row in (_step_time(base, later, cycles, labels, allowance),
-                            _data_wait(base, later, workers),
+    load = _Load(cycles, [c.number for c in first])
+    rows = [row for row in (_step_time(base, later, cycles, labels, allowance, load),
+                            _data_wait(base, later, workers, load),
                             _memory(steps, cycles, 1 + baseline_n)) if row is not None]
     return pd.DataFrame(rows, columns=list(DRIFT_COLUMNS))
 
@@ -76,6 +79,25 @@ def _cycles(steps: pd.DataFrame, cycles: pd.DataFrame) -> list[_Cycle]:
         waiting = rows[rows["phase"] == "wait"]
         out.append(_Cycle(int(row.cycle), int(row.first_step), waiting if len(waiting) >= 2 else rows))
     return [c for c in out if len(c.steps) >= 2]
+
+
+class _Load:
+    """How busy other programs kept the machine in each cycle (``other_cores``), to tell a run that
+    slowed from a machine that got busier: the same steady loop, its cores shared with another job
+    from some cycle on, slows as much as a loader that falls behind."""
+
+    def __init__(self, cycles: pd.DataFrame, baseline: list[int]) -> None:
+        self._by_cycle = dict(zip(cycles["cycle"].astype(int), cycles["other_cores"]))
+        self._baseline = self._mean(baseline)
+
+    def _mean(self, numbers: list[int]) -> float | None:
+        known = [float(v) for n in numbers if (v := self._by_cycle.get(n)) is not None and math.isfinite(v)]
+        return sum(known) / len(known) if known else None
+
+    def explains(self, run: list[_Cycle]) -> bool:
+        """Whether other programs kept ``LOAD_SHIFT_CORES`` more busy in the drifted cycles than in the first ones."""
+        drifted = self._mean([c.number for c in run])
+        return self._baseline is not None and drifted is not None and drifted - self._baseline >= LOAD_SHIFT_CORES
 
 
 def _onset(later: list[_Cycle], drifted: Callable[[_Cycle], bool]) -> list[_Cycle]:
@@ -99,7 +121,7 @@ def _ms_work(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _step_time(base: pd.DataFrame, later: list[_Cycle], cycles: pd.DataFrame, labels: Mapping[str, str],
-               allowance: float) -> list[object] | None:
+               allowance: float, load: _Load) -> list[object] | None:
     base_ms, base_work = _ms_work(base)
     per_sample = base_work is not None
 
@@ -116,7 +138,7 @@ def _step_time(base: pd.DataFrame, later: list[_Cycle], cycles: pd.DataFrame, la
         return s is not None and interval is not None and 1 / s >= MIN_SLOWDOWN and interval[1] < 1
 
     run = _onset(later, drifted)
-    if not run:
+    if not run or load.explains(run):
         return None
     after = pd.concat([c.steps for c in run])
     s, interval = ratio(after)
@@ -166,7 +188,7 @@ def _share(rows: pd.DataFrame) -> float:
     return float(rows["dataloader_ms"].sum()) / wall if wall > 0 else math.nan
 
 
-def _data_wait(base: pd.DataFrame, later: list[_Cycle], workers: int | None) -> list[object] | None:
+def _data_wait(base: pd.DataFrame, later: list[_Cycle], workers: int | None, load: _Load) -> list[object] | None:
     base_share = _share(base)
     base_resampled = _wait_shares(base)
 
@@ -179,7 +201,7 @@ def _data_wait(base: pd.DataFrame, later: list[_Cycle], workers: int | None) -> 
         return delta >= MIN_WAIT_RISE and low > 0
 
     run = _onset(later, drifted)
-    if not run:
+    if not run or load.explains(run):
         return None
     after = pd.concat([c.steps for c in run])
     _, low, high = rise(after)

@@ -39,6 +39,7 @@ class FinishedCycle:
     trace: bytes
     steps: SampledWindow
     device: DeviceInfo
+    other_cores: float | None = None  # cores other programs kept busy over the cycle (``machine.other_cores``)
 
 
 # A cycle's row from its trace, its steps (as ``report.steps`` has them), the run's options and device.
@@ -69,7 +70,8 @@ class CycleReducer:
             except Exception as exc:  # noqa: BLE001 - one cycle's failure is its row's, never the run's
                 row = {"problem": f"{type(exc).__name__}: {exc}"}
             self._rows.append({"cycle": cycle.number, "first_step": cycle.steps.first,
-                               "last_step": cycle.steps.first + len(cycle.steps.columns["host_ms"]) - 1, **row})
+                               "last_step": cycle.steps.first + len(cycle.steps.columns["host_ms"]) - 1,
+                               "other_cores": cycle.other_cores, **row})
 
     def stop(self) -> None:
         """No cycle comes after those queued: the run is over, finished or abandoned (an interrupted

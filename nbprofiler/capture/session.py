@@ -92,6 +92,7 @@ class ProfileRun:
         self._boundaries: dict[str, int] = {}
         self._t_start = 0.0
         self._cpu_start: CpuUse | None = None  # the machine's CPU use when the run started
+        self._cycle_cpu: CpuUse | None = None  # and when the latest cycle ended (--every)
         self._export_error: BaseException | None = None
         self._cell_thread: int | None = None  # the thread that started the profiler
         self._owner: FrameType | None = None  # the frame that entered the run, until it finishes
@@ -177,7 +178,10 @@ class ProfileRun:
             if self._cycle_rows is not None:
                 # The cycle's steps: its wait, warmup and active ones (fewer when the cell ended in it).
                 first = self.options.skip_first + (self._cycles - 1) * self.options.cycle_length
-                self._cycle_rows.add(FinishedCycle(self._cycles, raw, self.sampler.window(first), self._device()))
+                now = cpu_use()  # how busy other programs kept the machine over the cycle: drift is the run's own
+                load, self._cycle_cpu = other_cores(self._cycle_cpu, now), now
+                self._cycle_rows.add(FinishedCycle(self._cycles, raw, self.sampler.window(first), self._device(),
+                                                   load))
             if self.options.tensorboard:
                 self._write_output("--tensorboard", write_tensorboard, raw, self.options.tensorboard)
         except Exception as exc:  # noqa: BLE001 - any failure of torch's export: the report shows it
@@ -248,7 +252,7 @@ class ProfileRun:
         self.hooks.install()
         self._stderr.start()
         self._t_start = time.perf_counter()
-        self._cpu_start = cpu_use()
+        self._cpu_start = self._cycle_cpu = cpu_use()
         self._cell_thread = threading.get_ident()
         self.sampler.start()
         _profiler_ours = True

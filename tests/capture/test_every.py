@@ -182,3 +182,17 @@ def test_a_saved_reports_cycles_from_someone_else_are_text_and_checked(shell, tm
     assert hostile not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     with pytest.raises(nbprofiler.TraceError, match=r"cycle\.nbprof: a malformed saved report"):
         nbprofiler.load(tampered("cycle", None))
+
+
+def test_a_slowdown_while_other_programs_kept_the_machine_busier_is_no_drift_of_the_run(shell):
+    """The same slowdown, with other programs keeping a core more busy from cycle 7 on (as a job started
+    beside the notebook would), is the machine's: the drift analysis claims none from it."""
+    from nbprofiler.analysis.drift import drift
+    from nbprofiler.render.bundle import LABELS
+
+    report = run_cell(shell, slow_from=600)
+    cycles = report.cycles
+    assert cycles["other_cores"].notna().all()  # measured over each cycle
+    assert set(drift(report.steps, cycles, LABELS, 0.02, 0)["measure"]) >= {"step_time", "data_wait"}
+    busier = cycles.assign(other_cores=[0.1] * 6 + [1.3] * 4)
+    assert set(drift(report.steps, busier, LABELS, 0.02, 0)["measure"]) <= {"memory"}
