@@ -40,7 +40,7 @@ class ProfileOptions:
     repeat: int = _option(1, "Number of wait/warmup/active cycles; 0 repeats until the cell ends (default {default}).")
     skip_first: int = _option(0, "Steps to ignore before the first cycle (default {default}).")
     # Watch a whole run: a cycle every N steps until the cell ends, each reduced to a row of
-    # ``report.cycles`` as it finishes (``capture/cycles.py``), so memory grows with the cycles, not the steps.
+    # ``report.cycles`` off the loop (``capture/cycles.py``), so memory grows with the cycles, not the steps.
     every: int | None = _option(None, "Profile --active steps every N steps until the cell ends, one row of "
                                       "report.cycles per cycle (sets --wait to N - warmup - active, --repeat to 0).",
                                 metavar="N")

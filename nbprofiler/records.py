@@ -72,6 +72,10 @@ class LoaderRecord:
     # machine), which is neither computing nor I/O. None: not known (not Linux, or a report
     # saved before it was measured).
     wait_queued_ms: float | None = None
+    # The wall time of the fetches whose thread's clock was read (``capture.hooks.CLOCKED_FIRST``
+    # fetches, then one in ``CLOCKED_EVERY``), which the two figures above are of. None: every
+    # fetch's was (a report saved before the clock was read on some only).
+    wait_clocked_ms: float | None = None
     # The arguments of the loader's call that the fields above do not hold and that differ from
     # DataLoader's defaults (a ``collate_fn``, ``sampler``, ``worker_init_fn``...): code that rebuilds
     # the loader passes them on by the loader's name. None: not recorded (a report saved before it was).
@@ -86,7 +90,7 @@ class LoaderRecord:
         had a core (None: it never waited). Low means the loading sleeps on I/O, which workers
         overlap without cores. The time spent waiting for a core is left out where known: on a
         busy machine it would make computing look like sleeping."""
-        wall = sum(self.wait_ms_by_step.values())
+        wall = self.wait_clocked_ms if self.wait_clocked_ms is not None else sum(self.wait_ms_by_step.values())
         if wall <= 0 or self.wait_cpu_ms is None:
             return None
         had_core = max(wall - (self.wait_queued_ms or 0.0), self.wait_cpu_ms)

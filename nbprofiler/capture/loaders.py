@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import torch
+
 from ..records import LoaderRecord
 
 
@@ -27,8 +29,6 @@ def samples_in(batch: Any, batch_size: int | None) -> int | None:
 
 def _first_tensor(batch: Any, depth: int = 0) -> Any:
     """The first tensor in a batch of nested tuples, lists and dicts (a few levels deep)."""
-    import torch
-
     if isinstance(batch, torch.Tensor):
         return batch
     if depth >= 3:

@@ -92,7 +92,6 @@ class ProfileRun:
         self._boundaries: dict[str, int] = {}
         self._t_start = 0.0
         self._cpu_start: CpuUse | None = None  # the machine's CPU use when the run started
-        self._cycle_cpu: CpuUse | None = None  # and when the latest cycle ended (--every)
         self._export_error: BaseException | None = None
         self._cell_thread: int | None = None  # the thread that started the profiler
         self._owner: FrameType | None = None  # the frame that entered the run, until it finishes
@@ -131,7 +130,7 @@ class ProfileRun:
             # the user's: the next step's clock starts after them.
             self.sampler.restart_clock()
 
-    def on_data_wait(self, seconds: float, cpu_seconds: float, queued_seconds: float | None,
+    def on_data_wait(self, seconds: float, cpu_seconds: float | None, queued_seconds: float | None,
                      record: LoaderRecord | None) -> None:
         if threading.get_ident() != self._cell_thread:
             return  # a producer thread's fetch is not the loop's wait
@@ -139,7 +138,9 @@ class ProfileRun:
         if record is not None:
             step = self.sampler.count
             record.wait_ms_by_step[step] = record.wait_ms_by_step.get(step, 0.0) + seconds * 1e3
-            record.wait_cpu_ms = (record.wait_cpu_ms or 0.0) + cpu_seconds * 1e3
+            if cpu_seconds is not None:  # a fetch whose thread's clock was read
+                record.wait_cpu_ms = (record.wait_cpu_ms or 0.0) + cpu_seconds * 1e3
+                record.wait_clocked_ms = (record.wait_clocked_ms or 0.0) + seconds * 1e3
             if queued_seconds is not None:
                 record.wait_queued_ms = (record.wait_queued_ms or 0.0) + queued_seconds * 1e3
 
@@ -178,10 +179,9 @@ class ProfileRun:
             if self._cycle_rows is not None:
                 # The cycle's steps: its wait, warmup and active ones (fewer when the cell ended in it).
                 first = self.options.skip_first + (self._cycles - 1) * self.options.cycle_length
-                now = cpu_use()  # how busy other programs kept the machine over the cycle: drift is the run's own
-                load, self._cycle_cpu = other_cores(self._cycle_cpu, now), now
+                exported, tmp = tmp, None  # removed by the summaries' thread, off the loop
                 self._cycle_rows.add(FinishedCycle(self._cycles, raw, self.sampler.window(first), self._device(),
-                                                   load))
+                                                   exported))
             if self.options.tensorboard:
                 self._write_output("--tensorboard", write_tensorboard, raw, self.options.tensorboard)
         except Exception as exc:  # noqa: BLE001 - any failure of torch's export: the report shows it
@@ -252,7 +252,9 @@ class ProfileRun:
         self.hooks.install()
         self._stderr.start()
         self._t_start = time.perf_counter()
-        self._cpu_start = self._cycle_cpu = cpu_use()
+        self._cpu_start = cpu_use()
+        if self._cycle_rows is not None:
+            self._cycle_rows.load_from(self._cpu_start)
         self._cell_thread = threading.get_ident()
         self.sampler.start()
         _profiler_ours = True

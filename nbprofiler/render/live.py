@@ -70,8 +70,10 @@ class LiveStatus:
         if not self.enabled:
             return
         now = time.monotonic()
+        if now - self._last < _MIN_INTERVAL_S:  # most steps: nothing more to do
+            return
         chart = _chart(run)
-        if now - self._last < (_MIN_INTERVAL_S if chart is None else _CHART_INTERVAL_S):
+        if chart is not None and now - self._last < _CHART_INTERVAL_S:
             return
         self._last = now
         text = self.text(run)

@@ -5,8 +5,9 @@ step time, samples/s and data wait come from the sampler's unprofiled steps, whi
 profiler did not slow, and so compare from cycle to cycle as the loop itself ran; the
 breakdown, the top operators and the MFU come from the cycle's trace, through the same
 Report tables a single run's report shows (a Report of the cycle alone, made and dropped
-here, on the capture's background thread, in about 10 ms for a small CNN's cycle). Memory is
-the sampler's over the whole cycle: its peak, and how much it grew from its first step to its last.
+here, on the capture's background thread as the loop can spare it, ``capture/cycles.py``: about
+10 ms for a small CNN's cycle). Memory is the sampler's over the whole cycle: its peak, and how
+much it grew from its first step to its last.
 """
 from __future__ import annotations
 
