@@ -13,6 +13,8 @@ PARTS = (*CATEGORIES, "other")  # the breakdown's parts, whose shares of the pro
 CYCLE_COLUMNS = ("cycle", "first_step", "last_step", "step_ms", "samples_per_s", "data_wait_share",
                  "profiled_step_ms", *(f"{part}_share" for part in PARTS), "mem_peak_bytes", "mem_growth_bytes",
                  "mfu", "top_operators", "other_cores", "problem")
+# The memory each step of ``report.steps`` records: CUDA's allocated bytes, or the CPU's RSS.
+STEP_MEMORY = ("mem_allocated_bytes", "rss_bytes")
 _WHOLE = ("cycle", "first_step", "last_step")
 _TEXT = ("top_operators", "problem")
 
@@ -22,6 +24,11 @@ def cycle_table(rows: pd.DataFrame | None) -> pd.DataFrame:
     failed has its numbers missing and its ``problem``); no row for a run without ``--every``."""
     table = pd.DataFrame() if rows is None else rows
     return pd.DataFrame({name: _column(table, name) for name in CYCLE_COLUMNS})
+
+
+def step_memory(steps: pd.DataFrame) -> str | None:
+    """The column of ``steps`` that holds each step's memory (``STEP_MEMORY``), None where none does."""
+    return next((name for name in STEP_MEMORY if name in steps), None)
 
 
 def _column(table: pd.DataFrame, name: str) -> pd.Series:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..format import fmt_bytes, fmt_ms
 from .compare import CONFIDENCE, LOAD_SHIFT_CORES, percentiles, resample, speedup, speedup_interval
-from .cycles import PARTS
+from .cycles import PARTS, step_memory
 
 BASELINE_CYCLES = 2  # "the first ones": at most this many cycles, as many as leave MIN_DRIFT_CYCLES after them
 MIN_DRIFT_CYCLES = 2  # a drift lasts at least this many cycles, to the run's end
@@ -215,7 +215,7 @@ def _data_wait(base: pd.DataFrame, later: list[_Cycle], workers: int | None, loa
 
 def _memory(steps: pd.DataFrame, cycles: pd.DataFrame, baseline_n: int) -> list[object] | None:
     """Memory at each cycle's last step, rising every cycle from the drift's first to the run's last."""
-    column = next((c for c in ("mem_allocated_bytes", "rss_bytes") if c in steps), None)
+    column = step_memory(steps)
     if column is None or len(cycles) < baseline_n + MIN_DRIFT_CYCLES:
         return None
     by_step = steps.set_index("step")[column]

@@ -102,26 +102,32 @@ def json_values(column: pd.Series | np.ndarray) -> list[float | None]:
     return [None if math.isnan(v) else v for v in np.asarray(column, dtype=np.float64).tolist()]
 
 
-def _spec(name: str, kind: str, title: str, x: tuple[str, str], y: tuple[str, str],
-          panels: list[dict[str, Any]], layout: str = "rows", shared_y: bool = False) -> Spec:
-    return {"version": KIND_VERSIONS[kind], "name": name, "kind": kind, "title": title,
-            "x": {"label": x[0], "unit": x[1]}, "y": {"label": y[0], "unit": y[1]},
-            "layout": layout, "shared_y": shared_y, "panels": panels}
+def chart_spec(name: str, kind: str, title: str, x: tuple[str, str], y: tuple[str, str],
+               panels: list[dict[str, Any]], layout: str = "rows", shared_y: bool = False,
+               marker_label: str | None = None) -> Spec:
+    """A chart of the spec above; ``marker_label`` names its markers in the legend ("step start" without)."""
+    spec: Spec = {"version": KIND_VERSIONS[kind], "name": name, "kind": kind, "title": title,
+                  "x": {"label": x[0], "unit": x[1]}, "y": {"label": y[0], "unit": y[1]},
+                  "layout": layout, "shared_y": shared_y, "panels": panels}
+    if marker_label is not None:
+        spec["marker_label"] = marker_label
+    return spec
 
 
-def _panel(x: list[Any], series: list[dict[str, Any]], title: str | None = None, from_zero: bool = True,
-           phases: list[dict[str, Any]] | None = None, markers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def chart_panel(x: list[Any], series: list[dict[str, Any]], title: str | None = None, from_zero: bool = True,
+                phases: list[dict[str, Any]] | None = None,
+                markers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"title": title, "x": x, "from_zero": from_zero, "series": series,
             "phases": phases or [], "markers": markers or []}
 
 
-def _series(key: str, label: str, values: list[float | None], color: str, dash: str = "solid") -> dict[str, Any]:
+def chart_series(key: str, label: str, values: list[float | None], color: str, dash: str = "solid") -> dict[str, Any]:
     return {"key": key, "label": label, "color": color, "dash": dash, "values": values}
 
 
 def _step_series(parts: pd.DataFrame, drawn: set[str]) -> list[dict[str, Any]]:
     """One series per breakdown part in ``drawn``, in the parts' order, µs per step."""
-    return [_series(col, LABELS.get(col, col), json_values(parts[col]), col)
+    return [chart_series(col, LABELS.get(col, col), json_values(parts[col]), col)
             for col in parts.columns[1:] if col in drawn]
 
 
@@ -135,8 +141,8 @@ def breakdown_spec(model: "ReportViewModel") -> Spec | None:
     if parts.empty:
         return None
     steps = [int(s) for s in parts["step"]]
-    panel = _panel(steps, _step_series(parts, _parts_with_time(parts)))
-    return _spec("breakdown", "bars", BREAKDOWN_TITLES[kind], ("profiled step", "step"), ("time per step", "us"),
+    panel = chart_panel(steps, _step_series(parts, _parts_with_time(parts)))
+    return chart_spec("breakdown", "bars", BREAKDOWN_TITLES[kind], ("profiled step", "step"), ("time per step", "us"),
                  [panel])
 
 
@@ -151,8 +157,8 @@ def comparison_spec(comparison: "Comparison") -> Spec | None:
     if not sides:
         return None
     drawn = _parts_with_time(*(parts for parts, _ in sides))
-    panels = [_panel([int(s) for s in parts["step"]], _step_series(parts, drawn), title) for parts, title in sides]
-    return _spec("compare_breakdown", "bars", BREAKDOWN_TITLES[kind], ("profiled step", "step"),
+    panels = [chart_panel([int(s) for s in parts["step"]], _step_series(parts, drawn), title) for parts, title in sides]
+    return chart_spec("compare_breakdown", "bars", BREAKDOWN_TITLES[kind], ("profiled step", "step"),
                  ("time per step", "us"), panels, layout="columns", shared_y=True)
 
 
@@ -203,13 +209,13 @@ def memory_spec(model: "ReportViewModel") -> Spec | None:
         tensor = (tensor[0] + ", counted from the start of recording", tensor[1])
     panels = []
     for (title, columns), from_zero in ((_RSS, False), (tensor, True)):
-        series = [_series(col, label, json_values(table[col]), color, dash)
+        series = [chart_series(col, label, json_values(table[col]), color, dash)
                   for label, col, color, dash in columns if _has(table, col)]
         if series:
-            panels.append(_panel(steps, series, f"{device}: {title}", from_zero, phases))
+            panels.append(chart_panel(steps, series, f"{device}: {title}", from_zero, phases))
     if not panels:
         return None
-    return _spec("memory", "lines", f"Memory on {device}", ("step", "step"), ("memory", "bytes"), panels)
+    return chart_spec("memory", "lines", f"Memory on {device}", ("step", "step"), ("memory", "bytes"), panels)
 
 
 def _thin(rows: pd.DataFrame) -> pd.DataFrame:
@@ -237,14 +243,14 @@ def memory_timeline_spec(model: "ReportViewModel") -> Spec | None:
         return None
     rows = _thin(rows)
     since = " since recording began" if bool(rows["reconstructed"].any()) else ""
-    series = [_series("allocated", f"allocated{since}", json_values(rows["allocated_bytes"]), "allocated")]
+    series = [chart_series("allocated", f"allocated{since}", json_values(rows["allocated_bytes"]), "allocated")]
     if np.nansum(rows["reserved_bytes"].to_numpy(np.float64)) > 0:
-        series.append(_series("reserved", "reserved", json_values(rows["reserved_bytes"]), "reserved", "dashed"))
+        series.append(chart_series("reserved", "reserved", json_values(rows["reserved_bytes"]), "reserved", "dashed"))
     markers = ([{"at": float(r.start_us) - t0, "label": f"step {int(r.step)}"} for r in steps.itertuples(index=False)]
                if len(steps) <= MAX_STEP_MARKERS else [])
     x = (rows["ts"].to_numpy(dtype=np.float64) - t0).tolist()
-    panel = _panel(x, series, markers=markers)
-    return _spec("memory_timeline", "timeline", f"{device}: memory during the profiled steps",
+    panel = chart_panel(x, series, markers=markers)
+    return chart_spec("memory_timeline", "timeline", f"{device}: memory during the profiled steps",
                  ("time since the first profiled step", "us"), ("memory", "bytes"), [panel])
 
 
@@ -260,10 +266,10 @@ def kernels_spec(model: "ReportViewModel") -> Spec | None:
         folded = float(by_kind[small].sum())
         by_kind = by_kind[~small]
         by_kind[OTHER] = by_kind.get(OTHER, 0.0) + folded
-    series = [_series("kernel_time", "kernel time", json_values(by_kind.to_numpy()), "kernel")]
+    series = [chart_series("kernel_time", "kernel time", json_values(by_kind.to_numpy()), "kernel")]
     title = f"Kernel time by category (total {fmt_us(total)})"
-    return _spec("kernels", "hbars", title, ("category", "category"), ("kernel time", "us"),
-                 [_panel([str(k) for k in by_kind.index], series)])
+    return chart_spec("kernels", "hbars", title, ("category", "category"), ("kernel time", "us"),
+                 [chart_panel([str(k) for k in by_kind.index], series)])
 
 
 def _log_domain(values: list[float]) -> list[float]:
@@ -293,13 +299,13 @@ def roofline_spec(model: "ReportViewModel") -> Spec | None:
     if rows.empty or not roofs:
         return None
     bound = rows["bound"].fillna("unknown").to_numpy(dtype=object)
-    series = [_series(b, b, [float(v) if c == b else None for v, c in zip(rows["achieved_flops_per_s"], bound)],
+    series = [chart_series(b, b, [float(v) if c == b else None for v, c in zip(rows["achieved_flops_per_s"], bound)],
                       color) for b, color in BOUND_COLORS.items() if (bound == b).any()]
     points = [{"label": str(op), "dtype": d if isinstance(d, str) else None, "bound": str(b)}
               for op, d, b in zip(rows["operator"], rows["dtype"], bound)]
     xs = rows["intensity"].astype(float).tolist()
-    panel = {**_panel(xs, series, from_zero=False), "points": points, "roofs": roofs}
-    out = _spec("roofline", "scatter", f"Roofline on {report.device.name}",
+    panel = {**chart_panel(xs, series, from_zero=False), "points": points, "roofs": roofs}
+    out = chart_spec("roofline", "scatter", f"Roofline on {report.device.name}",
                 ("arithmetic intensity", "flop_per_byte"), ("achieved", "flops_per_s"), [panel])
     out["x"]["scale"] = out["y"]["scale"] = "log"
     out["y"]["domain"] = _log_domain(rows["achieved_flops_per_s"].astype(float).tolist()

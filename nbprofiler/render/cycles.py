@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..analysis.cycles import PARTS
 from ..analysis.drift import BASELINE_CYCLES, MIN_DRIFT_CYCLES
-from .charts import KIND_VERSIONS, Spec, json_values
+from .charts import Spec, chart_panel, chart_series, chart_spec, json_values
 from .hardware import Section
 
 if TYPE_CHECKING:
@@ -78,26 +78,21 @@ def _markers(drift: pd.DataFrame) -> list[dict[str, object]]:
 
 def _spec(name: str, title: str, y: tuple[str, str], cycles: pd.DataFrame, series: list[dict[str, Any]],
           drift: pd.DataFrame, from_zero: bool) -> Spec:
-    return {"version": KIND_VERSIONS["lines"], "name": name, "kind": "lines", "title": title,
-            "x": {"label": "cycle's first step", "unit": "step"}, "y": {"label": y[0], "unit": y[1]},
-            "layout": "rows", "shared_y": False, "marker_label": "drift began",
-            "panels": [{"title": None, "x": [int(s) for s in cycles["first_step"]], "from_zero": from_zero,
-                        "series": series, "phases": [], "markers": _markers(drift)}]}
+    panel = chart_panel([int(s) for s in cycles["first_step"]], series, from_zero=from_zero, markers=_markers(drift))
+    return chart_spec(name, "lines", title, ("cycle's first step", "step"), y, [panel], marker_label="drift began")
 
 
 def _time_chart(cycles: pd.DataFrame, drift: pd.DataFrame) -> Spec:
-    series = [{"key": "step_ms", "label": "step (unprofiled steps)", "color": "kernel", "dash": "solid",
-               "values": json_values(cycles["step_ms"] * 1e3)},
-              {"key": "profiled_step_ms", "label": "profiled step", "color": "other", "dash": "dashed",
-               "values": json_values(cycles["profiled_step_ms"] * 1e3)}]
+    series = [chart_series("step_ms", "step (unprofiled steps)", json_values(cycles["step_ms"] * 1e3), "kernel"),
+              chart_series("profiled_step_ms", "profiled step", json_values(cycles["profiled_step_ms"] * 1e3), "other",
+                           "dashed")]
     return _spec("cycles", "Step time per cycle", ("time per step", "us"), cycles, series, drift, True)
 
 
 def _memory_chart(cycles: pd.DataFrame, drift: pd.DataFrame) -> Spec | None:
     if not cycles["mem_peak_bytes"].notna().any():
         return None
-    series = [{"key": "mem_peak_bytes", "label": "memory peak in the cycle", "color": "peak", "dash": "solid",
-               "values": json_values(cycles["mem_peak_bytes"])}]
+    series = [chart_series("mem_peak_bytes", "memory peak in the cycle", json_values(cycles["mem_peak_bytes"]), "peak")]
     memory = drift[drift["measure"] == "memory"]
     return _spec("cycles_memory", "Memory per cycle", ("memory", "bytes"), cycles, series, memory, False)
 

@@ -16,18 +16,13 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis.cycles import PARTS
+from ..analysis.cycles import PARTS, step_memory
 from ..options import ProfileOptions
 from ..records import RunRecord
 from ..trace.table import DeviceInfo
 from .report import Report
 
 TOP_OPERATORS = 3
-# The per-step memory each device's sampler records: CUDA's allocated bytes (and their peak), the CPU's RSS.
-_MEMORY = ("mem_allocated_bytes", "rss_bytes")
-_PEAK = ("mem_peak_bytes", "mem_allocated_bytes", "rss_bytes")
-
-
 def cycle_summary(trace: bytes, steps: pd.DataFrame, options: ProfileOptions, device: DeviceInfo) -> dict[str, Any]:
     """The cycle's row (``analysis.cycles.CYCLE_COLUMNS`` but its number and steps, which the capture adds)."""
     record = RunRecord(options=options, device=device, steps=steps, loaders=(), step_source="cycle")
@@ -46,7 +41,7 @@ def cycle_summary(trace: bytes, steps: pd.DataFrame, options: ProfileOptions, de
         "data_wait_share": float(timed["dataloader_ms"].sum()) / wall_ms if wall_ms > 0 else math.nan,
         "profiled_step_ms": _number(cycle.step_window.avg_step_us, 1e-3),
         **{f"{part}_share": float(shares.get(part, math.nan)) for part in PARTS},
-        "mem_peak_bytes": _first_column(steps, _PEAK, "max"),
+        "mem_peak_bytes": _peak(steps),
         "mem_growth_bytes": _growth(steps),
         "mfu": _number(mfu),
         "top_operators": _top_operators(cycle),
@@ -58,19 +53,16 @@ def _number(value: Any, scale: float = 1.0) -> float:
     return math.nan if value is None else float(value) * scale
 
 
-def _first_column(steps: pd.DataFrame, names: tuple[str, ...], how: str) -> float:
-    for name in names:
-        if name in steps and len(steps):
-            return float(steps[name].agg(how))
-    return math.nan
+def _peak(steps: pd.DataFrame) -> float:
+    """The cycle's highest memory: CUDA's peak allocated bytes of its steps, or their highest memory."""
+    column = "mem_peak_bytes" if "mem_peak_bytes" in steps else step_memory(steps)
+    return float(steps[column].max()) if column is not None and len(steps) else math.nan
 
 
 def _growth(steps: pd.DataFrame) -> float:
     """Memory at the cycle's last step less at its first: what the cycle kept."""
-    for name in _MEMORY:
-        if name in steps and len(steps):
-            return float(steps[name].iloc[-1] - steps[name].iloc[0])
-    return math.nan
+    column = step_memory(steps)
+    return float(steps[column].iloc[-1] - steps[column].iloc[0]) if column is not None and len(steps) else math.nan
 
 
 def _top_operators(cycle: Report) -> str:
