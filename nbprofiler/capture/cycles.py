@@ -77,6 +77,7 @@ class CycleReducer:
         self._spent_s = 0.0  # the thread's CPU time in summaries so far
         self._last_s = 0.0  # the latest summary's: the next is allowed once the share has room for as much
         self._rows: list[dict[str, Any]] = []
+        self._held: FinishedCycle | None = None  # the latest cycle, until the loop's next step ends
         self._thread: threading.Thread | None = None
         self._stopped = False  # no cycle comes after those queued: the thread ends once it has reduced them
 
@@ -86,7 +87,22 @@ class CycleReducer:
         self._started = time.perf_counter()
 
     def add(self, cycle: FinishedCycle) -> None:
-        """Queue ``cycle``; the thread starts with the first one, so a run without cycles starts none."""
+        """Hold ``cycle`` until the loop's next step ends (``step_ended``). The thread's first work on
+        it (reading the machine's load, compressing the trace) competes with the loop, and the step
+        that ended the cycle is a profiled one: its time should be the profiler's own."""
+        self._release()  # one still held (no step ended between two cycles) goes first
+        self._held = cycle
+
+    def step_ended(self) -> None:
+        """The loop ended a step: a cycle held goes to the thread."""
+        if self._held is not None:
+            self._release()
+
+    def _release(self) -> None:
+        """Queue the cycle held; the thread starts with the first one, so a run without cycles starts none."""
+        cycle, self._held = self._held, None
+        if cycle is None:
+            return
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name="nbprofiler-cycles", daemon=True)
             self._thread.start()
@@ -146,6 +162,7 @@ class CycleReducer:
         """No cycle comes after those queued: the run is over, finished or abandoned (an interrupted
         cell's run, cleaned up by the next one, never asks for its ``table``). Without waiting: the
         thread reduces what waits, and ends."""
+        self._release()
         if self._thread is not None and not self._stopped:
             self._queue.put(_DONE)
             self._stopped = True
@@ -154,9 +171,9 @@ class CycleReducer:
         """Every queued cycle's row, once the thread has reduced them all; None when no cycle
         finished. Asked as the run finishes, after ``stop``; again (a report built once more after
         an interrupted build), the same rows."""
+        self.stop()
         if self._thread is None:
             return None
-        self.stop()
         self._thread.join()
         return pd.DataFrame(self._rows)
 

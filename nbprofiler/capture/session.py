@@ -117,6 +117,8 @@ class ProfileRun:
                 self._other_thread_steps += 1
             return
         try:
+            if self._cycle_rows is not None:
+                self._cycle_rows.step_ended()  # the cycle that ended at the previous boundary, off its profiled step
             with ctrl_c_held():  # a step half-counted, or a profiler half-way to its next phase, is lost or fatal
                 self._boundaries[source] = self._boundaries.get(source, 0) + 1
                 self.sampler.end_step()
