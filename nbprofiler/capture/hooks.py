@@ -3,8 +3,8 @@ and with ``--modules`` the module ranges (``module_ranges``).
 
 Everything installed here is removed by ``StepHooks.remove`` (always called,
 from a ``finally``, and in a process forked while a cell runs, right at the
-fork: see ``session``); every hook also checks the process id, so a worker
-forked without at-fork handlers never acts on the parent's profiler.
+fork: see ``session``); every hook also checks the process id (noted again in a
+forked child), so a worker that still holds a hook never acts on the parent's profiler.
 
 Optimizer steps end a profiler step *after* ``optimizer.step()`` returns, not
 inside it: torch runs its post-step hooks inside the ``Optimizer.step#...``
@@ -38,6 +38,19 @@ from .thread_clock import ThreadClock
 
 
 _ORIGINAL = "_nbprofiler_original"  # on each wrapper: the function it wraps
+# This process's id, set again in a forked child as it starts (``os.fork`` runs the at-fork handlers,
+# multiprocessing's workers too): each hook asks it, and ``os.getpid`` is a system call, which a
+# sandboxed machine makes cost microseconds, three times a step.
+_pid = os.getpid()
+
+
+def _note_fork() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_note_fork)
 # The fetches whose thread's clock is read, to tell loading that computes from loading that waits on
 # I/O (``LoaderRecord.wait_cpu_share``): the first CLOCKED_FIRST, then one in CLOCKED_EVERY. Its two
 # reads of /proc cost a fetch about 13 µs (a step of a 2,000-step loop of a small model on a 2-core
@@ -61,7 +74,7 @@ class StepHooks:
     def __init__(self, listener: Any, step_on: str) -> None:
         self.listener = listener
         self.step_on = step_on
-        self.owner_pid = os.getpid()
+        self.owner_pid = _pid
         self.loaders: dict[int, LoaderRecord] = {}
         self.saw_optimizer_step = False
         self._fetches_since_boundary = 0
@@ -120,7 +133,7 @@ class StepHooks:
 
     # -- hooks --------------------------------------------------------------------------
     def _mine(self) -> bool:
-        return os.getpid() == self.owner_pid
+        return _pid == self.owner_pid
 
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if not self._mine():
@@ -183,7 +196,7 @@ class StepHooks:
         hooks = self
 
         def __next__(iterator: _BaseDataLoaderIter):  # noqa: N807 - the patched dunder
-            if os.getpid() != hooks.owner_pid:
+            if _pid != hooks.owner_pid:
                 return original(iterator)
             record = getattr(iterator, "_nbprofiler_record", None)
             if hooks._fetches_since_boundary and hooks._loader_ends_step():
