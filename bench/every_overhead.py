@@ -49,14 +49,15 @@ from workload import conv_training_setup, shell_with
 STEPS, EVERY, ACTIVE = 2000, 200, 3
 SETUP = conv_training_setup(16 * 200).replace("batch_size=32", "batch_size=16") + """
 import time
-def loop(after_step=None):
+def loop(after_step=None, net=None, optimizer=None, batches=None, epochs=10):
     global cpu_s
+    net, optimizer, batches = net or model, optimizer or opt, batches or loader
     cpu_start = time.process_time()
     marks = [time.perf_counter()]
-    for epoch in range(10):
-        for x, y in loader:
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad(); loss.backward(); opt.step()
+    for epoch in range(epochs):
+        for x, y in batches:
+            loss = F.cross_entropy(net(x), y)
+            optimizer.zero_grad(); loss.backward(); optimizer.step()
             if after_step is not None:
                 after_step()
             marks.append(time.perf_counter())
@@ -176,24 +177,14 @@ class SummaryClock:
                 f"{statistics.median(self.cpu_during_share):.2%} of the loop's time")
 
 
+# A loop of the same code over a tiny model, whose steps are short enough for the hooks to show.
 TINY_SETUP = """
-import torch, torch.nn as nn, torch.nn.functional as F, time
-from torch.utils.data import DataLoader, TensorDataset
-torch.manual_seed(0)
 tiny = nn.Linear(4, 2)
 tiny_opt = torch.optim.SGD(tiny.parameters(), lr=0.05)
 tiny_loader = DataLoader(TensorDataset(torch.randn(2000, 4), torch.randint(0, 2, (2000,))), batch_size=1)
-def tiny_loop(after_step=None):
-    marks = [time.perf_counter()]
-    for x, y in tiny_loader:
-        loss = F.cross_entropy(tiny(x), y)
-        tiny_opt.zero_grad(); loss.backward(); tiny_opt.step()
-        if after_step is not None:
-            after_step()
-        marks.append(time.perf_counter())
-    return marks
 """
-TINY_HAND = HAND.replace("loop(prof.step)", "tiny_loop(prof.step)")
+TINY = "net=tiny, optimizer=tiny_opt, batches=tiny_loader, epochs=1"
+TINY_HAND = HAND.replace("loop(prof.step)", f"loop(prof.step, {TINY})")
 
 
 def _step_medians(rounds: list[list[float]]) -> list[float]:
@@ -209,8 +200,8 @@ def hooks_per_step(ip: Any, rounds: int, options: str) -> str:
     ip.run_cell(TINY_SETUP).raise_error()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    forms = {"plain": lambda: ip.run_cell("marks = tiny_loop()").raise_error(),
-             "magic": lambda: ip.run_cell_magic("torchprofile", f"--no-history -q {options}", "marks = tiny_loop()"),
+    forms = {"plain": lambda: ip.run_cell(f"marks = loop({TINY})").raise_error(),
+             "magic": lambda: ip.run_cell_magic("torchprofile", f"--no-history -q {options}", f"marks = loop({TINY})"),
              "hand": lambda: ip.run_cell(TINY_HAND).raise_error()}
     step_us: dict[str, list[float]] = {name: [] for name in forms}
     with capture_output():
