@@ -7,13 +7,13 @@ compresses it at once (zlib lets the loop run meanwhile: a small CNN's 314 KB tr
 28 KB in 1 ms) and reduces it to one summary row. The trace is dropped once reduced (the run
 keeps only the latest, for the report's other tables).
 
-A summary is Python that holds the GIL (about 10 ms for that CNN's cycle, 16 ms beside a
-running loop), so every one made while the loop runs is taken from the loop: at 200 steps
-of 1.3 ms, 4% of it. The thread therefore spends on summaries at most ``SUMMARY_SHARE`` of
-the run's time so far while the loop runs; a cycle beyond that waits, compressed, and is
-reduced when the cell ends, or at once when the waiting traces pass ``WAITING_BYTES``. So a
-2,000-step cell reduces most of its cycles as it finishes (10 cycles: about 0.1 s), and memory
-grows with the number of cycles times one row, plus at most ``WAITING_BYTES`` of traces.
+A summary is Python that holds the GIL: about 10 ms for that CNN's cycle, 16 ms beside a running
+loop, all taken from the loop, whose steps it would also disturb (the steps that later cycles
+are compared by, for drift). So while the loop runs the thread only takes each cycle up, and
+the summaries wait, compressed, for the cell's end (10 cycles: about 0.1 s); only when the
+waiting traces pass ``WAITING_BYTES`` is the oldest reduced at once. Memory grows with the
+number of cycles times one row, plus at most ``WAITING_BYTES`` of traces, and the cell's end
+waits for at most the summaries of that much (about 1.5 s).
 
 What a row holds is decided by the ``summarize`` callable the run is given (the Report's
 side, ``report/cycle_summary.py``): capture cannot build reports. A cycle whose summary
@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import queue
 import threading
-import time
 import zlib
 from collections import deque
 from collections.abc import Callable
@@ -40,11 +39,10 @@ from ..trace.table import DeviceInfo
 from .sampler import SampledWindow
 
 _DONE = None  # put on the queue when the run finishes: the worker stops after the cycles before it
-# While the loop runs, the most of the run's time so far the thread spends on summaries.
-SUMMARY_SHARE = 0.01
-# Compressed traces waiting for their summary beyond which the thread reduces them whatever its share
-# (about 600 cycles of a small CNN's): memory stays bounded however long the run.
-WAITING_BYTES = 16 << 20
+# Compressed traces waiting for their summary beyond which the thread reduces the oldest while the
+# loop runs: about 150 cycles of a small CNN's (28 KB each), whose summaries take about 1.5 s at the
+# cell's end. Memory, and that wait, stay bounded however long the run.
+WAITING_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -70,12 +68,9 @@ class CycleReducer:
     def __init__(self, summarize: Summarize) -> None:
         self._summarize = summarize
         self._cpu: CpuUse | None = None  # the machine's CPU use when the latest cycle was taken up
-        self._started = time.perf_counter()  # when the run started: the summaries' share is of the time since
         self._queue: queue.SimpleQueue[FinishedCycle | None] = queue.SimpleQueue()
         self._waiting: deque[_Waiting] = deque()  # cycles taken up and compressed, not yet reduced
         self._waiting_bytes = 0
-        self._spent_s = 0.0  # the thread's CPU time in summaries so far
-        self._last_s = 0.0  # the latest summary's: the next is allowed once the share has room for as much
         self._rows: list[dict[str, Any]] = []
         self._held: FinishedCycle | None = None  # the latest cycle, until the loop's next step ends
         self._thread: threading.Thread | None = None
@@ -84,7 +79,6 @@ class CycleReducer:
     def load_from(self, cpu: CpuUse | None) -> None:
         """The run starts: the machine's CPU use now, from which the first cycle's load is measured."""
         self._cpu = cpu
-        self._started = time.perf_counter()
 
     def add(self, cycle: FinishedCycle) -> None:
         """Hold ``cycle`` until the loop's next step ends (``step_ended``). The thread's first work on
@@ -112,30 +106,21 @@ class CycleReducer:
         finishing = False
         while not finishing or self._waiting:
             if not finishing:
-                try:
-                    cycle = self._queue.get(timeout=self._until_allowed())
-                    if cycle is _DONE:
-                        finishing = True
-                    else:
-                        self._take(cycle)
-                except queue.Empty:  # no cycle came, and the share has room for the next summary
-                    pass
-            while self._waiting and (finishing or self._waiting_bytes > WAITING_BYTES or self._until_allowed() == 0):
+                cycle = self._queue.get()
+                if cycle is _DONE:
+                    finishing = True
+                else:
+                    self._take(cycle)
+            while self._waiting and (finishing or self._waiting_bytes > WAITING_BYTES):
                 self._reduce(self._waiting.popleft())
-
-    def _until_allowed(self) -> float | None:
-        """Seconds until the share of the run's time allows the next summary: 0 now, None while none waits."""
-        if not self._waiting:
-            return None
-        return max((self._spent_s + self._last_s) / SUMMARY_SHARE - (time.perf_counter() - self._started), 0.0)
 
     def _take(self, cycle: FinishedCycle) -> None:
         """What must be read as the cycle ends, and its trace compressed to wait for its summary.
 
         Here, not in the loop: removing a file just written (3 ms on a test machine's disk) and
-        reading the machine's CPU use (1.4 ms, a scan of /proc for the workers) would lengthen
-        the step that ended the cycle. The thread takes each cycle up as it ends, unless a
-        summary is still running, so the load is over the cycle give or take one summary."""
+        reading the machine's CPU use would lengthen the step that ended the cycle. The thread
+        takes each cycle up as the step after it ends (later only while a summary forced by the
+        waiting traces' bound runs), so the load is over the cycle."""
         if cycle.exported is not None:
             _remove(cycle.exported)
         now = cpu_use()  # how busy other programs kept the machine: a drift is the run's own only without
@@ -146,14 +131,11 @@ class CycleReducer:
 
     def _reduce(self, cycle: "_Waiting") -> None:
         self._waiting_bytes -= len(cycle.packed)
-        began = time.thread_time()
         try:
             row = self._summarize(zlib.decompress(cycle.packed), cycle.steps.frame(), cycle.steps.options,
                                   cycle.device)
         except Exception as exc:  # noqa: BLE001 - one cycle's failure is its row's, never the run's
             row = {"problem": f"{type(exc).__name__}: {exc}"}
-        self._last_s = time.thread_time() - began
-        self._spent_s += self._last_s
         self._rows.append({"cycle": cycle.number, "first_step": cycle.steps.first,
                            "last_step": cycle.steps.first + len(cycle.steps.columns["host_ms"]) - 1,
                            "other_cores": cycle.other_cores, **row})

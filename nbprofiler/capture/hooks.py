@@ -62,11 +62,11 @@ CLOCKED_EVERY = 8
 class StepHooks:
     """Installs the hooks for one profiled cell and reports events to ``listener``.
 
-    ``listener`` gets ``on_boundary(source)`` when a step ends,
-    ``on_data_wait(seconds, cpu_seconds, queued_seconds, record)`` for each fetch (its wall
-    time, the CPU time the fetching thread used in it, and the time it waited for a core,
-    None where unknown: ``thread_clock``), and ``on_batch(samples)`` for
-    each batch delivered; its ``options.modules``
+    ``listener`` gets ``on_boundary(source)`` when a step ends, and
+    ``on_fetch(seconds, cpu_seconds, queued_seconds, record, delivered, samples)`` for each fetch
+    (its wall time, the CPU time the fetching thread used in it and the time it waited for a
+    core, None where unknown: ``thread_clock``; its loader's record; whether it delivered a
+    batch, and the samples in it, None where unknown); its ``options.modules``
     and ``namespace`` say whether to record module ranges and how to name the roots, and
     its ``cell_calls`` the names the cell calls (each module among them gets a range of its own).
     """
@@ -198,47 +198,47 @@ class StepHooks:
         def __next__(iterator: _BaseDataLoaderIter):  # noqa: N807 - the patched dunder
             if _pid != hooks.owner_pid:
                 return original(iterator)
-            record = getattr(iterator, "_nbprofiler_record", None)
             if hooks._fetches_since_boundary and hooks._loader_ends_step():
                 hooks.listener.on_boundary("dataloader")
             hooks._fetches += 1
-            clock = hooks.clock if hooks._fetches <= CLOCKED_FIRST or hooks._fetches % CLOCKED_EVERY == 0 else None
-            cpu_start, queued_start = clock.read() if clock is not None else (None, None)
+            clock = hooks.clock if hooks._fetches <= CLOCKED_FIRST or not hooks._fetches % CLOCKED_EVERY else None
+            began = clock.read() if clock is not None else None
             start = time.perf_counter()
-            exhausted = False
             try:
                 batch = original(iterator)
             except StopIteration:
                 # The epoch is over: shutting the workers down is no wait for a batch, and the
                 # loop's own timer around next() never sees this call.
-                exhausted = True
                 raise
-            finally:
-                if not exhausted:
-                    hooks._report_wait(start, clock, cpu_start, queued_start, record)
-            hooks._fetches_since_boundary += 1
-            if record is not None:
-                record.batches += 1
-            hooks.listener.on_batch(samples_in(batch, record.batch_size if record is not None else None))
+            except BaseException:
+                hooks._fetched(iterator, start, clock, began, False, None)
+                raise
+            hooks._fetched(iterator, start, clock, began, True, batch)
             return batch
 
         return __next__
 
-    def _report_wait(self, start: float, clock: ThreadClock | None, cpu_start: float | None,
-                     queued_start: float | None, record: LoaderRecord | None) -> None:
-        """Tell the listener how long a fetch that began at ``start`` took, and, where ``clock``
-        was read as it began, how its thread spent it."""
+    def _fetched(self, iterator: _BaseDataLoaderIter, start: float, clock: ThreadClock | None,
+                 began: tuple[float, float | None] | None, delivered: bool, batch: Any) -> None:
+        """Tell the listener of a fetch that began at ``start``: how long it took, how its thread
+        spent it where ``clock`` was read as it began (``began``), and the batch it ``delivered``."""
         seconds = time.perf_counter() - start
-        if clock is None or cpu_start is None:
-            self.listener.on_data_wait(seconds, None, None, record)
-            return
-        cpu_end, queued_end = clock.read()
-        cpu = cpu_end - cpu_start
-        # The clock is read just outside the wall time (its reads are not the loop's wait): a
-        # wait for a core that ends at those reads counts no more than the fetch had.
-        queued = (None if queued_start is None or queued_end is None
-                  else min(queued_end - queued_start, max(seconds - cpu, 0.0)))
-        self.listener.on_data_wait(seconds, cpu, queued, record)
+        cpu = queued = None
+        if clock is not None and began is not None:
+            cpu_end, queued_end = clock.read()
+            cpu = cpu_end - began[0]
+            # The clock is read just outside the wall time (its reads are not the loop's wait): a
+            # wait for a core that ends at those reads counts no more than the fetch had.
+            if began[1] is not None and queued_end is not None:
+                queued = min(queued_end - began[1], max(seconds - cpu, 0.0))
+        record: LoaderRecord | None = getattr(iterator, "_nbprofiler_record", None)
+        samples = None
+        if delivered:
+            self._fetches_since_boundary += 1
+            if record is not None:
+                record.batches += 1
+            samples = samples_in(batch, record.batch_size if record is not None else None)
+        self.listener.on_fetch(seconds, cpu, queued, record, delivered, samples)
 
     def _loader_ends_step(self) -> bool:
         """A fetch ends the step that the previous batch started (dataloader-driven steps); asked

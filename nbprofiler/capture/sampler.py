@@ -56,14 +56,13 @@ class StepSampler:
             torch.cuda.reset_peak_memory_stats()
         self.restart_clock()
 
-    def add_wait(self, seconds: float) -> None:
+    def add_fetch(self, seconds: float, delivered: bool, samples: int | None) -> None:
+        """A DataLoader fetch of the current step: its wait, and whether it delivered a batch, with
+        the samples in it (None: unknown). A step may consume several (gradient accumulation): each counts."""
         self._wait_s += seconds
-
-    def add_batch(self, samples: int | None) -> None:
-        """A DataLoader batch the current step consumed, with its samples (None: unknown).
-        A step may consume several (gradient accumulation): each counts."""
-        self._batches += 1
-        self._samples += math.nan if samples is None else samples
+        if delivered:
+            self._batches += 1
+            self._samples += math.nan if samples is None else samples
 
     def set_samples(self, samples: int) -> None:
         """The samples the current step processed, as the user counted them (``nbprofiler.step(samples=)``):

@@ -132,11 +132,11 @@ class ProfileRun:
             # the user's: the next step's clock starts after them.
             self.sampler.restart_clock()
 
-    def on_data_wait(self, seconds: float, cpu_seconds: float | None, queued_seconds: float | None,
-                     record: LoaderRecord | None) -> None:
+    def on_fetch(self, seconds: float, cpu_seconds: float | None, queued_seconds: float | None,
+                 record: LoaderRecord | None, delivered: bool, samples: int | None) -> None:
         if threading.get_ident() != self._cell_thread:
-            return  # a producer thread's fetch is not the loop's wait
-        self.sampler.add_wait(seconds)
+            return  # a producer thread's fetches are not the loop's wait or batches
+        self.sampler.add_fetch(seconds, delivered, samples)
         if record is not None:
             step = self.sampler.count
             record.wait_ms_by_step[step] = record.wait_ms_by_step.get(step, 0.0) + seconds * 1e3
@@ -145,10 +145,6 @@ class ProfileRun:
                 record.wait_clocked_ms = (record.wait_clocked_ms or 0.0) + seconds * 1e3
             if queued_seconds is not None:
                 record.wait_queued_ms = (record.wait_queued_ms or 0.0) + queued_seconds * 1e3
-
-    def on_batch(self, samples: int | None) -> None:
-        if threading.get_ident() == self._cell_thread:  # a producer thread's batches are not the loop's
-            self.sampler.add_batch(samples)
 
     def on_loader(self, loader: Any, record: LoaderRecord) -> None:
         named(record, loader, self.namespace)

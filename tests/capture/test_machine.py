@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -50,3 +51,40 @@ def test_local_ranks_share_the_cores(eight_cores, monkeypatch):
     assert usable_cpus() == 2
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "lots")
     assert usable_cpus() == 8
+
+
+def test_the_workers_cpu_is_this_runs_own_and_found_without_scanning_every_process(monkeypatch):
+    """A worker process and its own child, the child busy: the descendants are exactly what psutil's
+    scan of every process finds, and the child's CPU time counts as this process's own
+    (``cpu_use``), not as other programs'. Where the kernel lists no children, the scan is the answer."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    busy = "import time\nwhile True: pass\n"
+    nested = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {busy!r}])\n"
+    worker = subprocess.Popen([sys.executable, "-c", nested])
+    me = psutil.Process()
+    try:
+        deadline = time.perf_counter() + 60
+        while len(me.children(recursive=True)) < 2 and time.perf_counter() < deadline:
+            time.sleep(0.01)
+        expected = sorted(child.pid for child in me.children(recursive=True))
+        assert len(expected) == 2 and sorted(machine.descendants(me)) == expected
+        grandchild = psutil.Process(expected[-1] if psutil.Process(expected[-1]).ppid() == worker.pid else expected[0])
+        start = machine.cpu_use()
+        before = sum(grandchild.cpu_times()[:2])
+        time.sleep(0.4)
+        after = sum(grandchild.cpu_times()[:2])
+        end = machine.cpu_use()
+        assert start is not None and end is not None
+        assert after > before and end.own_s - start.own_s >= after - before - 0.011  # clock ticks of 10 ms
+        real_listdir = os.listdir
+        monkeypatch.setattr(os, "listdir", lambda path: real_listdir(path) if not str(path).endswith("/task")
+                            else (_ for _ in ()).throw(FileNotFoundError(path)))
+        assert sorted(machine.descendants(me)) == expected
+    finally:
+        for process in me.children(recursive=True):
+            process.kill()
+        worker.wait(timeout=60)
