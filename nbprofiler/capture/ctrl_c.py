@@ -61,7 +61,8 @@ class _CtrlCHold:
         if isinstance(previous, CtrlCAfterTheCell):
             if previous.holding is not None:  # nested: the outermost block delivers
                 return None
-            held = self._held = previous.holding = _HeldCtrlC()
+            held = self._held = previous.holding = previous.note
+            held.pending = None
             self._flagged = previous
             return held
         if not callable(previous) or isinstance(previous, _HeldCtrlC):
@@ -101,6 +102,7 @@ class CtrlCAfterTheCell:
     def __init__(self, owner: FrameType, passing: frozenset[CodeType]) -> None:
         self.pending = False
         self.holding: _HeldCtrlC | None = None  # a ``ctrl_c_held`` block's, which notes a Ctrl-C for its end
+        self.note = _HeldCtrlC()  # what each block holds with, made once: a step holds Ctrl-C once
         self._owner = owner
         self._passing = passing
         self._closed = False

@@ -136,7 +136,7 @@ class StepHooks:
         return _pid == self.owner_pid
 
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        if not self._mine():
+        if _pid != self.owner_pid:
             return
         self.saw_optimizer_step = True
         if self.step_on == "optimizer" or (self.step_on == "auto" and self._ends_iteration(optimizer)):
@@ -159,7 +159,7 @@ class StepHooks:
 
         @functools.wraps(original)  # keeps torch's ``hooked`` mark, so torch does not wrap again
         def step(optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
-            if not hooks._mine():
+            if _pid != hooks.owner_pid:
                 return original(optimizer, *args, **kwargs)
             state = hooks._thread
             state.depth += 1

@@ -31,6 +31,8 @@ def _first_tensor(batch: Any, depth: int = 0) -> Any:
     """The first tensor in a batch of nested tuples, lists and dicts (a few levels deep)."""
     if isinstance(batch, torch.Tensor):
         return batch
+    if type(batch) in (tuple, list) and batch and isinstance(batch[0], torch.Tensor):
+        return batch[0]  # the usual (inputs, targets): asked every fetch, without a call per level
     if depth >= 3:
         return None
     items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (tuple, list)) else ()
