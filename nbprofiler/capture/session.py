@@ -42,6 +42,7 @@ from .lines import LineRecorder
 from .loaders import named
 from .model_calls import cell_modules
 from .names import restore_names
+from .profiler_steps import ProfilerSteps
 from .sampler import StepSampler
 from .stderr_filter import StderrFilter
 
@@ -89,6 +90,7 @@ class ProfileRun:
         self._device_info: DeviceInfo | None = None
         self._cycle_rows = CycleReducer(summarize_cycle) if options.every and summarize_cycle else None
         self._prof: torch.profiler.profile | None = None
+        self._profiler_steps = ProfilerSteps(options.skip_first + options.cycle_length)
         self._boundaries: dict[str, int] = {}
         self._t_start = 0.0
         self._cpu_start: CpuUse | None = None  # the machine's CPU use when the run started
@@ -123,7 +125,12 @@ class ProfileRun:
                 self._boundaries[source] = self._boundaries.get(source, 0) + 1
                 self.sampler.end_step()
                 self.hooks.boundary_passed()
-                self._transition("step")
+                done = self.sampler.count
+                if self._prof is not None and self._profiler_steps.due(done):
+                    self._profiler_steps.before_step(self._prof, done)
+                    self._transition("step")
+                    if self._prof is not None:
+                        self._profiler_steps.stepped(self._prof, done)
             if self.on_step is not None:
                 self.on_step(self)
         finally:
@@ -258,6 +265,7 @@ class ProfileRun:
         _profiler_ours = True
         prof.start()
         self._prof = prof  # only a started profiler is stepped and stopped
+        self._profiler_steps.stepped(prof, 0)
         if self.lines is not None:
             self.lines.start()
 
