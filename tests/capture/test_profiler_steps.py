@@ -29,7 +29,7 @@ def _run(options: ProfileOptions, skipping: bool) -> tuple[list[ProfilerAction],
     x = torch.ones(8, 8)
     prof.start()
     steps.stepped(prof, 0)
-    phases = [prof.current_action]
+    phases: list[ProfilerAction] = [prof.current_action]
     for done in range(1, STEPS + 1):
         (x @ x).sum()
         if not skipping or steps.due(done):
