@@ -120,23 +120,24 @@ def descendants(process: "psutil.Process") -> list[int]:
     system calls on a test machine). A ``--every`` run reads this once a cycle, on a thread
     beside the loop, and each of those calls gives the loop's GIL away and back. Elsewhere, or
     where the kernel does not list children, psutil's scan."""
-    import psutil
-
+    if not os.path.exists(f"/proc/{process.pid}/task/{process.pid}/children"):  # not Linux, or no such lists
+        return [child.pid for child in process.children(recursive=True)]
     found: list[int] = []
     todo = [process.pid]
-    try:
-        while todo:
-            pid = todo.pop()
-            for task in os.listdir(f"/proc/{pid}/task"):
-                try:
-                    with open(f"/proc/{pid}/task/{task}/children", "rb") as children:
-                        listed = [int(child) for child in children.read().split()]
-                except FileNotFoundError:  # the thread ended, or the process, since the listing
-                    continue
-                found.extend(listed)
-                todo.extend(listed)
-    except OSError:  # no /proc, or no children lists: the scan
-        return [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:  # a worker that exited since it was listed
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children", "rb") as children:
+                    listed = [int(child) for child in children.read().split()]
+            except FileNotFoundError:  # the thread ended, or the process, since the listing
+                continue
+            found.extend(listed)
+            todo.extend(listed)
     return found
 
 
