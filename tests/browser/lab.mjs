@@ -98,7 +98,6 @@ export async function waitKernelIdle(timeout = 120000) {
 }
 
 
-/** A locator for the notebook's cell at `index` (tagged so it survives re-renders). */
 /** Run every cell of the open notebook, wait until each has run and the kernel is idle, and
  *  return the index of the `%%torchprofile` cell. */
 export async function runAllCells() {
@@ -118,7 +117,18 @@ export async function runAllCells() {
   return index;
 }
 
+/** A locator for the notebook's cell at `index` (tagged so it survives re-renders). */
 export async function cellLocator(index) {
+  // Until its file is read, a notebook shows a placeholder cell that the loaded cells then replace:
+  // a tag set on it would be lost, so the tag waits for the loaded notebook.
+  await page.waitForFunction(
+    i => {
+      const panel = window.jupyterapp?.shell?.currentWidget;
+      return !!panel?.context?.isReady && (panel.content?.widgets?.length ?? 0) > i;
+    },
+    index,
+    { timeout: 60000 }
+  );
   await page.evaluate(i => {
     for (const el of document.querySelectorAll('[data-nbp-e2e]')) {
       el.removeAttribute('data-nbp-e2e');
@@ -223,10 +233,6 @@ export async function shutDownKernel() {
 export async function reloadAt(index) {
   await page.reload();
   await page.waitForSelector('.jp-NotebookPanel .jp-Cell', { timeout: 120000 });
-  // The notebook adds its cells as it loads: wait for the profiled one, not just the first.
-  await page.waitForFunction(
-    i => (window.jupyterapp?.shell?.currentWidget?.content?.widgets?.length ?? 0) > i, index, { timeout: 60000 }
-  );
   await page.evaluate(() => window.jupyterapp.shell.collapseLeft());
   return cellLocator(index);
 }
