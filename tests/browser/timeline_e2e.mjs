@@ -167,8 +167,8 @@ await runScenario(result, async () => {
   // The canvas follows the theme: in JupyterLab Dark its background is the theme's.
   await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' }));
   await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
-  await page.waitForTimeout(500);
-  const themed = await live.locator('.nbp-tl-surface canvas').evaluate(c => {
+  // The canvas redraws on the theme's change: read it until it has (a busy machine may take a while).
+  const canvasColours = () => live.locator('.nbp-tl-surface canvas').evaluate(c => {
     const [r, g, b] = c.getContext('2d').getImageData(2, 2, 1, 1).data;
     const probe = document.createElement('div');
     probe.style.color = getComputedStyle(document.body).getPropertyValue('--jp-layout-color0');
@@ -177,6 +177,10 @@ await runScenario(result, async () => {
     probe.remove();
     return { got: `rgb(${r}, ${g}, ${b})`, want };
   });
+  let themed = await canvasColours();
+  for (const until = Date.now() + 30000; themed.got !== themed.want && Date.now() < until; themed = await canvasColours()) {
+    await page.waitForTimeout(200);
+  }
   check(themed.got === themed.want, `the canvas takes the dark theme's background (${themed.got} vs ${themed.want})`);
   await shot('timeline_live_4_dark.png', live);
   await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' }));
