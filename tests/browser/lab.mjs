@@ -62,7 +62,11 @@ const context = await browser.newContext({ viewport: { width: 1400, height: 1100
 await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(BASE).origin });
 export const page = await context.newPage();
 export const pageErrors = [];
-page.on('pageerror', err => pageErrors.push(String(err)));
+// With where it was thrown (the first frames of its stack) and at which step, so that a failure says whose code threw.
+page.on('pageerror', err => {
+  const frames = (err.stack ?? '').split('\n').slice(1, 6).map(line => line.trim()).join(' < ');
+  pageErrors.push(`${String(err)} [after step "${timings.at(-1)?.step ?? 'start'}"; ${frames || 'no stack'}]`);
+});
 page.on('dialog', d => {
   // An alert() would mean hostile markup ran: fail loudly.
   pageErrors.push(`unexpected ${d.type()} dialog: ${d.message()}`);
