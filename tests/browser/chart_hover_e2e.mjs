@@ -15,6 +15,7 @@
 //      theme.
 import {
   cellLocator,
+  setTheme,
   check,
   clickExplorerTab,
   explorerPanel,
@@ -118,34 +119,6 @@ async function legendColours(scope, label) {
   }
   step(`${label}: legend swatches ${pairs.map(p => `${p.name} ${p.swatch}`).join(', ')}`);
   return pairs;
-}
-
-/** Switch the theme and wait until it is applied: the notebook's background is light or dark as it says
- * (as theme_e2e.mjs does; switching again before that fails inside JupyterLab's theme manager). */
-async function setTheme(theme) {
-  const applied = name => {
-    const node = document.querySelector('.jp-NotebookPanel-notebook');
-    const m = node && /rgba?\((\d+), (\d+), (\d+)/.exec(getComputedStyle(node).backgroundColor);
-    const light = m !== null && Number(m[1]) + Number(m[2]) + Number(m[3]) > 384;
-    return document.body.dataset.jpThemeName === name && m !== null && light === name.includes('Light');
-  };
-  // Asking for the theme a reloaded page is still applying fails inside JupyterLab: ask only for another one.
-  await page.waitForFunction(() => document.body.dataset.jpThemeName, null, { timeout: 60000 });
-  if (await page.evaluate(name => document.body.dataset.jpThemeName === name, theme)) {
-    await page.waitForFunction(applied, theme, { timeout: 60000 });
-    return;
-  }
-  await page.evaluate(name => window.jupyterapp.commands.execute('apputils:change-theme', { theme: name }), theme);
-  await page.waitForFunction(
-    name => {
-      const node = document.querySelector('.jp-NotebookPanel-notebook');
-      const m = node && /rgba?\((\d+), (\d+), (\d+)/.exec(getComputedStyle(node).backgroundColor);
-      const light = m !== null && Number(m[1]) + Number(m[2]) + Number(m[3]) > 384;
-      return document.body.dataset.jpThemeName === name && m !== null && light === name.includes('Light');
-    },
-    theme,
-    { timeout: 60000 }
-  );
 }
 
 /** The Memory chart's legend in each of `themes`, switched to in turn. The last part of the scenario

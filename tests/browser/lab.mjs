@@ -211,6 +211,33 @@ export function explorerPanel(cell) {
   return cell.locator('.widget-tab-contents > .lm-Widget:not(.lm-mod-hidden), .jupyter-widget-Tab .lm-StackedPanel > .lm-Widget:not(.lm-mod-hidden)').first();
 }
 
+/** Switch the theme and wait until it is applied: the notebook's background is light or dark as it says
+ * and JupyterLab's splash screen is gone: switching again before that fails inside JupyterLab (its theme manager,
+ * or the splash, removed twice when a second switch comes within its 0.2 s fade). */
+export async function setTheme(theme) {
+  const applied = name => {
+    const node = document.querySelector('.jp-NotebookPanel-notebook');
+    const m = node && /rgba?\((\d+), (\d+), (\d+)/.exec(getComputedStyle(node).backgroundColor);
+    const light = m !== null && Number(m[1]) + Number(m[2]) + Number(m[3]) > 384;
+    return document.body.dataset.jpThemeName === name && m !== null && light === name.includes('Light');
+  };
+  // Asking for the theme a reloaded page is still applying fails inside JupyterLab: ask only for another one.
+  await page.waitForFunction(() => document.body.dataset.jpThemeName, null, { timeout: 60000 });
+  if (await page.evaluate(name => document.body.dataset.jpThemeName === name, theme)) {
+    await page.waitForFunction(applied, theme, { timeout: 60000 });
+    await splashGone();
+    return;
+  }
+  await page.evaluate(name => window.jupyterapp.commands.execute('apputils:change-theme', { theme: name }), theme);
+  await page.waitForFunction(applied, theme, { timeout: 60000 });
+  await splashGone();
+}
+
+/** JupyterLab's splash screen (shown while a theme loads) has faded out. */
+async function splashGone() {
+  await page.waitForFunction(() => !document.getElementById('jupyterlab-splash'), null, { timeout: 60000 });
+}
+
 /** Save the notebook and wait until it is saved. */
 export async function saveNotebook() {
   await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));

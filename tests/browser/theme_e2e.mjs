@@ -17,6 +17,7 @@
 //
 // Configuration: see lab.mjs. Prints one line per step, then `RESULT {json}`.
 import {
+  setTheme,
   cellLocator,
   check,
   clickExplorerTab,
@@ -31,21 +32,6 @@ import {
 
 const THEMES = ['JupyterLab Light', 'JupyterLab Dark'];
 const MINIMUM = 4.5;
-
-async function setTheme(theme) {
-  await page.evaluate(t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t }), theme);
-  // Applied once the notebook's own background is light or dark as the theme says.
-  await page.waitForFunction(
-    t => {
-      const node = document.querySelector('.jp-NotebookPanel-notebook');
-      const m = node && /rgba?\((\d+), (\d+), (\d+)/.exec(getComputedStyle(node).backgroundColor);
-      const light = m !== null && Number(m[1]) + Number(m[2]) + Number(m[3]) > 384;
-      return document.body.dataset.jpThemeName === t && m !== null && light === t.includes('Light');
-    },
-    theme,
-    { timeout: 60000 }
-  );
-}
 
 /**
  * The lowest contrast ratio of the visible text in the elements `selector` finds under `root`,

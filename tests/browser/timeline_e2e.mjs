@@ -17,6 +17,7 @@
 import { readFileSync } from 'fs';
 
 import {
+  setTheme,
   cellLocator,
   check,
   clickExplorerTab,
@@ -165,8 +166,7 @@ await runScenario(result, async () => {
   step('Perfetto file downloaded');
 
   // The canvas follows the theme: in JupyterLab Dark its background is the theme's.
-  await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' }));
-  await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+  await setTheme('JupyterLab Dark');
   // The canvas redraws on the theme's change: read it until it has (a busy machine may take a while).
   const canvasColours = () => live.locator('.nbp-tl-surface canvas').evaluate(c => {
     const [r, g, b] = c.getContext('2d').getImageData(2, 2, 1, 1).data;
@@ -183,8 +183,7 @@ await runScenario(result, async () => {
   }
   check(themed.got === themed.want, `the canvas takes the dark theme's background (${themed.got} vs ${themed.want})`);
   await shot('timeline_live_4_dark.png', live);
-  await page.evaluate(() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' }));
-  await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'true', null, { timeout: 30000 });
+  await setTheme('JupyterLab Light');
   step('dark theme drawn');
 
   await saveNotebook();
